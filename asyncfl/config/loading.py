@@ -1,0 +1,169 @@
+"""YAML in, a validated :class:`Scenario` out, or one :class:`ConfigError` naming every bad YAML path."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from asyncfl.config.schema import Scenario
+
+
+class ConfigError(ValueError):
+    """A user-facing problem with a scenario: the message is meant to be printed as it is."""
+
+
+def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
+    """Read ``path``, apply ``--set key=value`` overrides and validate."""
+    raw = read_yaml(path)
+    for item in overrides:
+        apply_override(raw, item)
+    return validate_scenario(raw, source=str(path))
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        hint = " (it is a directory)" if path.is_dir() else ""
+        raise ConfigError(f"{path}: scenario file not found{hint}.")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}.") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (expected UTF-8 YAML).") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{path}: the top level must be a mapping of keys (name, data, server, ...), got {type(raw).__name__}."
+        )
+    return raw
+
+
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """Apply one ``a.b.c=value`` override in place; the value is parsed as YAML (``5``, ``true``, ``[1, 2]``)."""
+    key, sep, text = item.partition("=")
+    parts = key.strip().split(".")
+    if not sep or not all(parts):
+        raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE, e.g. --set server.k=5.")
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        value = text
+    node = raw
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {item!r}: {'.'.join(parts[: i + 1])} is a value, not a section.")
+        node = child
+    node[parts[-1]] = value
+
+
+def validate_scenario(raw: Mapping[str, Any], source: str = "<scenario>") -> Scenario:
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as exc:
+        problems = [_describe(error) for error in exc.errors()]
+        raise ConfigError(f"{source}: {len(problems)} problem(s):\n  " + "\n  ".join(problems)) from None
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    path, parent = _clean_path(tuple(error["loc"]))
+    where = ".".join(path) if path else "(top level)"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        allowed = sorted(parent.model_fields) if parent else []
+        close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return f"{where}: unknown key.{hint} Allowed here: {', '.join(allowed)}."
+    message = error["msg"].removeprefix("Value error, ")
+    if kind == "union_tag_invalid":
+        ctx = error["ctx"]
+        key = ctx["discriminator"].strip("'")
+        return f"{where}.{key}: unknown value {ctx['tag']!r}; allowed: {ctx['expected_tags']}."
+    if kind == "union_tag_not_found":
+        return f"{where}: the key {error['ctx']['discriminator']} is required to say which kind this is."
+    if not path:
+        return f"{message}."
+    if kind in ("literal_error", "enum"):
+        return f"{where}: {message} (got {error.get('input')!r})."
+    if kind == "missing":
+        return f"{where}: required key is missing."
+    if "input" in error and not isinstance(error["input"], (dict, list)):
+        return f"{where}: {message} (got {error['input']!r})."
+    return f"{where}: {message}."
+
+
+def _clean_path(loc: tuple[Any, ...]) -> tuple[list[str], type[BaseModel] | None]:
+    """Turn pydantic's location (which includes union tags) into the YAML path, and find the model
+    that owns the last key (for the did-you-mean hint)."""
+    path: list[str] = []
+    current: Any = Scenario
+    owner: type[BaseModel] | None = Scenario
+    for part in loc:
+        members = _union_members(current)
+        if members is not None:  # a tagged union: this part is the tag, not a YAML key
+            current = next((m for m in members if _tag_of(m) == part), None)
+            owner = current if _is_model(current) else None
+            continue
+        if _is_model(current) and isinstance(part, str) and part in current.model_fields:
+            owner = current
+            path.append(part)
+            current = _strip(current.model_fields[part].annotation)
+        elif isinstance(part, int):
+            path[-1:] = [f"{path[-1]}[{part}]"] if path else [f"[{part}]"]
+            args = typing.get_args(current)
+            current = _strip(args[0]) if args else None
+        else:
+            path.append(str(part))
+            owner = current if _is_model(current) else owner
+            current = None
+    return path, owner
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _strip(tp: Any) -> Any:
+    """Remove Annotated[...] and Optional[...] wrappers."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) == 1:
+                tp = args[0]
+            else:
+                return tp
+        else:
+            return tp
+
+
+def _union_members(tp: Any) -> list[Any] | None:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(tp) if _is_model(a)]
+        return members if members and all(_tag_of(m) is not None for m in members) else None
+    return None
+
+
+def _tag_of(model: Any) -> str | None:
+    for key in ("name", "kind", "dist"):
+        field = model.model_fields.get(key)
+        if field is not None and typing.get_origin(field.annotation) is typing.Literal:
+            return typing.get_args(field.annotation)[0]
+    return None

@@ -1,0 +1,199 @@
+"""The scenario schema: one frozen, validated object per YAML file.
+
+The user-facing keys (``data.dataset``, ``server.mode``, ``stop.rounds`` ...) are a stable
+contract: docs, tests and scenario files rely on them.  ``python -m asyncfl reference`` prints the
+whole tree with defaults and allowed values (the README's reference is generated from it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, model_validator
+
+from asyncfl.config.async_algorithms import ASYNC_ALGORITHMS
+from asyncfl.config.base import Distribution, Section
+from asyncfl.config.population import Population
+from asyncfl.config.sync_algorithms import SYNC_ALGORITHMS
+
+DATASETS = ("digits", "synthetic", "mnist", "fashion_mnist", "cifar10", "svhn")
+MODELS = ("logreg", "mlp", "lenet5", "resnet18")
+
+
+class IidPartition(Section):
+    """Every client draws uniformly from the pooled training data."""
+
+    kind: Literal["iid"] = "iid"
+
+
+class DirichletPartition(Section):
+    """Label proportions of each client ~ Dirichlet(alpha); small alpha = strongly non-IID."""
+
+    kind: Literal["dirichlet"]
+    alpha: float = Field(gt=0)
+
+
+class ClassesPartition(Section):
+    """Shards: each client holds ``per_client`` classes (FedAR/MIFA use two)."""
+
+    kind: Literal["classes"]
+    per_client: int = Field(ge=1)
+
+
+class ClustersPartition(Section):
+    """Clients in one cluster share a label distribution (FL-FDMS); labels split across clusters."""
+
+    kind: Literal["clusters"]
+    clusters: int = Field(ge=1)
+
+
+Partition = Annotated[
+    Union[IidPartition, DirichletPartition, ClassesPartition, ClustersPartition],
+    Field(discriminator="kind"),
+]
+
+
+class Synthetic(Section):
+    """FedProx Synthetic(alpha, beta): alpha = model heterogeneity, beta = data heterogeneity."""
+
+    alpha: float = Field(default=1.0, ge=0)
+    beta: float = Field(default=1.0, ge=0)
+    dimension: int = Field(default=60, ge=1)
+    classes: int = Field(default=10, ge=2)
+    samples_per_client: Distribution = Field(
+        default_factory=lambda: {"dist": "lognormal", "median": 100, "sigma": 0.5},
+        description="training+test samples per client",
+    )
+
+
+class Data(Section):
+    dataset: Literal[DATASETS] = "digits"  # type: ignore[valid-type]
+    clients: int = Field(default=20, ge=1)
+    partition: Partition = IidPartition()
+    test_fraction: float = Field(default=0.2, ge=0, lt=1, description="per-client local test split")
+    data_dir: Path = Field(default=Path("data"), description="where torchvision data sets live")
+    download: bool = Field(default=True, description="download torchvision data sets when missing")
+    synthetic: Synthetic = Synthetic()
+
+
+class Model(Section):
+    name: Literal[MODELS] = "mlp"  # type: ignore[valid-type]
+    hidden: int = Field(default=200, ge=1, description="hidden units of the mlp")
+
+
+class Training(Section):
+    """Local SGD on each client."""
+
+    local_steps: int = Field(default=10, ge=1)
+    batch_size: int = Field(default=32, ge=1)
+    lr: float = Field(default=0.05, gt=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    momentum: float = Field(default=0.0, ge=0, lt=1)
+
+
+class Trainer(Section):
+    """How training jobs are executed (results are the same either way, to float tolerance)."""
+
+    executor: Literal["auto", "batched", "sequential"] = Field(
+        default="auto", description="batched: torch.func vmap over clients; auto: whichever is faster here"
+    )
+    chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")
+
+
+class Server(Section):
+    mode: Literal["sync", "k_async"] = "sync"
+    deadline_s: float | None = Field(default=None, gt=0, description="sync: round deadline (null: none)")
+    late_updates: Literal["drop", "next_round"] = Field(
+        default="drop", description="sync: what happens to an update that misses the deadline"
+    )
+    clients_per_round: int | None = Field(default=None, ge=1, description="sync: sample size (null: all)")
+    k: int = Field(default=10, ge=1, description="k_async: updates per aggregation")
+    concurrency: int = Field(default=20, ge=1, description="k_async: clients training at once")
+    max_staleness: int | None = Field(default=None, ge=0, description="k_async: drop older updates")
+
+
+Algorithm = Annotated[Union[SYNC_ALGORITHMS + ASYNC_ALGORITHMS], Field(discriminator="name")]  # type: ignore[valid-type]
+SYNC_NAMES = tuple(cls.model_fields["name"].annotation.__args__[0] for cls in SYNC_ALGORITHMS)
+ASYNC_NAMES = tuple(cls.model_fields["name"].annotation.__args__[0] for cls in ASYNC_ALGORITHMS)
+
+
+class Stop(Section):
+    """The run ends at whichever limit comes first."""
+
+    rounds: int | None = Field(default=None, ge=1, description="aggregations (sync rounds or async versions)")
+    virtual_time_s: float | None = Field(default=None, gt=0)
+    target_accuracy: float | None = Field(default=None, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Stop:
+        if self.rounds is None and self.virtual_time_s is None:
+            raise ValueError("set stop.rounds or stop.virtual_time_s so the run ends")
+        return self
+
+
+class Eval(Section):
+    every_rounds: int = Field(default=1, ge=1, description="evaluate the global model every N aggregations")
+    per_client: bool = Field(default=True, description="evaluate every client's local test split at the end")
+
+
+class Output(Section):
+    dir: Path = Field(default=Path("runs"), description="runs go to DIR/<name>/<timestamp>/")
+    events: Literal["all", "none", "sample"] = Field(
+        default="all", description="events.jsonl: every client, none, or the first event_sample clients"
+    )
+    event_sample: int = Field(default=100, ge=1, description="clients logged when events: sample")
+    plot: bool = True
+
+
+class Scenario(Section):
+    name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$")
+    seed: int = Field(default=0, ge=0)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    data: Data = Data()
+    model: Model = Model()
+    training: Training = Training()
+    trainer: Trainer = Trainer()
+    timing_only: bool = Field(default=False, description="simulate the clock world only, no training")
+    population: Population = Population()
+    server: Server = Server()
+    algorithm: Algorithm = Field(default=None, description="defaults to fedavg (sync) or fedbuff (k_async)")
+    stop: Stop = Stop(rounds=50)
+    eval: Eval = Eval()
+    output: Output = Output()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_algorithm(cls, raw: object) -> object:
+        if isinstance(raw, dict) and raw.get("algorithm") is None:
+            server = raw.get("server")
+            mode = server.get("mode") if isinstance(server, dict) else None
+            raw = {**raw, "algorithm": {"name": "fedbuff" if mode == "k_async" else "fedavg"}}
+        return raw
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        mode, name = self.server.mode, self.algorithm.name
+        if mode == "sync" and name not in SYNC_NAMES:
+            raise ValueError(
+                f"algorithm.name {name!r} needs server.mode k_async; sync algorithms are {', '.join(SYNC_NAMES)}"
+            )
+        if mode == "k_async" and name not in ASYNC_NAMES:
+            raise ValueError(
+                f"algorithm.name {name!r} needs server.mode sync; k_async algorithms are {', '.join(ASYNC_NAMES)}"
+            )
+        if mode == "k_async" and self.server.k > self.data.clients:
+            raise ValueError(
+                f"server.k ({self.server.k}) is larger than the population (data.clients = {self.data.clients})"
+            )
+        availability = self.population.availability
+        if mode == "k_async" and availability.kind == "bernoulli" and availability.slot_s is None:
+            raise ValueError(
+                "population.availability.slot_s is required with server.mode k_async (there are no rounds)"
+            )
+        cpr = self.server.clients_per_round
+        if cpr is not None and cpr > self.data.clients:
+            raise ValueError(
+                f"server.clients_per_round ({cpr}) is larger than the population (data.clients = {self.data.clients})"
+            )
+        return self

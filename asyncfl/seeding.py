@@ -1,0 +1,25 @@
+"""Every random number in asyncfl comes from a stream keyed by (scenario seed, purpose, ids...).
+
+Keying by purpose and id (client, round, attempt) means one consumer never shifts another's
+numbers: a client's minibatches do not depend on who shares its batch, and adding a new random
+feature does not change the results of old scenarios.  No global generator is ever touched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PURPOSES = {
+    "profiles": 1,  # device speeds, links, battery levels
+    "availability": 2,  # one stream per client
+    "jitter": 3,  # per-task compute jitter, one stream per client
+    "selection": 4,  # sync client sampling, one stream per round
+    "dispatch": 5,  # k_async choice of the next client
+    "minibatch": 6,  # local SGD sample order, per (client, attempt)
+    "model_init": 7,
+    "phases": 8,  # cyclic phases, plug phases
+}
+
+
+def stream(seed: int, purpose: str, *ids: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, PURPOSES[purpose], *ids]))
