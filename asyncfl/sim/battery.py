@@ -1,0 +1,79 @@
+"""A device battery: linear drain while working, charging while plugged in (DESIGN.md section 3).
+
+Energy is in joules, time in virtual seconds.  The level between tasks is advanced lazily, so the
+state is a pure function of the client's own history.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class Battery:
+    def __init__(
+        self,
+        capacity_j: float,
+        level_j: float,
+        min_level: float,
+        charge_w: float = 0.0,
+        plug_period_s: float = math.inf,
+        plugged_s: float = 0.0,
+        plug_phase_s: float = 0.0,
+    ) -> None:
+        self.capacity, self.level, self.min_level = capacity_j, level_j, min_level
+        self.charge_w, self.period, self.plugged_s, self.phase = charge_w, plug_period_s, plugged_s, plug_phase_s
+        self.updated_at = 0.0
+        self.used_j = 0.0
+
+    def plugged(self, t: float) -> bool:
+        return self.charge_w > 0 and math.isfinite(self.period) and (t + self.phase) % self.period < self.plugged_s
+
+    def _next_plug_change(self, t: float) -> float:
+        if not (self.charge_w > 0 and math.isfinite(self.period)) or self.plugged_s <= 0:
+            return math.inf
+        if self.plugged_s >= self.period:
+            return math.inf
+        pos = (t + self.phase) % self.period
+        return t + (self.plugged_s - pos if pos < self.plugged_s else self.period - pos)
+
+    def _pieces(self, t0: float, t1: float):
+        """Split [t0, t1] where the plug state changes: yields (start, end, plugged)."""
+        t = t0
+        while t < t1:
+            end = min(t1, self._next_plug_change(t))
+            yield t, end, self.plugged(t)
+            t = end
+
+    def _simulate(self, t0: float, t1: float, draw_w: float, level: float) -> tuple[float, float | None]:
+        """Level at t1 and the depletion time (None if the level stays above zero)."""
+        for start, end, plugged in self._pieces(t0, t1):
+            net = draw_w - (self.charge_w if plugged else 0.0)
+            if net > 0 and level - net * (end - start) <= 0:
+                return 0.0, start + level / net
+            level = min(self.capacity, level - net * (end - start))
+        return level, None
+
+    def level_at(self, t: float) -> float:
+        """Advance the idle battery to time t (charging when plugged) and return the level."""
+        if t > self.updated_at:
+            self.level, _ = self._simulate(self.updated_at, t, 0.0, self.level)
+            self.updated_at = t
+        return self.level
+
+    def can_accept(self, t: float) -> bool:
+        return self.level_at(t) >= self.min_level * self.capacity
+
+    def depletion_time(self, t0: float, t1: float, energy_j: float) -> float | None:
+        """When would a phase spending ``energy_j`` evenly over [t0, t1] empty the battery? No state change."""
+        if t1 <= t0:
+            return t0 if energy_j > self.level_at(t0) else None
+        return self._simulate(t0, t1, energy_j / (t1 - t0), self.level_at(t0))[1]
+
+    def consume(self, t0: float, t_end: float, t1: float, energy_j: float) -> None:
+        """Apply the phase [t0, t1] spending ``energy_j`` evenly, stopped at ``t_end`` <= t1."""
+        rate = energy_j / (t1 - t0) if t1 > t0 else 0.0
+        start_level = self.level_at(t0)
+        self.level, _ = self._simulate(t0, t_end, rate, start_level)
+        self.level = max(self.level, 0.0)
+        self.used_j += rate * (t_end - t0) if t1 > t0 else energy_j
+        self.updated_at = t_end

@@ -1,0 +1,110 @@
+"""Build every client's device (profile, availability, battery) from the scenario's ``population``."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from asyncfl.config import ConfigError
+from asyncfl.config.population import Availability, Population
+from asyncfl.config.population import Battery as BatteryConfig
+from asyncfl.seeding import stream
+from asyncfl.sim import availability as av
+from asyncfl.sim.battery import Battery
+from asyncfl.sim.clients import ClientDevice
+from asyncfl.sim.profiles import draw_profiles
+
+
+def build_clients(
+    population: Population, num_clients: int, seed: int, label_histograms: np.ndarray | None = None
+) -> list[ClientDevice]:
+    """Every client's device.  ``label_histograms`` ([clients, classes], normalised) is there for
+    availability patterns correlated with the data (FedAU)."""
+    profiles = draw_profiles(population, num_clients, stream(seed, "profiles"))
+    models = build_availability(population.availability, num_clients, seed)
+    batteries = build_batteries(population.battery, num_clients, seed)
+    return [
+        ClientDevice(i, profiles[i], models[i], stream(seed, "jitter", i), batteries[i]) for i in range(num_clients)
+    ]
+
+
+def participation_probabilities(spec: Availability, num_clients: int, seed: int) -> list[float]:
+    """The per-client p_i of a Bernoulli/Markov/cyclic spec (1 for always-on, NaN for traces)."""
+    if spec.kind == "always":
+        return [1.0] * num_clients
+    if spec.kind == "trace":
+        return [math.nan] * num_clients
+    return [float(p) for p in spec.p.sample(stream(seed, "availability"), num_clients)]
+
+
+def build_availability(spec: Availability, num_clients: int, seed: int) -> list[object]:
+    if spec.kind == "always":
+        return [av.Always() for _ in range(num_clients)]
+    if spec.kind == "trace":
+        intervals = read_availability_trace(spec.file, num_clients)
+        return [av.Trace(intervals[i]) for i in range(num_clients)]
+    p = participation_probabilities(spec, num_clients, seed)
+    rngs = [stream(seed, "availability", i) for i in range(num_clients)]
+    if spec.kind == "bernoulli":
+        return [av.Bernoulli(p[i], rngs[i], spec.slot_s) for i in range(num_clients)]
+    if spec.kind == "markov":
+        return [av.Markov(p[i], spec.mean_cycle_s, rngs[i]) for i in range(num_clients)]
+    phases = stream(seed, "phases").uniform(0, spec.period_s, size=num_clients)
+    return [av.Cyclic(p[i], spec.period_s, float(phases[i])) for i in range(num_clients)]
+
+
+def build_batteries(spec: BatteryConfig | None, num_clients: int, seed: int) -> list[Battery | None]:
+    if spec is None:
+        return [None] * num_clients
+    rng = stream(seed, "profiles", 1)
+    levels = spec.initial_level.sample(rng, num_clients)
+    charging = spec.charging
+    phases = rng.uniform(0, charging.period_s, size=num_clients) if charging else [0.0] * num_clients
+    return [
+        Battery(
+            spec.capacity_j,
+            float(levels[i]) * spec.capacity_j,
+            spec.min_level,
+            charge_w=charging.charge_w if charging else 0.0,
+            plug_period_s=charging.period_s if charging else math.inf,
+            plugged_s=charging.plugged_fraction * charging.period_s if charging else 0.0,
+            plug_phase_s=float(phases[i]),
+        )
+        for i in range(num_clients)
+    ]
+
+
+def read_availability_trace(path: Path, num_clients: int) -> dict[int, list[tuple[float, float]]]:
+    """CSV with header ``client,start_s,end_s``: each row one online interval; per client the
+    intervals must be sorted and disjoint, and every client needs at least one row."""
+    where = f"population.availability.file ({path})"
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the file: {exc.strerror}.") from None
+    if not rows or tuple(rows[0].keys()) != ("client", "start_s", "end_s"):
+        found = ",".join(k for k in rows[0].keys() if k) if rows else "nothing"
+        raise ConfigError(f"{where}: expected the header client,start_s,end_s, found {found}.")
+    intervals: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for line, row in enumerate(rows, start=2):
+        try:
+            client, start, end = int(row["client"]), float(row["start_s"]), float(row["end_s"])
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}, line {line}: client must be an integer, start_s and end_s numbers.") from None
+        if not 0 <= client < num_clients:
+            raise ConfigError(f"{where}, line {line}: client {client} is outside 0..{num_clients - 1} (data.clients).")
+        if not (0 <= start < end) or not math.isfinite(start):
+            raise ConfigError(f"{where}, line {line}: need 0 <= start_s < end_s, got {start:g}..{end:g}.")
+        previous = intervals[client][-1] if intervals[client] else None
+        if previous is not None and start < previous[1]:
+            raise ConfigError(f"{where}, line {line}: intervals of client {client} are unsorted or overlap.")
+        intervals[client].append((start, end))
+    missing = sorted(set(range(num_clients)) - set(intervals))
+    if missing:
+        raise ConfigError(f"{where}: no interval for clients {missing[:10]}{' ...' if len(missing) > 10 else ''}.")
+    return intervals

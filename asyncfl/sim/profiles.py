@@ -1,0 +1,86 @@
+"""Per-client device profiles drawn from the scenario (DESIGN.md section 3).
+
+Timing sits behind one small interface (FLSim's ``IDurationDistribution`` idea): a profile says how
+long a download, a training task and an upload take.  With constant distributions and no jitter the
+durations are exact, which is what the hand-computed timing tests rely on.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asyncfl.config import ConfigError
+from asyncfl.config.population import Population
+
+MEGABIT_BYTES = 1e6 / 8
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    samples_per_s: float
+    uplink_bytes_per_s: float
+    downlink_bytes_per_s: float
+    latency_s: float
+    jitter_sigma: float = 0.0
+
+    def compute_s(self, samples: int, jitter: float = 1.0) -> float:
+        return samples / self.samples_per_s * jitter
+
+    def download_s(self, nbytes: int) -> float:
+        return self.latency_s + nbytes / self.downlink_bytes_per_s
+
+    def upload_s(self, nbytes: int) -> float:
+        return self.latency_s + nbytes / self.uplink_bytes_per_s
+
+
+def draw_profiles(population: Population, num_clients: int, rng: np.random.Generator) -> list[DeviceProfile]:
+    """Draw every client's profile, or read them from ``population.device_trace``."""
+    if population.device_trace is not None:
+        return read_device_trace(population.device_trace, num_clients, population.compute.jitter_sigma)
+    speed = population.compute.samples_per_s.sample(rng, num_clients)
+    up = population.network.uplink_mbps.sample(rng, num_clients) * MEGABIT_BYTES
+    down = population.network.downlink_mbps.sample(rng, num_clients) * MEGABIT_BYTES
+    latency = population.network.latency_s.sample(rng, num_clients)
+    sigma = population.compute.jitter_sigma
+    rows = zip(speed, up, down, latency)
+    return [DeviceProfile(float(s), float(u), float(d), float(lat), sigma) for s, u, d, lat in rows]
+
+
+TRACE_COLUMNS = ("client", "samples_per_s", "uplink_mbps", "downlink_mbps", "latency_s")
+
+
+def read_device_trace(path: Path, num_clients: int, jitter_sigma: float) -> list[DeviceProfile]:
+    """One row per client: ``client,samples_per_s,uplink_mbps,downlink_mbps,latency_s``."""
+    where = f"population.device_trace ({path})"
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the file: {exc.strerror}.") from None
+    if not rows or tuple(rows[0].keys()) != TRACE_COLUMNS:
+        found = ",".join(rows[0].keys()) if rows else "nothing"
+        raise ConfigError(f"{where}: expected the header {','.join(TRACE_COLUMNS)}, found {found}.")
+    profiles: dict[int, DeviceProfile] = {}
+    for line, row in enumerate(rows, start=2):
+        try:
+            client = int(row["client"])
+            values = [float(row[c]) for c in TRACE_COLUMNS[1:]]
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}, line {line}: every column must be a number.") from None
+        if not all(math.isfinite(v) for v in values) or min(values[:3]) <= 0 or values[3] < 0:
+            raise ConfigError(f"{where}, line {line}: speeds and bandwidths must be positive, latency non-negative.")
+        if not 0 <= client < num_clients or client in profiles:
+            raise ConfigError(
+                f"{where}, line {line}: client {client} is out of range 0..{num_clients - 1} or repeated."
+            )
+        s, u, d, lat = values
+        profiles[client] = DeviceProfile(s, u * MEGABIT_BYTES, d * MEGABIT_BYTES, lat, jitter_sigma)
+    missing = sorted(set(range(num_clients)) - set(profiles))
+    if missing:
+        raise ConfigError(f"{where}: no row for clients {missing[:10]}{' ...' if len(missing) > 10 else ''}.")
+    return [profiles[c] for c in range(num_clients)]

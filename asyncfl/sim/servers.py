@@ -1,0 +1,190 @@
+"""Server protocols as SimPy processes (DESIGN.md section 4).
+
+The servers decide *who* works and *which* updates are aggregated *when*; they never touch a
+tensor.  Two callbacks connect them to the rest of the run:
+
+``submit(plan)``      a task that will deliver has started: its training job may be queued
+``close_round(info)`` an aggregation is due: the learning world aggregates ``info.received``,
+                      evaluates and records; returns True to stop the run
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import simpy
+
+from asyncfl.config.schema import Server
+from asyncfl.seeding import stream
+from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, plan_task, run_task
+
+BATTERY_POLL_S = 60.0  # k_async: how often to look again at clients waiting for their battery to charge
+
+
+@dataclass
+class RoundInfo:
+    """Everything the server knows about one aggregation."""
+
+    round: int  # index of this aggregation (sync round / async version being produced)
+    started: float  # sync: round start; k_async: time of the previous aggregation
+    time: float  # aggregation time
+    selected: list[int] = field(default_factory=list)
+    received: list[TaskPlan] = field(default_factory=list)  # updates to aggregate (plan.round = base version)
+    late: int = 0  # updates still running at a sync close (dropped or delivered later)
+    failures: Counter = field(default_factory=Counter)  # reason -> count
+    failed_clients: list[int] = field(default_factory=list)
+    dropped_stale: int = 0  # k_async: updates older than max_staleness
+
+
+Submit = Callable[[TaskPlan], None]
+CloseRound = Callable[[RoundInfo], bool]
+
+
+def sync_server(
+    env: simpy.Environment,
+    clients: list[ClientDevice],
+    work: Work,
+    cfg: Server,
+    seed: int,
+    submit: Submit,
+    close_round: CloseRound,
+    log: EventSink,
+    time_limit: float = math.inf,
+) -> Iterator[simpy.Event]:
+    """Synchronous rounds: select, wait until everybody answered or the deadline, aggregate."""
+    pending: list[TaskPlan] = []  # tasks of earlier rounds still running (late_updates: next_round)
+    drop_late = cfg.late_updates == "drop"
+    rnd = 0
+    while True:
+        t0 = env.now
+        selected = _select(clients, t0, cfg.clients_per_round, seed, rnd)
+        deadline_at = t0 + cfg.deadline_s if cfg.deadline_s is not None else math.inf
+        plans = [plan_task(clients[i], work, t0, rnd, deadline_at if drop_late else math.inf) for i in selected]
+        for plan in plans:
+            if plan.delivered:
+                submit(plan)
+            env.process(run_task(env, clients[plan.client], plan, log))
+        close_at = min(deadline_at, time_limit, _all_done_at(plans, pending, t0))
+        if math.isinf(close_at):  # nobody can ever answer: nothing left to simulate
+            return
+        yield env.timeout(close_at - t0)
+        info = RoundInfo(rnd, t0, close_at, selected=selected)
+        still_running = []
+        for plan in pending + plans:
+            if plan.end > close_at:
+                still_running.append(plan)
+            elif plan.delivered:
+                info.received.append(plan)
+            else:
+                info.failures[plan.failure] += 1
+                info.failed_clients.append(plan.client)
+        info.late = sum(1 for p in plans if p.end > close_at) + info.failures["deadline"]
+        pending = [] if drop_late else still_running
+        if close_round(info) or env.now >= time_limit:
+            return
+        rnd += 1
+
+
+def _select(clients: list[ClientDevice], now: float, per_round: int | None, seed: int, rnd: int) -> list[int]:
+    idle = [c.id for c in clients if c.busy_until <= now]
+    if per_round is None or per_round >= len(idle):
+        return idle
+    chosen = stream(seed, "selection", rnd).choice(len(idle), size=per_round, replace=False)
+    return sorted(idle[i] for i in chosen)
+
+
+def _all_done_at(plans: list[TaskPlan], pending: list[TaskPlan], t0: float) -> float:
+    """Early close: when every selected client has answered or failed.  With nobody selected the
+    round waits for the first earlier task to finish (so a busy population can't spin forever)."""
+    if plans:
+        return max(p.end for p in plans)
+    return min((p.end for p in pending), default=math.inf)
+
+
+def k_async_server(
+    env: simpy.Environment,
+    clients: list[ClientDevice],
+    work: Work,
+    cfg: Server,
+    seed: int,
+    submit: Submit,
+    close_round: CloseRound,
+    log: EventSink,
+    time_limit: float = math.inf,
+) -> Iterator[simpy.Event]:
+    """K-async buffered aggregation: keep ``concurrency`` clients busy, aggregate every K updates."""
+    inbox = simpy.Store(env)
+    rng = stream(seed, "dispatch")
+    version, in_flight, last_aggregation = 0, 0, 0.0
+    buffer: list[TaskPlan] = []
+    info = RoundInfo(0, 0.0, 0.0)
+
+    def task(client: ClientDevice, plan: TaskPlan):
+        yield from run_task(env, client, plan, log)
+        inbox.put(plan)
+
+    arrival = inbox.get()
+    while True:
+        while in_flight < cfg.concurrency:
+            client = _pick_idle_online(clients, env.now, version, rng)
+            if client is None:
+                break
+            plan = plan_task(client, work, env.now, version)
+            if plan.delivered:
+                submit(plan)
+            env.process(task(client, plan))
+            in_flight += 1
+        waits = [arrival, env.timeout(max(0.0, time_limit - env.now))]
+        if in_flight < cfg.concurrency:
+            wake = _next_dispatch_time(clients, env.now)
+            if math.isfinite(wake):
+                waits.append(env.timeout(wake - env.now))
+        yield env.any_of(waits)
+        if env.now >= time_limit and not arrival.triggered:
+            return
+        if not arrival.triggered:
+            continue
+        plan, arrival = arrival.value, inbox.get()
+        in_flight -= 1
+        if not plan.delivered:
+            info.failures[plan.failure] += 1
+            info.failed_clients.append(plan.client)
+        elif cfg.max_staleness is not None and version - plan.round > cfg.max_staleness:
+            info.dropped_stale += 1
+            log(env.now, plan.client, "drop_stale", plan.round, "staleness")
+        else:
+            buffer.append(plan)
+        if len(buffer) >= cfg.k:
+            info.round, info.started, info.time = version, last_aggregation, env.now
+            info.received, buffer = buffer[: cfg.k], buffer[cfg.k :]
+            if close_round(info):
+                return
+            version, last_aggregation = version + 1, env.now
+            info = RoundInfo(version, env.now, env.now)
+
+
+def _pick_idle_online(clients: list[ClientDevice], now: float, version: int, rng) -> ClientDevice | None:
+    candidates = [
+        c
+        for c in clients
+        if c.busy_until <= now
+        and c.availability.online(now, version)
+        and (c.battery is None or c.battery.can_accept(now))
+    ]
+    return candidates[int(rng.integers(len(candidates)))] if candidates else None
+
+
+def _next_dispatch_time(clients: list[ClientDevice], now: float) -> float:
+    """Earliest time an idle client may become usable (comes online, or its battery charged)."""
+    wake = math.inf
+    for c in clients:
+        if c.busy_until > now:
+            continue
+        t = c.availability.next_online(now)
+        if t <= now:  # online but short of battery: look again later
+            t = now + BATTERY_POLL_S
+        wake = min(wake, t)
+    return wake
