@@ -1,0 +1,41 @@
+"""FedBuff (Nguyen et al., 2022): buffered asynchronous aggregation.
+
+    w_{v+1} = w_v + eta_g * (1/K) * sum_{i in buffer} s(tau_i) Delta_i
+
+K is the buffer size (server.k), tau_i = v - base_version_i, s a staleness discount
+(:mod:`asyncfl.algorithms.staleness`).  With K equal to the cohort and tau = 0 this is FedAvg.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Sequence
+
+import torch
+
+from asyncfl.algorithms.base import Aggregate, Context, Update, weighted_sum
+from asyncfl.algorithms.staleness import staleness_weight
+from asyncfl.config.async_algorithms import FedBuffParams
+
+
+class FedBuff:
+    name = "fedbuff"
+    modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
+
+    def __init__(self, params: FedBuffParams, num_clients: int, like: torch.Tensor) -> None:
+        self.params = params
+        self.num_clients = num_clients
+
+    def aggregate(self, global_params: torch.Tensor, updates: Sequence[Update], context: Context) -> Aggregate:
+        if not updates:
+            return Aggregate(global_params.clone())
+        k = len(updates)
+        weights = [staleness_weight(self.params.staleness, u.staleness) / k for u in updates]
+        step = weighted_sum(updates, weights)
+        return Aggregate(
+            global_params + self.params.server_lr * step,
+            weights={u.client: w for u, w in zip(updates, weights)},
+            notes={u.client: {"staleness": u.staleness} for u in updates},
+        )
+
+
+STRATEGY = FedBuff

@@ -1,0 +1,53 @@
+"""One preallocated store for per-client vectors (DESIGN.md section 7).
+
+MIFA, FedAR, FedVARP and FL-FDMS remember the latest update of every client: N x d numbers.  Keeping
+them in one matrix (rather than N separate tensors) makes the memory predictable, lets means over
+clients be one reduction, and allows a CPU-resident or half-precision store for large models.
+Reads come back in the compute dtype and device of the caller.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from asyncfl.config.algorithm_base import MemoryStore
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+class UpdateStore:
+    def __init__(self, num_clients: int, dim: int, like: torch.Tensor, spec: MemoryStore = MemoryStore()) -> None:
+        device = like.device if spec.device == "model" else torch.device("cpu")
+        self.compute_dtype, self.compute_device = like.dtype, like.device
+        self.rows = torch.zeros(num_clients, dim, dtype=DTYPES[spec.dtype], device=device)
+        self.filled = torch.zeros(num_clients, dtype=torch.bool)
+
+    def __contains__(self, client: int) -> bool:
+        return bool(self.filled[client])
+
+    def put(self, client: int, vector: torch.Tensor) -> None:
+        self.rows[client].copy_(vector)
+        self.filled[client] = True
+
+    def get(self, client: int) -> torch.Tensor:
+        return self.rows[client].to(self.compute_device, self.compute_dtype)
+
+    def clients(self) -> list[int]:
+        return self.filled.nonzero().flatten().tolist()
+
+    def sum(self, clients: Sequence[int] | None = None, weights: Sequence[float] | None = None) -> torch.Tensor:
+        """sum_i w_i * row_i over ``clients`` (default: every filled row, unit weights)."""
+        clients = self.clients() if clients is None else list(clients)
+        if not clients:
+            return torch.zeros(self.rows.shape[1], dtype=self.compute_dtype, device=self.compute_device)
+        index = torch.tensor(clients, device=self.rows.device)
+        rows = self.rows.index_select(0, index).to(self.compute_device, self.compute_dtype)
+        if weights is None:
+            return rows.sum(0)
+        w = torch.tensor(list(weights), dtype=self.compute_dtype, device=self.compute_device)
+        return w @ rows
+
+    def nbytes(self) -> int:
+        return self.rows.numel() * self.rows.element_size()

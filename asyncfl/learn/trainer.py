@@ -1,0 +1,119 @@
+"""Local SGD: training jobs and the one-by-one (reference) trainer (DESIGN.md sections 2 and 6).
+
+A job's result depends only on its inputs: the base parameters, the client's data and a minibatch
+order drawn from the stream keyed by (seed, client, attempt).  A batched trainer must give the same
+deltas, which is what makes it a drop-in replacement.
+
+The update rule (identical to ``torch.optim.SGD`` with dampening 0, no Nesterov):
+    g_s = grad L(w_s; batch_s) + weight_decay * w_s
+    b_s = g_s (s = 0),  b_s = momentum * b_{s-1} + g_s (s > 0)
+    w_{s+1} = w_s - lr * b_s
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call
+from torch.nn.utils import vector_to_parameters
+
+from asyncfl.config.schema import Training
+from asyncfl.seeding import stream
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    client: int
+    base_version: int
+    attempt: int  # the client's attempt counter: keys the minibatch stream
+    steps: int
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    delta: torch.Tensor  # w_local - w_base, flat
+    train_loss: float  # mean minibatch loss over the local steps
+    num_steps: int
+
+
+def minibatch_positions(seed: int, client: int, attempt: int, n: int, steps: int, batch_size: int) -> np.ndarray:
+    """Positions into a client's training indices, shape [steps, min(batch_size, n)].
+
+    Consecutive epochs are independent permutations, so every sample is seen once per epoch.
+    """
+    b = min(batch_size, n)
+    rng = stream(seed, "minibatch", client, attempt)
+    epochs = -(-steps * b // n)
+    order = np.concatenate([rng.permutation(n) for _ in range(epochs)])
+    return order[: steps * b].reshape(steps, b)
+
+
+def unflatten(model: nn.Module, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Views of a flat parameter vector, named like ``model.named_parameters()``."""
+    out, start = {}, 0
+    for name, p in model.named_parameters():
+        out[name] = flat[start : start + p.numel()].view_as(p)
+        start += p.numel()
+    return out
+
+
+def sgd_step(w: torch.Tensor, grad: torch.Tensor, buf: torch.Tensor | None, cfg: Training):
+    """One step of the update rule in the module docstring; returns (w, momentum buffer)."""
+    if cfg.weight_decay:
+        grad = grad + cfg.weight_decay * w
+    if cfg.momentum:
+        buf = grad if buf is None else cfg.momentum * buf + grad
+        grad = buf
+    return w - cfg.lr * grad, buf
+
+
+class SequentialTrainer:
+    """Trains the jobs one after the other: the reference implementation."""
+
+    batched = False
+
+    def __init__(self, model: nn.Module, federation, training: Training, seed: int) -> None:
+        self.model, self.federation, self.training, self.seed = model, federation, training, seed
+
+    def run(self, base: torch.Tensor, jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
+        self.model.train()
+        return [self._train_one(base, job) for job in jobs]
+
+    def _train_one(self, base: torch.Tensor, job: TrainingJob) -> TrainingResult:
+        fed, cfg = self.federation, self.training
+        train_idx = fed.client_train[job.client]
+        positions = minibatch_positions(self.seed, job.client, job.attempt, len(train_idx), job.steps, cfg.batch_size)
+        batches = train_idx[torch.from_numpy(positions).to(train_idx.device)]
+        w, buf = base.detach(), None
+        losses = torch.zeros(job.steps, device=base.device)
+        for step in range(job.steps):
+            idx = batches[step]
+            leaf = w.detach().requires_grad_(True)
+            logits = functional_call(self.model, unflatten(self.model, leaf), (fed.features[idx],))
+            loss = nn.functional.cross_entropy(logits, fed.labels[idx])
+            (grad,) = torch.autograd.grad(loss, leaf)
+            with torch.no_grad():
+                w, buf = sgd_step(leaf.detach(), grad, buf, cfg)
+            losses[step] = loss.detach()
+        return TrainingResult(w - base, float(losses.mean()), job.steps)
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, params: torch.Tensor, federation, indices: torch.Tensor, chunk: int = 8192):
+    """(accuracy, mean loss, per-sample correctness) of ``params`` on the samples ``indices``."""
+    if len(indices) == 0:
+        return float("nan"), float("nan"), torch.zeros(0, dtype=torch.bool)
+    vector_to_parameters(params, model.parameters())
+    model.eval()
+    correct, loss_sum = [], 0.0
+    for start in range(0, len(indices), chunk):
+        idx = indices[start : start + chunk]
+        logits = model(federation.features[idx])
+        loss_sum += float(nn.functional.cross_entropy(logits, federation.labels[idx], reduction="sum"))
+        correct.append(logits.argmax(1) == federation.labels[idx])
+    hits = torch.cat(correct)
+    return float(hits.float().mean()), loss_sum / len(indices), hits
