@@ -1,0 +1,79 @@
+"""Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``, ``reference``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from asyncfl.config import ConfigError, load_scenario
+
+COMMANDS = ("run", "validate", "plot", "reference")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m asyncfl", description="Federated learning on a virtual clock.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a scenario (the default command)")
+    run.add_argument("scenario", type=Path)
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a scenario key, e.g. --set server.k=5 (repeatable)")  # fmt: skip
+    run.add_argument("--out", type=Path, help="write the run into this directory (must be new or empty)")
+    run.add_argument("--seed", type=int, help="same as --set seed=N")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    validate = sub.add_parser("validate", help="check a scenario and report every problem")
+    validate.add_argument("scenario", type=Path)
+    validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    plot = sub.add_parser("plot", help="re-render the figures of a run directory")
+    plot.add_argument("run_dir", type=Path)
+    sub.add_parser("reference", help="print every scenario key with its default and allowed values")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        argv.insert(0, "run")
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "reference":
+        from asyncfl.config.reference import reference_markdown
+
+        print(reference_markdown())
+        return 0
+    if args.command == "plot":
+        from asyncfl.plots import plot_accuracy_vs_time
+
+        if not (args.run_dir / "metrics.csv").is_file():
+            raise ConfigError(f"{args.run_dir}: not a run directory (no metrics.csv).")
+        print(plot_accuracy_vs_time(args.run_dir))
+        return 0
+    overrides = list(args.overrides)
+    if getattr(args, "seed", None) is not None:
+        overrides.append(f"seed={args.seed}")
+    scenario = load_scenario(args.scenario, overrides)
+    if args.command == "validate":
+        s = scenario
+        print(f"{args.scenario}: valid ({s.server.mode}, {s.algorithm.name}, {s.data.clients} clients)")
+        return 0
+    if args.out is not None and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        raise ConfigError(f"--out {args.out}: exists and is not an empty directory; refusing to overwrite a run.")
+    from asyncfl.runner import run_scenario
+
+    run_dir = run_scenario(scenario, args.out, quiet=args.quiet)
+    print(run_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

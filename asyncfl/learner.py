@@ -1,0 +1,110 @@
+"""The learning side of a run: global model, strategy, lazy training jobs, evaluation.
+
+This is the one place where the timing world (task plans, round infos) meets torch.  The servers
+only see ``submit`` and the aggregation callback of :mod:`asyncfl.runner`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.nn.utils import parameters_to_vector
+
+from asyncfl.algorithms import Context, Strategy, Update
+from asyncfl.config.schema import Training
+from asyncfl.learn.jobs import JobBook
+from asyncfl.learn.trainer import TrainingJob, evaluate
+from asyncfl.sim.clients import TaskPlan
+from asyncfl.sim.servers import RoundInfo
+
+
+@dataclass
+class AggregationReport:
+    """What one aggregation did, for metrics.csv / rounds.csv / weights.csv."""
+
+    version: int
+    train_loss: float
+    staleness: list[int]
+    weight_rows: list[dict] = field(default_factory=list)
+
+
+class Learner:
+    def __init__(self, model: nn.Module, federation, strategy: Strategy, trainer, training: Training) -> None:
+        self.model, self.federation, self.strategy, self.training = model, federation, strategy, training
+        self.params = parameters_to_vector(model.parameters()).detach().clone()
+        self.version = 0
+        self.jobs = JobBook(trainer)
+        self.jobs.publish(0, self.params)
+        self.seen: set[int] = set()
+
+    @property
+    def model_bytes(self) -> int:
+        return self.params.numel() * self.params.element_size()
+
+    def submit(self, plan: TaskPlan) -> None:
+        self.jobs.submit(TrainingJob(plan.client, plan.round, plan.attempt, self.training.local_steps))
+
+    def aggregate(self, info: RoundInfo, record_weights: bool) -> AggregationReport:
+        updates = [self._update(plan, info.round) for plan in info.received]
+        self.seen.update(u.client for u in updates)
+        context = Context(
+            round=info.round,
+            time=info.time,
+            num_clients=self.federation.num_clients,
+            selected=frozenset(info.selected),
+            failed=frozenset(info.failed_clients),
+            seen=frozenset(self.seen),
+        )
+        result = self.strategy.aggregate(self.params, updates, context)
+        self.params = result.params.detach()
+        self.version += 1
+        self.jobs.publish(self.version, self.params)
+        losses = [u.train_loss for u in updates]
+        rows = []
+        if record_weights:
+            rows = [
+                {"round": self.version, "client": c, "weight": w, **result.notes.get(c, {})}
+                for c, w in sorted(result.weights.items())
+            ]
+        return AggregationReport(
+            self.version,
+            sum(losses) / len(losses) if losses else math.nan,
+            [u.staleness for u in updates],
+            rows,
+        )
+
+    def _update(self, plan: TaskPlan, current_round: int) -> Update:
+        result = self.jobs.result(plan.client, plan.attempt)
+        return Update(
+            client=plan.client,
+            delta=result.delta,
+            base_version=plan.round,
+            staleness=current_round - plan.round,
+            num_samples=len(self.federation.client_train[plan.client]),
+            num_steps=result.num_steps,
+            lr=self.training.lr,
+            train_loss=result.train_loss,
+        )
+
+    def test_metrics(self) -> tuple[float, float]:
+        accuracy, loss, _ = evaluate(self.model, self.params, self.federation, self.federation.test_indices)
+        return accuracy, loss
+
+    def client_accuracies(self) -> list[float]:
+        """Accuracy of the global model on each client's local test split (NaN when it has none)."""
+        fed = self.federation
+        sizes = [len(t) for t in fed.client_test]
+        if sum(sizes) == 0:
+            return [math.nan] * fed.num_clients
+        _, _, hits = evaluate(self.model, self.params, fed, torch.cat(list(fed.client_test)))
+        out, start = [], 0
+        for n in sizes:
+            out.append(float(hits[start : start + n].float().mean()) if n else math.nan)
+            start += n
+        return out
+
+    def diverged(self) -> bool:
+        return not bool(torch.isfinite(self.params).all())

@@ -1,0 +1,272 @@
+"""One simulation from a validated scenario to a finished run directory."""
+
+from __future__ import annotations
+
+import math
+import platform
+import statistics
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import simpy
+import torch
+import yaml
+from tqdm import tqdm
+
+from asyncfl.algorithms import make_strategy
+from asyncfl.config.schema import Scenario
+from asyncfl.learn.federation import build_federation
+from asyncfl.learn.models import build_model
+from asyncfl.learn.trainer import SequentialTrainer
+from asyncfl.learner import AggregationReport, Learner
+from asyncfl.plots import plot_accuracy_vs_time
+from asyncfl.results import RunDirectory, new_run_dir, write_atomic
+from asyncfl.seeding import stream
+from asyncfl.sim.clients import ClientDevice, Work
+from asyncfl.sim.population import build_clients, participation_probabilities
+from asyncfl.sim.servers import RoundInfo, k_async_server, sync_server
+
+
+def resolve_device(choice: str) -> torch.device:
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device: cuda was asked for but no CUDA device is available (use auto or cpu)")
+    if choice == "auto":
+        choice = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(choice)
+
+
+@dataclass
+class Progress:
+    """Best/target bookkeeping for summary.json."""
+
+    best_accuracy: float = math.nan
+    last_accuracy: float = math.nan
+    target_time: float | None = None
+    target_round: int | None = None
+    status: str = "running"
+    rounds: int = 0
+    staleness: list[int] = field(default_factory=list)
+
+
+class Simulation:
+    """Wires the timing world (SimPy servers, clients) to the learning world (Learner)."""
+
+    def __init__(self, scenario: Scenario, run_dir: Path, quiet: bool = True) -> None:
+        self.scenario, self.quiet = scenario, quiet
+        self.device = resolve_device(scenario.device)
+        self.started = time.perf_counter()
+        s = scenario
+        self.federation = build_federation(s.data, s.seed, self.device)
+        with torch.random.fork_rng(devices=[]):  # model init must not touch the global generator
+            torch.manual_seed(int(stream(s.seed, "model_init").integers(2**62)))
+            self.model = build_model(
+                s.model.name, self.federation.input_shape, self.federation.num_classes, s.model.hidden
+            )
+        self.model.to(self.device)
+        initial = torch.nn.utils.parameters_to_vector(self.model.parameters()).detach()
+        strategy = make_strategy(s.algorithm, s.data.clients, initial)
+        trainer = SequentialTrainer(self.model, self.federation, s.training, s.seed)
+        self.learner = Learner(self.model, self.federation, strategy, trainer, s.training)
+        histograms = np.stack([self.federation.label_histogram(c) for c in range(s.data.clients)])
+        self.clients = build_clients(s.population, s.data.clients, s.seed, histograms)
+        for client, idx in zip(self.clients, self.federation.client_train):
+            client.train_samples = len(idx)
+        battery = s.population.battery
+        self.work = Work(
+            s.training.local_steps,
+            s.training.batch_size,
+            self.learner.model_bytes,
+            battery.joules_per_sample if battery else 0.0,
+            battery.joules_per_byte if battery else 0.0,
+        )
+        self.out = RunDirectory(run_dir, write_events=s.output.events == "all")
+        self.progress = Progress()
+        self.bar = None
+
+    def run(self) -> Progress:
+        s = self.scenario
+        env = simpy.Environment()
+        limit = s.stop.virtual_time_s if s.stop.virtual_time_s is not None else math.inf
+        server = sync_server if s.server.mode == "sync" else k_async_server
+        total = s.stop.rounds
+        self.bar = tqdm(total=total, disable=self.quiet, unit="round", dynamic_ncols=True)
+        self._record_metrics(0.0, 0, None)
+        process = env.process(
+            server(
+                env,
+                self.clients,
+                self.work,
+                s.server,
+                s.seed,
+                self.learner.submit,
+                self._close_round,
+                self.out.event,
+                limit,
+            )  # fmt: skip
+        )
+        try:
+            env.run(until=process)
+            if self.progress.status == "running":
+                self.progress.status = "finished"
+        finally:
+            self.bar.close()
+            self.finish(env.now)
+        return self.progress
+
+    def _close_round(self, info: RoundInfo) -> bool:
+        s = self.scenario
+        report = self.learner.aggregate(info, s.algorithm.record_weights)
+        self.progress.rounds = report.version
+        self.progress.staleness.extend(report.staleness)
+        self.out.event(info.time, None, "aggregate", report.version, None)
+        self.out.rounds.write(_rounds_row(info, report))
+        self.out.weight_rows(report.weight_rows)
+        if self.learner.diverged():
+            self.progress.status = "diverged"
+        due = report.version % s.eval.every_rounds == 0 or self._will_stop(report.version, info.time)
+        self._record_metrics(info.time, report.version, report, evaluate=due or self.progress.status == "diverged")
+        self.out.flush()
+        return self.progress.status != "running" or self._will_stop(report.version, info.time)
+
+    def _will_stop(self, version: int, now: float) -> bool:
+        stop = self.scenario.stop
+        if stop.rounds is not None and version >= stop.rounds:
+            return True
+        if stop.virtual_time_s is not None and now >= stop.virtual_time_s:
+            return True
+        if stop.target_accuracy is not None and self.progress.target_time is not None:
+            self.progress.status = "target_reached"
+            return True
+        return False
+
+    def _record_metrics(
+        self, now: float, version: int, report: AggregationReport | None, evaluate: bool = True
+    ) -> None:
+        accuracy = loss = math.nan
+        if evaluate:
+            accuracy, loss = self.learner.test_metrics()
+            self._note_accuracy(accuracy, now, version)
+        staleness = report.staleness if report else []
+        self.out.metrics.write({
+            "time": now,
+            "round": version,
+            "test_accuracy": accuracy,
+            "test_loss": loss,
+            "train_loss": report.train_loss if report else math.nan,
+            "updates": len(staleness),
+            "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
+            "wall_seconds": time.perf_counter() - self.started,
+        })  # fmt: skip
+        if self.bar is not None and report is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"t={now:,.0f}s acc={self.progress.last_accuracy:.3f}", refresh=False)
+
+    def _note_accuracy(self, accuracy: float, now: float, version: int) -> None:
+        p = self.progress
+        p.last_accuracy = accuracy
+        if not math.isnan(accuracy) and not accuracy <= p.best_accuracy:
+            p.best_accuracy = accuracy
+        target = self.scenario.stop.target_accuracy
+        if target is not None and p.target_time is None and accuracy >= target:
+            p.target_time, p.target_round = now, version
+
+    def finish(self, now: float) -> None:
+        """Write clients.csv, summary.json and the figure for whatever has run."""
+        s, p = self.scenario, self.progress
+        accuracies = self.learner.client_accuracies() if s.eval.per_client and p.status != "diverged" else []
+        probabilities = participation_probabilities(s.population.availability, s.data.clients, s.seed)
+        self.out.write_table("clients.csv", [
+            _client_row(c, probabilities[c.id], accuracies[c.id] if accuracies else math.nan) for c in self.clients
+        ])  # fmt: skip
+        self.out.close()
+        self.out.write_json("summary.json", self.summary(now))
+        if s.output.plot:
+            plot_accuracy_vs_time(self.out.path, s.name)
+
+    def summary(self, now: float) -> dict:
+        p, s = self.progress, self.scenario
+        return {
+            "status": p.status,
+            "scenario": s.name,
+            "algorithm": s.algorithm.name,
+            "seed": s.seed,
+            "device": str(self.device),
+            "final_accuracy": _json_float(p.last_accuracy),
+            "best_accuracy": _json_float(p.best_accuracy),
+            "virtual_time_s": now,
+            "rounds": p.rounds,
+            "updates": len(p.staleness),
+            "staleness_mean": statistics.fmean(p.staleness) if p.staleness else None,
+            "target_accuracy": s.stop.target_accuracy,
+            "time_to_target_s": p.target_time,
+            "rounds_to_target": p.target_round,
+            "training_jobs_computed": self.learner.jobs.computed,
+            "real_seconds": time.perf_counter() - self.started,
+            "versions": _versions(),
+        }
+
+
+def _rounds_row(info: RoundInfo, report: AggregationReport) -> dict:
+    staleness = report.staleness
+    return {
+        "time": info.time,
+        "round": report.version,
+        "started": info.started,
+        "selected": len(info.selected),
+        "received": len(info.received),
+        "late": info.late,
+        "failed_offline": info.failures["offline"],
+        "failed_battery": info.failures["battery"],
+        "failed_deadline": info.failures["deadline"],
+        "dropped_stale": info.dropped_stale,
+        "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
+        "staleness_max": max(staleness) if staleness else math.nan,
+    }
+
+
+def _client_row(client: ClientDevice, p: float, accuracy: float) -> dict:
+    prof, stats = client.profile, client.stats
+    return {
+        "client": client.id,
+        "samples_per_s": prof.samples_per_s,
+        "uplink_mbps": prof.uplink_bytes_per_s * 8 / 1e6,
+        "downlink_mbps": prof.downlink_bytes_per_s * 8 / 1e6,
+        "latency_s": prof.latency_s,
+        "availability_p": p,
+        "train_samples": client.train_samples,
+        "attempts": stats.attempts,
+        "participations": stats.delivered,
+        "failed_offline": stats.failures["offline"],
+        "failed_battery": stats.failures["battery"],
+        "failed_deadline": stats.failures["deadline"],
+        "busy_s": stats.busy_s,
+        "energy_j": client.battery.used_j if client.battery else 0.0,
+        "battery_level_j": client.battery.level if client.battery else math.nan,
+        "accuracy": accuracy,
+    }
+
+
+def _json_float(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for package in ("asyncfl", "torch", "simpy", "numpy", "pydantic"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+def run_scenario(scenario: Scenario, out_dir: Path | None = None, quiet: bool = True) -> Path:
+    """Run ``scenario`` and return its run directory (``output.dir/<name>/<timestamp>`` by default)."""
+    run_dir = out_dir if out_dir is not None else new_run_dir(scenario.output.dir, scenario.name)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(run_dir / "config.yaml", yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
+    Simulation(scenario, run_dir, quiet).run()
+    return run_dir
