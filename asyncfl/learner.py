@@ -89,9 +89,16 @@ class Learner:
             train_loss=result.train_loss,
         )
 
-    def test_metrics(self) -> tuple[float, float]:
-        accuracy, loss, _ = evaluate(self.model, self.params, self.federation, self.federation.test_indices)
-        return accuracy, loss
+    def test_metrics(self) -> tuple[float, float, list[float]]:
+        """Global test accuracy, loss and accuracy per class (NaN for a class absent from the test set)."""
+        fed = self.federation
+        accuracy, loss, hits = evaluate(self.model, self.params, fed, fed.test_indices)
+        labels = fed.labels[fed.test_indices]
+        per_class = [
+            float(hits[labels == c].float().mean()) if bool((labels == c).any()) else math.nan
+            for c in range(fed.num_classes)
+        ]
+        return accuracy, loss, per_class
 
     def client_accuracies(self) -> list[float]:
         """Accuracy of the global model on each client's local test split (NaN when it has none)."""

@@ -73,9 +73,9 @@ class CsvLog:
 class RunDirectory:
     """Owns every file of one run."""
 
-    def __init__(self, path: Path, write_events: bool = True) -> None:
+    def __init__(self, path: Path, write_events: bool = True, extra_metrics: Iterable[str] = ()) -> None:
         self.path = path
-        self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS)
+        self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics))
         self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS)
         self.events = open(path / "events.jsonl", "w", encoding="utf-8") if write_events else None
         self.weights: CsvLog | None = None

@@ -82,7 +82,10 @@ class Simulation:
             battery.joules_per_sample if battery else 0.0,
             battery.joules_per_byte if battery else 0.0,
         )
-        self.out = RunDirectory(run_dir, write_events=s.output.events == "all")
+        self.class_columns = (
+            [f"accuracy_class_{c}" for c in range(self.federation.num_classes)] if s.eval.per_class else []
+        )
+        self.out = RunDirectory(run_dir, write_events=s.output.events == "all", extra_metrics=self.class_columns)
         self.progress = Progress()
         self.bar = None
 
@@ -146,8 +149,9 @@ class Simulation:
         self, now: float, version: int, report: AggregationReport | None, evaluate: bool = True
     ) -> None:
         accuracy = loss = math.nan
+        per_class = [math.nan] * len(self.class_columns)
         if evaluate:
-            accuracy, loss = self.learner.test_metrics()
+            accuracy, loss, per_class = self.learner.test_metrics()
             self._note_accuracy(accuracy, now, version)
         staleness = report.staleness if report else []
         self.out.metrics.write({
@@ -159,6 +163,7 @@ class Simulation:
             "updates": len(staleness),
             "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
             "wall_seconds": time.perf_counter() - self.started,
+            **dict(zip(self.class_columns, per_class)),
         })  # fmt: skip
         if self.bar is not None and report is not None:
             self.bar.update(1)
@@ -181,6 +186,8 @@ class Simulation:
         self.out.write_table("clients.csv", [
             _client_row(c, probabilities[c.id], accuracies[c.id] if accuracies else math.nan) for c in self.clients
         ])  # fmt: skip
+        for name, rows in getattr(self.learner.strategy, "extra_outputs", dict)().items():
+            self.out.write_table(name, rows)
         self.out.close()
         self.out.write_json("summary.json", self.summary(now))
         if s.output.plot:

@@ -63,7 +63,8 @@ class Strategy(Protocol):
 
     Constructed as ``cls(params, num_clients, like)``: its params section, the population size and the
     initial global vector (shape, dtype and device for preallocated memory).  Set ``STRATEGY = cls``
-    in the module so the registry finds it.
+    in the module so the registry finds it.  Optionally ``extra_outputs() -> {file name: rows}``
+    returns tables written into the run directory at the end (e.g. FL-FDMS's similarity matrix).
     """
 
     name: ClassVar[str]

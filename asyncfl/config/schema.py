@@ -135,6 +135,7 @@ class Stop(Section):
 class Eval(Section):
     every_rounds: int = Field(default=1, ge=1, description="evaluate the global model every N aggregations")
     per_client: bool = Field(default=True, description="evaluate every client's local test split at the end")
+    per_class: bool = Field(default=False, description="add accuracy_class_<c> columns to metrics.csv")
 
 
 class Output(Section):
