@@ -1,0 +1,48 @@
+"""Shared helpers: build scenarios from dicts and read run directories back."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from asyncfl.config import validate_scenario
+
+torch.set_num_threads(1)  # tiny models: threads only add contention on the 2-core CI machine
+
+
+def scenario(**sections):
+    """A validated Scenario from keyword sections, e.g. scenario(data={...}, server={...})."""
+    return validate_scenario(sections, source="<test>")
+
+
+def run(tmp_path: Path, name: str = "run", **sections) -> Path:
+    from asyncfl.runner import run_scenario
+
+    return run_scenario(scenario(**sections), tmp_path / name, quiet=True)
+
+
+def events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def table(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture
+def device_trace(tmp_path: Path):
+    """Write a per-client device trace CSV and return its path."""
+
+    def write(rows: list[tuple[int, float, float, float, float]]) -> Path:
+        path = tmp_path / "devices.csv"
+        lines = ["client,samples_per_s,uplink_mbps,downlink_mbps,latency_s"]
+        lines += [",".join(str(v) for v in row) for row in rows]
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    return write

@@ -1,0 +1,97 @@
+"""The command line: bad input ends in one clear paragraph naming the YAML path, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD = """\
+name: tiny
+data: {dataset: digits, clients: 4}
+model: {name: logreg}
+training: {local_steps: 2}
+stop: {rounds: 2}
+output: {plot: false}
+"""
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asyncfl", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    return path
+
+
+BAD = {
+    "wrong type": (GOOD.replace("clients: 4", "clients: four"), ["data.clients", "integer"]),
+    "unknown key": (GOOD.replace("model: {name: logreg}", "modle: {name: logreg}"), ["modle", "Did you mean 'model'"]),
+    "negative deadline": (GOOD + "server: {deadline_s: -5}\n", ["server.deadline_s", "greater than 0"]),
+    "k above population": (GOOD + "server: {mode: k_async, k: 9}\n", ["server.k", "population"]),
+    "unknown algorithm": (GOOD + "algorithm: {name: fedprox}\n", ["algorithm.name", "'fedavg'"]),
+    "unknown dataset": (GOOD.replace("digits", "imagenet"), ["data.dataset", "'mnist'"]),
+    "malformed yaml": (GOOD + "server: {mode: sync\n", ["not valid YAML", "line"]),
+    "not a mapping": ("- just\n- a list\n", ["top level must be a mapping"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_scenario_gives_one_clear_error(tmp_path, case):
+    text, needles = BAD[case]
+    path = _write(tmp_path, text)
+    for command in (["validate", str(path)], [str(path), "--quiet"]):
+        result = cli(*command, cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert str(path) in result.stderr
+        for needle in needles:
+            assert needle in result.stderr, result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_missing_file(tmp_path):
+    result = cli("validate", str(tmp_path / "nope.yaml"), cwd=tmp_path)
+    assert result.returncode == 2 and "not found" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_validate_reports_every_problem(tmp_path):
+    path = _write(tmp_path, GOOD.replace("clients: 4", "clients: 0") + "server: {deadline_s: -1, modee: sync}\n")
+    result = cli("validate", str(path), cwd=tmp_path)
+    assert "3 problem(s)" in result.stderr
+    for needle in ("data.clients", "server.deadline_s", "server.modee"):
+        assert needle in result.stderr
+
+
+def test_missing_torchvision_data_is_a_clear_error(tmp_path):
+    path = _write(tmp_path, GOOD.replace("digits", "mnist") + "device: cpu\n")
+    result = cli(str(path), "--quiet", "--set", "data.download=false", "--set", f"data.data_dir={tmp_path}/d", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "data.data_dir" in result.stderr
+
+
+def test_run_with_overrides_writes_a_run_directory(tmp_path):
+    path = _write(tmp_path, GOOD)
+    out = tmp_path / "out"
+    result = cli(str(path), "--quiet", "--out", str(out), "--seed", "7", "--set", "stop.rounds=3", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    config = (out / "config.yaml").read_text()
+    assert "seed: 7" in config and "rounds: 3" in config
+    assert len((out / "metrics.csv").read_text().splitlines()) == 1 + 4  # header, initial model, 3 rounds
+    for name in ("rounds.csv", "events.jsonl", "clients.csv", "summary.json"):
+        assert (out / name).stat().st_size > 0
+    # a second run into the same directory is refused: nothing already written is lost
+    again = cli(str(path), "--quiet", "--out", str(out), cwd=tmp_path)
+    assert again.returncode == 2 and "refusing to overwrite" in again.stderr
+
+
+def test_bad_override(tmp_path):
+    path = _write(tmp_path, GOOD)
+    result = cli(str(path), "--set", "server.deadline_s", cwd=tmp_path)
+    assert result.returncode == 2 and "KEY.PATH=VALUE" in result.stderr
+    result = cli(str(path), "--set", "training.lr=-1", cwd=tmp_path)
+    assert result.returncode == 2 and "training.lr" in result.stderr

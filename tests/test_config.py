@@ -1,0 +1,108 @@
+"""Schema behaviour: defaults, overrides, cross-field checks, trace files, the generated reference."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import scenario
+
+from asyncfl.config import ConfigError, apply_override, validate_scenario
+from asyncfl.config.reference import reference_markdown
+from asyncfl.sim.population import read_availability_trace
+from asyncfl.sim.profiles import read_device_trace
+
+
+def test_defaults_pick_the_algorithm_from_the_mode():
+    assert scenario().algorithm.name == "fedavg"
+    assert scenario(server={"mode": "k_async"}).algorithm.name == "fedbuff"
+
+
+def test_a_number_is_a_constant_distribution():
+    s = scenario(population={"compute": {"samples_per_s": 7}})
+    assert s.population.compute.samples_per_s.dist == "constant"
+    assert s.population.compute.samples_per_s.value == 7
+
+
+@pytest.mark.parametrize(
+    ("raw", "needle"),
+    [
+        ({"server": {"mode": "k_async"}, "algorithm": {"name": "fedavg"}}, "needs server.mode sync"),
+        ({"server": {"mode": "sync"}, "algorithm": {"name": "fedbuff"}}, "needs server.mode k_async"),
+        ({"server": {"clients_per_round": 50}}, "server.clients_per_round"),
+        (
+            {"server": {"mode": "k_async"}, "population": {"availability": {"kind": "bernoulli", "p": 0.5}}},
+            "slot_s is required",
+        ),
+        ({"population": {"availability": {"kind": "markov", "p": 1.5, "mean_cycle_s": 5}}}, "(0, 1]"),
+        ({"population": {"compute": {"samples_per_s": {"dist": "uniform", "low": 5, "high": 1}}}}, "must not exceed"),
+        ({"stop": {"rounds": None}}, "stop.rounds or stop.virtual_time_s"),
+        ({"population": {"availability": {"kind": "sometimes"}}}, "population.availability.kind"),
+    ],
+)
+def test_cross_field_errors(raw, needle):
+    with pytest.raises(ConfigError) as err:
+        validate_scenario(raw, "x.yaml")
+    assert needle in str(err.value)
+
+
+def test_override_parses_yaml_values_and_creates_sections():
+    raw = {"server": {"mode": "sync"}}
+    apply_override(raw, "server.deadline_s=2.5")
+    apply_override(raw, "population.availability={kind: markov, p: 0.4, mean_cycle_s: 60}")
+    s = validate_scenario(raw)
+    assert s.server.deadline_s == 2.5 and s.population.availability.p.value == 0.4
+    with pytest.raises(ConfigError, match="is a value, not a section"):
+        apply_override(raw, "server.mode.x=1")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("client,start,end\n0,0,1\n", "expected the header client,start_s,end_s"),
+        ("client,start_s,end_s\n0,5,1\n1,0,1\n", "line 2: need 0 <= start_s < end_s"),
+        ("client,start_s,end_s\n0,-1,1\n1,0,1\n", "line 2"),
+        ("client,start_s,end_s\n0,0,10\n0,5,20\n1,0,1\n", "unsorted or overlap"),
+        ("client,start_s,end_s\n0,0,10\n", "no interval for clients [1]"),
+        ("client,start_s,end_s\n0,0,x\n1,0,1\n", "numbers"),
+        ("client,start_s,end_s\n7,0,1\n", "outside 0..1"),
+    ],
+)
+def test_availability_trace_errors(tmp_path, text, needle):
+    path = tmp_path / "trace.csv"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        read_availability_trace(path, 2)
+    assert needle in str(err.value) and "population.availability.file" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("client,speed\n0,1\n", "expected the header"),
+        ("client,samples_per_s,uplink_mbps,downlink_mbps,latency_s\n0,-1,1,1,0\n1,1,1,1,0\n", "must be positive"),
+        ("client,samples_per_s,uplink_mbps,downlink_mbps,latency_s\n0,1,1,1,0\n", "no row for clients [1]"),
+        ("client,samples_per_s,uplink_mbps,downlink_mbps,latency_s\n0,1,1,1,0\n0,1,1,1,0\n", "repeated"),
+    ],
+)
+def test_device_trace_errors(tmp_path, text, needle):
+    path = tmp_path / "devices.csv"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        read_device_trace(path, 2, 0.0)
+    assert needle in str(err.value) and "population.device_trace" in str(err.value)
+
+
+def test_missing_trace_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_device_trace(tmp_path / "none.csv", 2, 0.0)
+
+
+def test_reference_lists_every_stable_key():
+    ref = reference_markdown()
+    keys = [
+        "name", "seed", "device", "data.dataset", "data.clients", "data.partition.kind", "model.name",
+        "training.local_steps", "training.batch_size", "training.lr", "server.mode", "server.deadline_s",
+        "server.k", "server.concurrency", "algorithm.name", "stop.rounds", "stop.virtual_time_s",
+        "stop.target_accuracy", "eval.every_rounds",
+    ]  # fmt: skip
+    for key in keys:
+        assert f"`{key}`" in ref, key
