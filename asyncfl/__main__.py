@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     plot = sub.add_parser("plot", help="re-render the figures of a run directory")
     plot.add_argument("run_dir", type=Path)
-    sub.add_parser("reference", help="print every scenario key with its default and allowed values")
+    reference = sub.add_parser("reference", help="print every scenario key with its default and allowed values")
+    reference.add_argument("--update", type=Path, metavar="README", help="rewrite the reference block in this file")
     return parser
 
 
@@ -47,9 +48,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "reference":
-        from asyncfl.config.reference import reference_markdown
+        from asyncfl.config.reference import reference_markdown, update_block
 
-        print(reference_markdown())
+        if args.update is not None:
+            update_block(args.update)
+            print(f"updated the scenario reference in {args.update}")
+        else:
+            print(reference_markdown())
         return 0
     if args.command == "plot":
         from asyncfl.plots import plot_accuracy_vs_time

@@ -106,3 +106,15 @@ def test_reference_lists_every_stable_key():
     ]  # fmt: skip
     for key in keys:
         assert f"`{key}`" in ref, key
+
+
+def test_readme_reference_is_current():
+    """README's key table is generated from the schema: regenerate with
+    `python -m asyncfl reference --update README.md` after changing the schema."""
+    from pathlib import Path
+
+    from asyncfl.config.reference import END, START
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split(START)[1].split(END)[0].strip()
+    assert block == reference_markdown().strip()

@@ -30,6 +30,20 @@ def reference_markdown() -> str:
     return "\n".join(lines)
 
 
+START, END = "<!-- reference:start -->", "<!-- reference:end -->"
+
+
+def update_block(path) -> None:
+    """Replace the text between the reference markers of a Markdown file with the current reference."""
+    text = open(path, encoding="utf-8").read()
+    head, sep, rest = text.partition(START)
+    _, sep2, tail = rest.partition(END)
+    if not sep or not sep2:
+        raise ValueError(f"{path}: no {START} ... {END} block")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(f"{head}{START}\n{reference_markdown()}\n{END}{tail}")
+
+
 def _walk(model: type[BaseModel], prefix: str, lines: list[str]) -> None:
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
