@@ -7,7 +7,6 @@ durations are exact, which is what the hand-computed timing tests rely on.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 
 from asyncfl.config import ConfigError
 from asyncfl.config.population import Population
+from asyncfl.sim.tracefiles import read_rows
 
 MEGABIT_BYTES = 1e6 / 8
 
@@ -57,16 +57,8 @@ TRACE_COLUMNS = ("client", "samples_per_s", "uplink_mbps", "downlink_mbps", "lat
 def read_device_trace(path: Path, num_clients: int, jitter_sigma: float) -> list[DeviceProfile]:
     """One row per client: ``client,samples_per_s,uplink_mbps,downlink_mbps,latency_s``."""
     where = f"population.device_trace ({path})"
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read the file: {exc.strerror}.") from None
-    if not rows or tuple(rows[0].keys()) != TRACE_COLUMNS:
-        found = ",".join(rows[0].keys()) if rows else "nothing"
-        raise ConfigError(f"{where}: expected the header {','.join(TRACE_COLUMNS)}, found {found}.")
     profiles: dict[int, DeviceProfile] = {}
-    for line, row in enumerate(rows, start=2):
+    for line, row in read_rows(path, TRACE_COLUMNS, where):
         try:
             client = int(row["client"])
             values = [float(row[c]) for c in TRACE_COLUMNS[1:]]
