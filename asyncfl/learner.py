@@ -39,6 +39,7 @@ class Learner:
         self.jobs = JobBook(trainer)
         self.jobs.publish(0, self.params)
         self.seen: set[int] = set()
+        self.participation: tuple[float, ...] | None = None  # p_i of the availability model (set by the runner)
 
     @property
     def model_bytes(self) -> int:
@@ -57,6 +58,7 @@ class Learner:
             selected=frozenset(info.selected),
             failed=frozenset(info.failed_clients),
             seen=frozenset(self.seen),
+            participation=self.participation,
         )
         result = self.strategy.aggregate(self.params, updates, context)
         self.params = result.params.detach()

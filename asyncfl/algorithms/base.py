@@ -35,6 +35,8 @@ class Context:
     ``round`` is the index of the aggregation being made (0-based; sync round t or async version
     v -> v+1).  ``selected`` are the clients asked to work this round (sync), ``failed`` those whose
     attempt failed, ``seen`` every client that has ever delivered an update (this round included).
+    ``participation`` is each client's participation probability p_i from the availability model
+    (NaN where it has none, e.g. traces): only baselines that assume known statistics may read it.
     """
 
     round: int
@@ -43,6 +45,7 @@ class Context:
     selected: frozenset[int] = frozenset()
     failed: frozenset[int] = frozenset()
     seen: frozenset[int] = frozenset()
+    participation: tuple[float, ...] | None = None
 
 
 @dataclass

@@ -2,8 +2,12 @@
 
     w_{t+1} = w_t + eta_g * sum_{i in S_t} a_i Delta_i,   a_i = 1/|S_t|  (uniform)
                                                           a_i = n_i / sum_j n_j  (samples)
+                                                          a_i = 1/N  (all_clients)
 
-S_t is the set of updates that reached the server in round t.  No update => no change.
+S_t is the set of updates that reached the server in round t, N the population.  ``all_clients``
+is FedAU's "average all" baseline (fedau-slides.md, Algorithm 1 with omega = 1): the sum of the
+received updates divided by N, so rounds with few participants move the model less.  Late updates
+(``server.late_updates: next_round``) are averaged like fresh ones.  No update => no change.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from asyncfl.algorithms.base import Aggregate, Context, Update, weighted_sum
 from asyncfl.config.sync_algorithms import FedAvgParams
 
 
-def fedavg_weights(updates: Sequence[Update], weighting: str) -> list[float]:
+def fedavg_weights(updates: Sequence[Update], weighting: str, num_clients: int) -> list[float]:
     """The a_i of the docstring above."""
+    if weighting == "all_clients":
+        return [1.0 / num_clients] * len(updates)
     if weighting == "samples":
         total = sum(u.num_samples for u in updates)
         return [u.num_samples / total for u in updates]
@@ -35,7 +41,7 @@ class FedAvg:
     def aggregate(self, global_params: torch.Tensor, updates: Sequence[Update], context: Context) -> Aggregate:
         if not updates:
             return Aggregate(global_params.clone())
-        weights = fedavg_weights(updates, self.params.weighting)
+        weights = fedavg_weights(updates, self.params.weighting, self.num_clients)
         step = weighted_sum(updates, weights)
         return Aggregate(
             global_params + self.params.server_lr * step,

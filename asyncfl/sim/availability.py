@@ -7,6 +7,10 @@ client's own random stream, so the answers never depend on the order in which th
 ``next_offline(t, rnd)``  first time >= t at which an online client drops (inf: not before the
                           round ends / never)
 ``next_online(t)``        first time >= t at which the client is online (for the K-async dispatcher)
+
+Round-indexed models (Bernoulli without ``slot_s``, ``MarkovRounds``, ``CyclicRounds``,
+``ClusterDropout``) decide once per sync round and hold the state for the whole round; they answer
+``next_online(t) = t`` because they have no notion of time between rounds.
 """
 
 from __future__ import annotations
@@ -121,6 +125,107 @@ class Markov:
         if self._state(i):
             return t
         return self.switches[i + 1]
+
+
+class MarkovRounds:
+    """FedAU's Markovian participation: a two-state chain over sync rounds.
+
+    Stationary online probability p: from online the client leaves with probability 1/(p C), from
+    offline with 1/((1 - p) C), C = the mean cycle in rounds, lengthened to 1/min(p, 1 - p) when
+    shorter so both are probabilities.  Round 0's state ~ Bernoulli(p) (the stationary law).
+    """
+
+    def __init__(self, p: float, mean_cycle_rounds: float, rng: np.random.Generator) -> None:
+        if p >= 1.0:
+            self.leave_on, self.leave_off = 0.0, 1.0
+        else:
+            cycle = max(mean_cycle_rounds, 1.0 / p, 1.0 / (1.0 - p))
+            self.leave_on, self.leave_off = 1.0 / (p * cycle), 1.0 / ((1.0 - p) * cycle)
+        self.rng = rng
+        self.states = bytearray([rng.random() < p])
+
+    def _state(self, rnd: int) -> bool:
+        while len(self.states) <= rnd:
+            u = self.rng.random(256)
+            for x in u:
+                online = self.states[-1]
+                self.states.append(not (x < self.leave_on) if online else bool(x < self.leave_off))
+        return bool(self.states[rnd])
+
+    def online(self, t: float, rnd: int) -> bool:
+        return self._state(rnd)
+
+    def next_offline(self, t: float, rnd: int) -> float:
+        return INF
+
+    def next_online(self, t: float) -> float:
+        return t
+
+
+class CyclicRounds:
+    """FedAU's cyclic participation: online in ``on_rounds`` consecutive rounds of every ``period``
+    rounds, shifted by a per-client integer phase."""
+
+    def __init__(self, p: float, period: int, phase: int) -> None:
+        self.period, self.phase = period, phase
+        self.on_rounds = min(period, max(1, round(p * period)))
+
+    def online(self, t: float, rnd: int) -> bool:
+        return (rnd + self.phase) % self.period < self.on_rounds
+
+    def next_offline(self, t: float, rnd: int) -> float:
+        return INF
+
+    def next_online(self, t: float) -> float:
+        return t
+
+
+class DropoutSchedule:
+    """Which clients drop out in each sync round (FL-FDMS, fl-fdms.md section 2).
+
+    round(alpha * N) clients are dropped, visited in a random order keyed by (seed, round), skipping
+    any client that is the last active one of its cluster.  Only the latest round is cached; an
+    earlier round is recomputed from its own stream, so answers never depend on the asking order.
+    """
+
+    def __init__(self, alpha: float, clusters: np.ndarray, rng_for_round) -> None:
+        self.clusters = np.asarray(clusters)
+        self.target = int(round(alpha * len(self.clusters)))
+        self.rng_for_round = rng_for_round
+        self._round, self._dropped = -1, frozenset()
+
+    def dropped(self, rnd: int) -> frozenset[int]:
+        if rnd != self._round:
+            self._round, self._dropped = rnd, self._draw(rnd)
+        return self._dropped
+
+    def _draw(self, rnd: int) -> frozenset[int]:
+        active = np.bincount(self.clusters)
+        dropped: list[int] = []
+        for client in self.rng_for_round(rnd).permutation(len(self.clusters)):
+            if len(dropped) >= self.target:
+                break
+            cluster = self.clusters[client]
+            if active[cluster] > 1:
+                active[cluster] -= 1
+                dropped.append(int(client))
+        return frozenset(dropped)
+
+
+class ClusterDropout:
+    """One client's view of a shared :class:`DropoutSchedule`."""
+
+    def __init__(self, schedule: DropoutSchedule, client: int) -> None:
+        self.schedule, self.client = schedule, client
+
+    def online(self, t: float, rnd: int) -> bool:
+        return self.client not in self.schedule.dropped(rnd)
+
+    def next_offline(self, t: float, rnd: int) -> float:
+        return INF
+
+    def next_online(self, t: float) -> float:
+        return t
 
 
 class Cyclic:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -10,49 +9,95 @@ from pathlib import Path
 import numpy as np
 
 from asyncfl.config import ConfigError
-from asyncfl.config.population import Availability, Population
+from asyncfl.config.population import Availability, LabelCorrelated, Population
 from asyncfl.config.population import Battery as BatteryConfig
 from asyncfl.seeding import stream
 from asyncfl.sim import availability as av
 from asyncfl.sim.battery import Battery
 from asyncfl.sim.clients import ClientDevice
 from asyncfl.sim.profiles import draw_profiles
+from asyncfl.sim.tracefiles import read_rows
+
+LABEL_MIX_STREAM = 0xFFFF_FFF0  # stream ids above any client id: FedAU's class weights m
+DROPOUT_STREAM = 0xFFFF_FFF1  # FL-FDMS's per-round dropout draws
 
 
 def build_clients(
-    population: Population, num_clients: int, seed: int, label_histograms: np.ndarray | None = None
+    population: Population,
+    num_clients: int,
+    seed: int,
+    label_histograms: np.ndarray | None = None,
+    clusters: np.ndarray | None = None,
 ) -> list[ClientDevice]:
     """Every client's device.  ``label_histograms`` ([clients, classes], normalised) is there for
-    availability patterns correlated with the data (FedAU)."""
+    availability patterns correlated with the data (FedAU); ``clusters`` (cluster id per client, from
+    the ``clusters`` partition) for FL-FDMS's cluster dropout."""
     profiles = draw_profiles(population, num_clients, stream(seed, "profiles"))
-    models = build_availability(population.availability, num_clients, seed)
+    models = build_availability(population.availability, num_clients, seed, label_histograms, clusters)
     batteries = build_batteries(population.battery, num_clients, seed)
     return [
         ClientDevice(i, profiles[i], models[i], stream(seed, "jitter", i), batteries[i]) for i in range(num_clients)
     ]
 
 
-def participation_probabilities(spec: Availability, num_clients: int, seed: int) -> list[float]:
-    """The per-client p_i of a Bernoulli/Markov/cyclic spec (1 for always-on, NaN for traces)."""
+def participation_probabilities(
+    spec: Availability, num_clients: int, seed: int, label_histograms: np.ndarray | None = None
+) -> list[float]:
+    """The per-client p_i of a spec: the drawn (or label-correlated) p of Bernoulli/Markov/cyclic,
+    1 - alpha for cluster dropout (approximate when clusters protect clients), 1 for always-on and
+    NaN for traces."""
     if spec.kind == "always":
         return [1.0] * num_clients
     if spec.kind == "trace":
         return [math.nan] * num_clients
+    if spec.kind == "cluster_dropout":
+        return [1.0 - round(spec.alpha * num_clients) / num_clients] * num_clients
+    if spec.p.dist == "label_correlated":
+        return label_correlated_p(spec.p, label_histograms, seed)
     return [float(p) for p in spec.p.sample(stream(seed, "availability"), num_clients)]
 
 
-def build_availability(spec: Availability, num_clients: int, seed: int) -> list[object]:
+def label_correlated_p(spec: LabelCorrelated, label_histograms: np.ndarray | None, seed: int) -> list[float]:
+    """p_n = min(1, max(floor, scale * L * sum_l dhat_{n,l} m_l)), m ~ Dirichlet(alpha) (FedAU)."""
+    if label_histograms is None:
+        raise ConfigError(
+            "population.availability.p: label_correlated needs the clients' label histograms "
+            "(not available here: is this a timing-only run?)."
+        )
+    hist = np.asarray(label_histograms, dtype=np.float64)
+    classes = hist.shape[1]
+    m = stream(seed, "availability", LABEL_MIX_STREAM).dirichlet(np.full(classes, spec.dirichlet_alpha))
+    p = np.clip(spec.scale * classes * (hist @ m), spec.floor, 1.0)
+    return [float(x) for x in p]
+
+
+def build_availability(
+    spec: Availability,
+    num_clients: int,
+    seed: int,
+    label_histograms: np.ndarray | None = None,
+    clusters: np.ndarray | None = None,
+) -> list[object]:
     if spec.kind == "always":
         return [av.Always() for _ in range(num_clients)]
     if spec.kind == "trace":
         intervals = read_availability_trace(spec.file, num_clients)
         return [av.Trace(intervals[i]) for i in range(num_clients)]
-    p = participation_probabilities(spec, num_clients, seed)
+    if spec.kind == "cluster_dropout":
+        ids = np.zeros(num_clients, dtype=np.int64) if clusters is None else np.asarray(clusters, dtype=np.int64)
+        schedule = av.DropoutSchedule(spec.alpha, ids, lambda rnd: stream(seed, "availability", DROPOUT_STREAM, rnd))
+        return [av.ClusterDropout(schedule, i) for i in range(num_clients)]
+    p = participation_probabilities(spec, num_clients, seed, label_histograms)
     rngs = [stream(seed, "availability", i) for i in range(num_clients)]
     if spec.kind == "bernoulli":
         return [av.Bernoulli(p[i], rngs[i], spec.slot_s) for i in range(num_clients)]
     if spec.kind == "markov":
+        if spec.mean_cycle_rounds is not None:
+            return [av.MarkovRounds(p[i], spec.mean_cycle_rounds, rngs[i]) for i in range(num_clients)]
         return [av.Markov(p[i], spec.mean_cycle_s, rngs[i]) for i in range(num_clients)]
+    if spec.period_rounds is not None:
+        phases = stream(seed, "phases").integers(0, spec.period_rounds, size=num_clients)
+        return [av.CyclicRounds(p[i], spec.period_rounds, int(phases[i])) for i in range(num_clients)]
     phases = stream(seed, "phases").uniform(0, spec.period_s, size=num_clients)
     return [av.Cyclic(p[i], spec.period_s, float(phases[i])) for i in range(num_clients)]
 
@@ -82,16 +127,8 @@ def read_availability_trace(path: Path, num_clients: int) -> dict[int, list[tupl
     """CSV with header ``client,start_s,end_s``: each row one online interval; per client the
     intervals must be sorted and disjoint, and every client needs at least one row."""
     where = f"population.availability.file ({path})"
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read the file: {exc.strerror}.") from None
-    if not rows or tuple(rows[0].keys()) != ("client", "start_s", "end_s"):
-        found = ",".join(k for k in rows[0].keys() if k) if rows else "nothing"
-        raise ConfigError(f"{where}: expected the header client,start_s,end_s, found {found}.")
     intervals: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    for line, row in enumerate(rows, start=2):
+    for line, row in read_rows(path, ("client", "start_s", "end_s"), where):
         try:
             client, start, end = int(row["client"]), float(row["start_s"]), float(row["end_s"])
         except (TypeError, ValueError):
