@@ -22,4 +22,6 @@ PURPOSES = {
 
 
 def stream(seed: int, purpose: str, *ids: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([seed, PURPOSES[purpose], *ids]))
+    # The id count is part of the key: SeedSequence ignores trailing zeros, so without it
+    # (seed, purpose) and (seed, purpose, 0) would be the same stream.
+    return np.random.default_rng(np.random.SeedSequence([seed, PURPOSES[purpose], len(ids), *ids]))

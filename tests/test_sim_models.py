@@ -91,3 +91,12 @@ def test_profile_durations():
     p = DeviceProfile(samples_per_s=50, uplink_bytes_per_s=1e6, downlink_bytes_per_s=2e6, latency_s=0.1)
     assert p.compute_s(100) == 2.0 and p.compute_s(100, jitter=1.5) == 3.0
     assert p.upload_s(500_000) == pytest.approx(0.6) and p.download_s(500_000) == pytest.approx(0.35)
+
+
+def test_streams_are_distinct_for_every_key():
+    from asyncfl.seeding import stream
+
+    keys = [("availability",), ("availability", 0), ("availability", 0, 0), ("availability", 1), ("jitter", 0)]
+    draws = {k: stream(5, *k).random() for k in keys}
+    assert len(set(draws.values())) == len(keys)
+    assert stream(5, "availability", 3).random() == stream(5, "availability", 3).random()
