@@ -118,3 +118,35 @@ def test_readme_reference_is_current():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     block = readme.split(START)[1].split(END)[0].strip()
     assert block == reference_markdown().strip()
+
+
+@pytest.mark.parametrize(
+    "availability",
+    [
+        {"kind": "cluster_dropout", "alpha": 0.5},
+        {"kind": "markov", "p": 0.5, "mean_cycle_rounds": 4},
+        {"kind": "cyclic", "p": 0.5, "period_rounds": 10},
+    ],
+)
+def test_round_based_availability_needs_sync_rounds(availability):
+    with pytest.raises(ConfigError, match="counts sync rounds"):
+        validate_scenario({"server": {"mode": "k_async"}, "population": {"availability": availability}})
+    validate_scenario({"server": {"mode": "sync"}, "population": {"availability": availability}})
+
+
+def test_trace_paths_are_relative_to_the_scenario_file(tmp_path):
+    from asyncfl.config import load_scenario
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "s.yaml").write_text(
+        "population:\n  device_trace: devices.csv\n  availability: {kind: trace, file: sub/online.csv}\n"
+    )
+    s = load_scenario(folder / "s.yaml")
+    assert s.population.device_trace == folder / "devices.csv"
+    assert s.population.availability.file == folder / "sub" / "online.csv"
+
+
+def test_fedasync_needs_k_equal_one():
+    with pytest.raises(ConfigError, match="set server.k to 1"):
+        validate_scenario({"server": {"mode": "k_async", "k": 4}, "algorithm": {"name": "fedasync"}})

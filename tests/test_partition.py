@@ -44,6 +44,7 @@ SPECS = [
     {"kind": "classes", "per_client": 1},
     {"kind": "clusters", "clusters": 3},
     {"kind": "clusters", "clusters": 13},
+    {"kind": "isolated_class", "label": 3, "clients": 1},
 ]
 
 
@@ -175,3 +176,26 @@ def test_split_train_test_is_random_but_seeded():
     assert np.array_equal(a[1], b[1])
     assert not np.array_equal(a[1], c[1])
     assert not np.array_equal(a[1], np.arange(70, 100))  # not just the tail
+
+
+@pytest.mark.parametrize(
+    "base", [{"kind": "iid"}, {"kind": "dirichlet", "alpha": 0.3}, {"kind": "classes", "per_client": 2}]
+)
+def test_isolated_class_lives_only_on_the_first_clients(base):
+    labels = make_labels()
+    kw = {"kind": "isolated_class", "label": 9, "clients": 3, "base": base}
+    parts = partition(labels, 20, spec(**kw), np.random.default_rng(4))
+    np.testing.assert_array_equal(np.sort(np.concatenate(parts)), np.arange(len(labels)))  # exact cover
+    counts = [int((labels[p] == 9).sum()) for p in parts]
+    assert all(c > 0 for c in counts[:3]) and all(c == 0 for c in counts[3:])
+    assert sum(counts) == int((labels == 9).sum())
+    assert max(counts[:3]) - min(counts[:3]) <= 1  # dealt evenly
+    assert all(len(p) >= 1 for p in parts)
+
+
+def test_isolated_class_errors_name_the_key():
+    labels = make_labels()
+    with pytest.raises(ConfigError, match=r"data\.partition\.clients \(30\).*data\.clients \(20\)"):
+        partition(labels, 20, spec(kind="isolated_class", label=9, clients=30), np.random.default_rng(0))
+    with pytest.raises(ConfigError, match=r"data\.partition\.label 12 has 0"):
+        partition(labels, 20, spec(kind="isolated_class", label=12, clients=2), np.random.default_rng(0))

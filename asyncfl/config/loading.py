@@ -21,6 +21,7 @@ class ConfigError(ValueError):
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     """Read ``path``, apply ``--set key=value`` overrides and validate."""
     raw = read_yaml(path)
+    _resolve_trace_paths(raw, Path(path).parent)
     for item in overrides:
         apply_override(raw, item)
     return validate_scenario(raw, source=str(path))
@@ -49,6 +50,20 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
             f"{path}: the top level must be a mapping of keys (name, data, server, ...), got {type(raw).__name__}."
         )
     return raw
+
+
+def _resolve_trace_paths(raw: dict[str, Any], folder: Path) -> None:
+    """Trace files named in a scenario file are relative to that file, not to the working directory."""
+    population = raw.get("population")
+    if not isinstance(population, dict):
+        return
+    targets = [(population, "device_trace")]
+    if isinstance(population.get("availability"), dict):
+        targets.append((population["availability"], "file"))
+    for section, key in targets:
+        value = section.get(key)
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            section[key] = str(folder / value)
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:

@@ -31,7 +31,7 @@ class DirichletPartition(Section):
     """Label proportions of each client ~ Dirichlet(alpha); small alpha = strongly non-IID."""
 
     kind: Literal["dirichlet"]
-    alpha: float = Field(gt=0)
+    alpha: float = Field(gt=0, description="Dirichlet concentration")
 
 
 class ClassesPartition(Section):
@@ -48,8 +48,25 @@ class ClustersPartition(Section):
     clusters: int = Field(ge=1)
 
 
-Partition = Annotated[
+BasePartition = Annotated[
     Union[IidPartition, DirichletPartition, ClassesPartition, ClustersPartition],
+    Field(discriminator="kind"),
+]
+
+
+class IsolatedClassPartition(Section):
+    """Every sample of class ``label`` goes to clients 0 .. clients-1 only (split evenly among them); the
+    other classes are spread over all clients by ``base`` (FedHist's fairness experiment, Fig. 5).
+    Pair it with a device trace that makes those lowest-numbered clients slow."""
+
+    kind: Literal["isolated_class"]
+    label: int = Field(ge=0, description="the isolated class")
+    clients: int = Field(ge=1, description="how many clients (ids 0 .. clients-1) hold that class")
+    base: BasePartition = Field(default=IidPartition(), description="partition of the other classes")
+
+
+Partition = Annotated[
+    Union[IidPartition, DirichletPartition, ClassesPartition, ClustersPartition, IsolatedClassPartition],
     Field(discriminator="kind"),
 ]
 
@@ -69,7 +86,7 @@ class Synthetic(Section):
 
 class Data(Section):
     dataset: Literal[DATASETS] = "digits"  # type: ignore[valid-type]
-    clients: int = Field(default=20, ge=1)
+    clients: int = Field(default=20, ge=1, description="population size N")
     partition: Partition = IidPartition()
     test_fraction: float = Field(default=0.2, ge=0, lt=1, description="per-client local test split")
     data_dir: Path = Field(default=Path("data"), description="where torchvision data sets live")
@@ -85,9 +102,9 @@ class Model(Section):
 class Training(Section):
     """Local SGD on each client."""
 
-    local_steps: int = Field(default=10, ge=1)
-    batch_size: int = Field(default=32, ge=1)
-    lr: float = Field(default=0.05, gt=0)
+    local_steps: int = Field(default=10, ge=1, description="local SGD steps per task")
+    batch_size: int = Field(default=32, ge=1, description="clients with fewer samples use all of them")
+    lr: float = Field(default=0.05, gt=0, description="local learning rate")
     weight_decay: float = Field(default=0.0, ge=0)
     momentum: float = Field(default=0.0, ge=0, lt=1)
 
@@ -102,7 +119,7 @@ class Trainer(Section):
 
 
 class Server(Section):
-    mode: Literal["sync", "k_async"] = "sync"
+    mode: Literal["sync", "k_async"] = Field(default="sync", description="synchronous rounds or K-async buffering")
     deadline_s: float | None = Field(default=None, gt=0, description="sync: round deadline (null: none)")
     late_updates: Literal["drop", "next_round"] = Field(
         default="drop", description="sync: what happens to an update that misses the deadline"
@@ -122,8 +139,11 @@ class Stop(Section):
     """The run ends at whichever limit comes first."""
 
     rounds: int | None = Field(default=None, ge=1, description="aggregations (sync rounds or async versions)")
-    virtual_time_s: float | None = Field(default=None, gt=0)
-    target_accuracy: float | None = Field(default=None, gt=0, le=1)
+    virtual_time_s: float | None = Field(default=None, gt=0, description="virtual seconds")
+    target_accuracy: float | None = Field(default=None, gt=0, le=1, description="global test accuracy")
+    at_target: bool = Field(
+        default=True, description="stop once target_accuracy is reached (false: run on, still record time to target)"
+    )
 
     @model_validator(mode="after")
     def _bounded(self) -> Stop:
@@ -148,9 +168,9 @@ class Output(Section):
 
 
 class Scenario(Section):
-    name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$")
-    seed: int = Field(default=0, ge=0)
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$", description="names the run directory")
+    seed: int = Field(default=0, ge=0, description="every random stream is keyed by it")
+    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="auto: cuda when available")
     data: Data = Data()
     model: Model = Model()
     training: Training = Training()
@@ -191,6 +211,20 @@ class Scenario(Section):
         if mode == "k_async" and availability.kind == "bernoulli" and availability.slot_s is None:
             raise ValueError(
                 "population.availability.slot_s is required with server.mode k_async (there are no rounds)"
+            )
+        if name == "fedasync" and self.server.k != 1:
+            raise ValueError(
+                f"algorithm.name fedasync mixes one update at a time: set server.k to 1 (got {self.server.k})"
+            )
+        round_based = {
+            "cluster_dropout": "kind cluster_dropout",
+            "markov": "mean_cycle_rounds" if getattr(availability, "mean_cycle_rounds", None) else None,
+            "cyclic": "period_rounds" if getattr(availability, "period_rounds", None) else None,
+        }.get(availability.kind)
+        if mode == "k_async" and round_based:
+            raise ValueError(
+                f"population.availability: {round_based} counts sync rounds, which server.mode k_async does not "
+                "have; use the continuous-time form (mean_cycle_s / period_s)"
             )
         cpr = self.server.clients_per_round
         if cpr is not None and cpr > self.data.clients:

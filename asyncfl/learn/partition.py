@@ -12,6 +12,9 @@ exactly once and no client is left empty.  Partitioners:
   distinct classes.
 * ``clusters``: clients form contiguous groups; label classes are dealt round-robin into disjoint
   groups, and each cluster's clients draw iid from their label group (what FL-FDMS needs).
+* ``isolated_class``: every sample of one class goes to clients ``0 .. clients-1`` only (dealt
+  evenly); the other classes are partitioned over all clients by ``base``.  FedHist's fairness
+  experiment (fedhist.txt, Fig. 5: "the tenth class ... only in a small fraction of slow clients").
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from asyncfl.config.schema import (
     ClustersPartition,
     DirichletPartition,
     IidPartition,
+    IsolatedClassPartition,
 )
 
-PartitionSpec = IidPartition | DirichletPartition | ClassesPartition | ClustersPartition
+PartitionSpec = IidPartition | DirichletPartition | ClassesPartition | ClustersPartition | IsolatedClassPartition
 
 
 def partition(labels: np.ndarray, num_clients: int, spec: PartitionSpec, rng: np.random.Generator) -> list[np.ndarray]:
@@ -47,6 +51,8 @@ def partition(labels: np.ndarray, num_clients: int, spec: PartitionSpec, rng: np
         parts = _shards(labels, num_clients, spec.per_client, rng)
     elif spec.kind == "clusters":
         parts = _clusters(labels, num_clients, spec.clusters, rng)
+    elif spec.kind == "isolated_class":
+        parts = _isolated_class(labels, num_clients, spec, rng)
     else:  # the schema's discriminated union makes this unreachable for validated scenarios
         raise ConfigError(f"unknown data.partition.kind {spec.kind!r}")
     parts = _fill_empty([np.asarray(p, dtype=np.int64) for p in parts], rng)
@@ -138,6 +144,29 @@ def _clusters(labels: np.ndarray, n: int, clusters: int, rng: np.random.Generato
         members = np.flatnonzero(group_of_client == g)
         for k, chunk in zip(members, np.array_split(pool, len(members)), strict=True):
             parts[k] = chunk
+    return parts
+
+
+def _isolated_class(
+    labels: np.ndarray, n: int, spec: IsolatedClassPartition, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Class ``spec.label`` dealt evenly to clients 0 .. spec.clients-1; the rest by ``spec.base``.
+
+    The base partition fills every client itself, so the final empty-client repair never moves an
+    isolated sample to another client.
+    """
+    if spec.clients > n:
+        raise ConfigError(f"data.partition.clients ({spec.clients}) is larger than data.clients ({n})")
+    isolated = np.flatnonzero(labels == spec.label)
+    if len(isolated) < spec.clients:
+        raise ConfigError(
+            f"data.partition.label {spec.label} has {len(isolated)} training samples, fewer than "
+            f"data.partition.clients ({spec.clients}): every isolated client must hold some"
+        )
+    rest = np.flatnonzero(labels != spec.label)
+    parts = [rest[p] for p in partition(labels[rest], n, spec.base, rng)]
+    for k, chunk in enumerate(np.array_split(rng.permutation(isolated), spec.clients)):
+        parts[k] = np.concatenate([parts[k], chunk])
     return parts
 
 

@@ -1,0 +1,77 @@
+"""FedAsync (Xie, Koyejo & Gupta, 2019, "Asynchronous federated optimization", Algorithm 1).
+
+The server mixes every arriving local model into the global one (K = 1, ``server.k: 1``):
+
+    a_t   = mixing * s(tau)                       (alpha_t = alpha * s(t - tau) in the paper)
+    w_t+1 = (1 - a_t) w_t + a_t w_local,          w_local = w_base + Delta
+
+so ``w_t+1 = w_t + a_t (w_base - w_t + Delta)``: a stale model is pulled back towards its stale base.
+The base model is needed, hence the strategy keeps the global versions it produced (``keep_versions``
+bounds that memory: an update older than the kept window is an error, never silently re-based).
+s is one of the shared staleness functions of :mod:`asyncfl.algorithms.staleness`.
+``server_lr`` is not part of FedAsync and must stay 1.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Sequence
+
+import torch
+
+from asyncfl.algorithms.base import Aggregate, Context, Update
+from asyncfl.algorithms.memory import DTYPES
+from asyncfl.algorithms.staleness import staleness_weight
+from asyncfl.config.async_algorithms import FedAsyncParams
+
+
+def fedasync_mix(current: torch.Tensor, base: torch.Tensor, delta: torch.Tensor, a: float) -> torch.Tensor:
+    """(1 - a) * current + a * (base + delta)."""
+    return torch.lerp(current, base + delta, a)
+
+
+class FedAsync:
+    name = "fedasync"
+    modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
+
+    def __init__(self, params: FedAsyncParams, num_clients: int, like: torch.Tensor) -> None:
+        if params.server_lr != 1.0:
+            raise ValueError(
+                f"fedasync has no server learning rate: algorithm.server_lr must be 1, got {params.server_lr}"
+            )
+        self.params = params
+        self.num_clients = num_clients
+        self.store_device = like.device if params.memory.device == "model" else torch.device("cpu")
+        self.store_dtype = DTYPES[params.memory.dtype]
+        self.versions: dict[int, torch.Tensor] = {0: self._stored(like)}  # global model of each kept version
+
+    def _stored(self, w: torch.Tensor) -> torch.Tensor:
+        return w.detach().to(self.store_device, self.store_dtype, copy=True)
+
+    def base_model(self, version: int, like: torch.Tensor) -> torch.Tensor:
+        if version not in self.versions:
+            raise ValueError(
+                f"fedasync: the base model of version {version} is no longer kept (algorithm.keep_versions = "
+                f"{self.params.keep_versions}); set server.max_staleness <= keep_versions or raise keep_versions"
+            )
+        return self.versions[version].to(like.device, like.dtype)
+
+    def aggregate(self, global_params: torch.Tensor, updates: Sequence[Update], context: Context) -> Aggregate:
+        if not updates:
+            return Aggregate(global_params.clone())
+        if len(updates) > 1:
+            raise ValueError(f"fedasync mixes one update at a time: set server.k: 1 (got {len(updates)} updates)")
+        u = updates[0]
+        a = self.params.mixing * staleness_weight(self.params.staleness, u.staleness)
+        new = fedasync_mix(global_params, self.base_model(u.base_version, global_params), u.delta, a)
+        self._remember(context.round + 1, new)
+        return Aggregate(new, weights={u.client: a}, notes={u.client: {"staleness": u.staleness}})
+
+    def _remember(self, version: int, w: torch.Tensor) -> None:
+        self.versions[version] = self._stored(w)
+        keep = self.params.keep_versions
+        if keep is not None:
+            for old in [v for v in self.versions if v < version - keep]:  # staleness <= keep stays usable
+                del self.versions[old]
+
+
+STRATEGY = FedAsync
