@@ -19,7 +19,8 @@ output: {plot: false}
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "asyncfl", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    command = [sys.executable, "-m", "asyncfl", *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -69,7 +70,8 @@ def test_validate_reports_every_problem(tmp_path):
 
 def test_missing_torchvision_data_is_a_clear_error(tmp_path):
     path = _write(tmp_path, GOOD.replace("digits", "mnist") + "device: cpu\n")
-    result = cli(str(path), "--quiet", "--set", "data.download=false", "--set", f"data.data_dir={tmp_path}/d", cwd=tmp_path)
+    overrides = ["--set", "data.download=false", "--set", f"data.data_dir={tmp_path}/d"]
+    result = cli(str(path), "--quiet", *overrides, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "data.data_dir" in result.stderr
 

@@ -4,8 +4,8 @@ traceback.  Every failure is a ConfigError whose message names where the problem
 from __future__ import annotations
 
 import contextlib
-import math
 import io
+import math
 import string
 import tempfile
 from pathlib import Path

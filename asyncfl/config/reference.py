@@ -1,6 +1,6 @@
 """Generate the scenario-key reference (Markdown) from the schema itself, so it can't drift.
 
-    python -m asyncfl reference > docs.md
+python -m asyncfl reference > docs.md
 """
 
 from __future__ import annotations
