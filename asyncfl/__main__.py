@@ -1,4 +1,5 @@
-"""Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``, ``reference``."""
+"""Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``,
+``compare RUN_DIR...``, ``reference``.  Files with ``compare:``/``seeds:`` run as sweeps (asyncfl.study)."""
 
 from __future__ import annotations
 
@@ -7,25 +8,28 @@ import sys
 from pathlib import Path
 
 from asyncfl.config import ConfigError, load_scenario
+from asyncfl.study.cli import add_compare_parser, add_sweep_options, compare_dirs, plot_dir, route
 
-COMMANDS = ("run", "validate", "plot", "reference")
+COMMANDS = ("run", "validate", "plot", "compare", "reference")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m asyncfl", description="Federated learning on a virtual clock.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario (the default command)")
-    run.add_argument("scenario", type=Path)
+    run.add_argument("scenario", type=Path, nargs="?")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario key, e.g. --set server.k=5 (repeatable)")  # fmt: skip
     run.add_argument("--out", type=Path, help="write the run into this directory (must be new or empty)")
     run.add_argument("--seed", type=int, help="same as --set seed=N")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_sweep_options(run)
     validate = sub.add_parser("validate", help="check a scenario and report every problem")
     validate.add_argument("scenario", type=Path)
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    plot = sub.add_parser("plot", help="re-render the figures of a run directory")
+    plot = sub.add_parser("plot", help="re-render the figures of a run (or sweep) directory")
     plot.add_argument("run_dir", type=Path)
+    add_compare_parser(sub)
     reference = sub.add_parser("reference", help="print every scenario key with its default and allowed values")
     reference.add_argument("--update", type=Path, metavar="README", help="rewrite the reference block in this file")
     return parser
@@ -57,15 +61,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(reference_markdown())
         return 0
     if args.command == "plot":
-        from asyncfl.plots import plot_accuracy_vs_time
-
-        if not (args.run_dir / "metrics.csv").is_file():
-            raise ConfigError(f"{args.run_dir}: not a run directory (no metrics.csv).")
-        print(plot_accuracy_vs_time(args.run_dir))
-        return 0
+        return plot_dir(args.run_dir)
+    if args.command == "compare":
+        return compare_dirs(args)
     overrides = list(args.overrides)
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")
+    routed = route(args, overrides)
+    if routed is not None:
+        return routed
     scenario = load_scenario(args.scenario, overrides)
     if args.command == "validate":
         s = scenario
@@ -76,6 +80,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     from asyncfl.runner import run_scenario
 
     run_dir = run_scenario(scenario, args.out, quiet=args.quiet)
+    if scenario.output.plot:
+        from asyncfl.study.straggler import render_run_figures
+
+        render_run_figures(run_dir)
     print(run_dir)
     return 0
 

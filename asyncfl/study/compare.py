@@ -1,0 +1,129 @@
+"""The comparison outputs of a sweep (or of runs made separately), written into one directory:
+
+``comparison.csv``       per variant, axis (time | round) and abscissa: seeds, accuracy mean/std/min/max
+``runs.csv``             one row per run (variant, seed, status, final/best accuracy, virtual time ...)
+``time_to_target.csv``   per variant and target accuracy: seeds that reached it, time and rounds to it
+``time_to_target.md``    the same as a Markdown table
+``client_accuracy.csv``  FedAR Table 3 statistics per variant (averaged over seeds), and ``.md``
+``accuracy_vs_time.png`` / ``accuracy_vs_round.png``  mean over seeds with a shaded band
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+from asyncfl.config import ConfigError
+from asyncfl.study.aggregate import (
+    RunRecord,
+    bias_rows,
+    comparison_rows,
+    default_targets,
+    read_summary,
+    run_rows,
+    time_to_target_rows,
+)
+from asyncfl.study.figures import plot_comparison
+from asyncfl.study.tables import pm, write_csv, write_markdown
+
+SEED_DIR = re.compile(r"^seed(\d+)$")
+STUDY_FILE = "study.yaml"
+
+
+def write_comparison(
+    out_dir: Path, records: Sequence[RunRecord], targets: Sequence[float] = (), title: str = ""
+) -> list[Path]:
+    """Write every comparison output for ``records`` into ``out_dir``; returns the files written."""
+    records = [r for r in records if (r.path / "metrics.csv").is_file()]
+    if not records:
+        raise ConfigError(f"{out_dir}: no finished runs to compare (no metrics.csv found).")
+    targets = list(targets) or default_targets(records)
+    rows = comparison_rows(records)
+    written = [write_csv(out_dir / "comparison.csv", rows), write_csv(out_dir / "runs.csv", run_rows(records))]
+    ttt = time_to_target_rows(records, targets)
+    if ttt:
+        written.append(write_csv(out_dir / "time_to_target.csv", ttt))
+        intro = "Time to target accuracy in virtual seconds; mean ± std over the seeds that reached it."
+        written.append(write_markdown(out_dir / "time_to_target.md", [_ttt_markdown(r) for r in ttt], intro))
+    bias = bias_rows(records)
+    if bias:
+        written.append(write_csv(out_dir / "client_accuracy.csv", bias))
+        intro = "Accuracy of the final model over clients (FedAR Table 3 layout), averaged over seeds; percent."
+        written.append(write_markdown(out_dir / "client_accuracy.md", [_bias_markdown(r) for r in bias], intro))
+    for axis in ("time", "round"):
+        path = plot_comparison(rows, axis, out_dir / f"accuracy_vs_{axis}.png", targets, title)
+        if path is not None:
+            written.append(path)
+    return written
+
+
+def _ttt_markdown(r: dict) -> dict[str, str]:
+    one = r["reached"] == 1  # a single seed has no spread to show
+    nan = float("nan")
+    return {
+        "variant": r["variant"],
+        "target": f"{r['target']:g}",
+        "reached": f"{r['reached']}/{r['seeds']}",
+        "time to target (virtual s)": pm(r["time_to_target_mean_s"], nan if one else r["time_to_target_std_s"], 0),
+        "rounds to target": pm(r["rounds_to_target_mean"], nan if one else r["rounds_to_target_std"], 1),
+        "final accuracy (%)": pm(r["final_accuracy_mean"], r["final_accuracy_std"], 1, 100),
+        "best accuracy (%)": pm(r["best_accuracy_mean"], r["best_accuracy_std"], 1, 100),
+    }
+
+
+def _bias_markdown(r: dict) -> dict[str, str]:
+    return {
+        "variant": r["variant"],
+        "seeds": str(r["seeds"]),
+        "Mean (%)": pm(r["mean"], r["std"]),
+        "Var": f"{r['var']:.1f}",
+        "Worst 10%": pm(r["worst10_mean"], r["worst10_std"]),
+        "Best 10%": pm(r["best10_mean"], r["best10_std"]),
+    }
+
+
+def sweep_records(sweep_dir: Path) -> list[RunRecord]:
+    """Every run directory ``<variant>/seed<N>/`` of a sweep, variants in study.yaml order."""
+    import yaml
+
+    order: list[str] = []
+    study = sweep_dir / STUDY_FILE
+    if study.is_file():
+        raw = yaml.safe_load(study.read_text(encoding="utf-8")) or {}
+        order = [v.get("name") for v in raw.get("compare") or [] if isinstance(v, dict)] or ["base"]
+    found = sorted(
+        (p for p in sweep_dir.glob("*/seed*") if SEED_DIR.match(p.name) and (p / "metrics.csv").is_file()),
+        key=lambda p: (order.index(p.parent.name) if p.parent.name in order else len(order), p.parent.name,
+                       int(SEED_DIR.match(p.name).group(1))),
+    )  # fmt: skip
+    return [RunRecord(p.parent.name, int(SEED_DIR.match(p.name).group(1)), p) for p in found]
+
+
+def records_from_paths(paths: Sequence[Path], labels: Sequence[str] = ()) -> list[RunRecord]:
+    """Runs named on the command line: a sweep directory contributes all its runs (labelled by
+    variant); a run directory is labelled ``--label`` (if given, one per path), else by its variant
+    directory when it sits in ``<variant>/seed<N>/``, else by its scenario name.  Runs sharing a
+    label are treated as seeds of one variant."""
+    if labels and len(labels) != len(paths):
+        raise ConfigError(f"--label: give one label per RUN_DIR ({len(paths)}), got {len(labels)}.")
+    records: list[RunRecord] = []
+    for i, path in enumerate(paths):
+        if (path / STUDY_FILE).is_file():
+            runs = sweep_records(path)
+            prefix = f"{labels[i]}/" if labels else (f"{path.name}/" if len(paths) > 1 else "")
+            records += [RunRecord(prefix + r.label, r.seed, r.path) for r in runs]
+        elif (path / "metrics.csv").is_file():
+            records.append(_single(path, labels[i] if labels else None))
+        else:
+            raise ConfigError(f"{path}: neither a run directory (metrics.csv) nor a sweep directory ({STUDY_FILE}).")
+    return records
+
+
+def _single(path: Path, label: str | None) -> RunRecord:
+    summary = read_summary(path)
+    seed_match = SEED_DIR.match(path.name)
+    if label is None:
+        label = path.parent.name if seed_match else str(summary.get("scenario") or path.name)
+    seed = summary.get("seed")
+    return RunRecord(label, int(seed) if seed is not None else None, path)

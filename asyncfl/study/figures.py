@@ -1,0 +1,62 @@
+"""Comparison figures: accuracy against virtual wall-clock time and against rounds, mean over seeds
+with a shaded band (mean +- one standard deviation, see :mod:`asyncfl.study.aggregate`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+XLABELS = {
+    "time": "virtual wall-clock time (s)",
+    "round": "aggregations (sync rounds / async versions)",
+}
+
+
+def plot_comparison(
+    rows: Sequence[dict], axis: str, path: Path, targets: Sequence[float] = (), title: str = ""
+) -> Path | None:
+    """One line per variant from comparison.csv rows of ``axis``.  The line is drawn where every seed
+    of the variant covers the abscissa; past that (some seeds ended earlier) it continues dotted."""
+    rows = [r for r in rows if r["axis"] == axis]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    for i, variant in enumerate(variants):
+        mine = [r for r in rows if r["variant"] == variant]
+        x = np.array([r["x"] for r in mine], dtype=float)
+        mean = np.array([r["accuracy_mean"] for r in mine], dtype=float)
+        std = np.array([r["accuracy_std"] for r in mine], dtype=float)
+        seeds = np.array([r["seeds"] for r in mine])
+        full = seeds == seeds.max()
+        last_full = int(np.nonzero(full)[0].max()) + 1
+        color = f"C{i % 10}"
+        label = f"{variant} ({seeds.max()} seed{'s' if seeds.max() > 1 else ''})"
+        ax.step(x[:last_full], mean[:last_full], where="post", color=color, lw=1.8, label=label)
+        ax.fill_between(
+            x[:last_full], np.clip(mean - std, 0, 1)[:last_full], np.clip(mean + std, 0, 1)[:last_full],
+            step="post", color=color, alpha=0.2, lw=0,
+        )  # fmt: skip
+        ax.plot(x[last_full - 1], mean[last_full - 1], "o", color=color, ms=4)
+        if last_full < len(x):
+            ax.step(x[last_full - 1 :], mean[last_full - 1 :], where="post", color=color, lw=1, ls=":")
+    names = ", ".join(f"{t:g}" for t in targets)
+    for j, target in enumerate(targets):
+        ax.axhline(target, color="0.3", lw=0.8, ls="--", label=f"target accuracy {names}" if j == 0 else None)
+    ax.set_xlabel(XLABELS[axis])
+    ax.set_ylabel("test accuracy (mean ± std over seeds)")
+    ax.set_ylim(0, 1)
+    ax.set_xlim(left=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=9)
+    if title:
+        ax.set_title(title)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path

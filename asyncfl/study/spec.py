@@ -1,0 +1,226 @@
+"""A study: one scenario file with ``compare:`` (named variants) and ``seeds:``, expanded into runs.
+
+The study keys sit at the top level of an ordinary scenario file; everything else is the *base*
+scenario that every variant starts from::
+
+    seeds: [0, 1, 2]                 # every variant runs once per seed (sets the key ``seed``)
+    targets: [0.9]                   # optional: accuracies for the time-to-target table
+    compare:
+      - name: no_deadline            # names the variant's directory and its legend entry
+      - name: deadline_12s
+        set: {server.deadline_s: 12} # a dotted key sets one value ...
+      - name: fedbuff
+        set:                         # ... a mapping is merged into the base key by key
+          server: {mode: k_async, k: 5}
+          algorithm: {name: fedbuff} # a new union tag (name / kind / dist) replaces the mapping
+
+A variant's ``set`` is applied like ``--set``: a dotted key replaces one value (``null`` clears
+it); a mapping value is merged into the base mapping recursively, except that a mapping whose
+union tag (``name``, ``kind`` or ``dist``) differs from the base's replaces it whole, since the old
+kind's keys do not apply to the new one.  ``--set`` on the command line edits the base (and may set
+``seeds=[0,1]``); the variant's own ``set`` wins over both.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from asyncfl.config import ConfigError, Scenario, apply_override, read_yaml, validate_scenario
+
+STUDY_KEYS = ("compare", "seeds", "targets")
+VARIANT_KEYS = ("name", "set")
+TAGS = ("name", "kind", "dist")
+NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+PATH_LINE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*): (.*)$")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One variant x seed of a study."""
+
+    variant: str
+    seed: int
+    scenario: Scenario
+
+    @property
+    def rel_dir(self) -> Path:
+        return Path(self.variant) / f"seed{self.seed}"
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    variants: tuple[str, ...]
+    seeds: tuple[int, ...]
+    targets: tuple[float, ...]
+    runs: tuple[RunSpec, ...]
+    raw: dict[str, Any]  # the study as written (after --set), saved as study.yaml in the sweep directory
+    output_dir: Path
+
+
+def is_study(raw: Mapping[str, Any]) -> bool:
+    return "compare" in raw or "seeds" in raw
+
+
+def load_study(path: str | Path, overrides: Iterable[str] = ()) -> Study:
+    raw = read_yaml(path)
+    for item in overrides:
+        apply_override(raw, item)
+    return build_study(raw, source=str(path))
+
+
+def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
+    """Expand ``raw`` into variant x seed scenarios; one :class:`ConfigError` lists every problem."""
+    base = copy.deepcopy(dict(raw))
+    spec = {key: base.pop(key, None) for key in STUDY_KEYS}
+    problems: list[str] = []
+    seeds = _seeds(spec["seeds"], base, problems)
+    targets = _targets(spec["targets"], problems)
+    variants = _variants(spec["compare"], problems)
+    runs: list[RunSpec] = []
+    for index, (name, changes) in enumerate(variants):
+        runs.extend(_expand(base, index, name, changes, seeds, problems))
+    if problems:
+        unique = list(dict.fromkeys(problems))
+        raise ConfigError(f"{source}: {len(unique)} problem(s):\n  " + "\n  ".join(unique))
+    first = runs[0].scenario
+    return Study(
+        name=first.name,
+        variants=tuple(name for name, _ in variants),
+        seeds=tuple(seeds),
+        targets=tuple(targets),
+        runs=tuple(runs),
+        raw=copy.deepcopy(dict(raw)),
+        output_dir=first.output.dir,
+    )
+
+
+def _seeds(value: Any, base: Mapping[str, Any], problems: list[str]) -> list[int]:
+    if value is None:
+        seed = base.get("seed", 0)
+        return [seed] if isinstance(seed, int) and seed >= 0 else [0]
+    if not isinstance(value, list) or not value:
+        problems.append(f"seeds: expected a non-empty list of seeds, e.g. [0, 1, 2] (got {value!r}).")
+        return [0]
+    bad = [s for s in value if isinstance(s, bool) or not isinstance(s, int) or s < 0]
+    if bad:
+        problems.append(f"seeds: every seed must be a non-negative integer (got {bad[0]!r}).")
+        return [0]
+    if len(set(value)) != len(value):
+        problems.append(f"seeds: a seed appears twice in {value}.")
+    return list(dict.fromkeys(value))
+
+
+def _targets(value: Any, problems: list[str]) -> list[float]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    ok = [t for t in items if isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t <= 1]
+    if len(ok) != len(items) or not items:
+        problems.append(f"targets: expected accuracies in (0, 1], e.g. [0.8, 0.9] (got {value!r}).")
+    return [float(t) for t in ok]
+
+
+def _variants(value: Any, problems: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    if value is None:
+        return [("base", {})]
+    if not isinstance(value, list) or not value:
+        problems.append("compare: expected a non-empty list of variants, each {name: ..., set: {...}}.")
+        return []
+    out: list[tuple[str, dict[str, Any]]] = []
+    for i, item in enumerate(value):
+        where = f"compare[{i}]"
+        if not isinstance(item, dict):
+            problems.append(f"{where}: expected a mapping {{name: ..., set: {{...}}}} (got {item!r}).")
+            continue
+        for key in item:
+            if key not in VARIANT_KEYS:
+                problems.append(f"{where}.{key}: unknown key. Allowed here: {', '.join(VARIANT_KEYS)}.")
+        name, changes = item.get("name"), item.get("set") or {}
+        if not isinstance(name, str) or not NAME.match(name):
+            problems.append(f"{where}.name: required, letters, digits, '_', '.', '-' only (got {name!r}).")
+            name = f"variant{i}"
+        elif name in {n for n, _ in out}:
+            problems.append(f"{where}.name: {name!r} is used by an earlier variant; names must be unique.")
+        if not isinstance(changes, dict):
+            problems.append(f"{where}.set: expected a mapping of keys to values (got {changes!r}).")
+            changes = {}
+        out.append((name, changes))
+    return out
+
+
+def _expand(
+    base: Mapping[str, Any], index: int, name: str, changes: Mapping[str, Any], seeds: list[int], problems: list[str]
+) -> list[RunSpec]:
+    where = f"compare[{index}]"
+    try:
+        merged, touched = apply_set(base, changes, f"{where}.set")
+    except ConfigError as exc:
+        problems.append(str(exc))
+        return []
+    runs = []
+    for seed in seeds:
+        try:
+            runs.append(RunSpec(name, seed, validate_scenario({**merged, "seed": seed}, source="<variant>")))
+        except ConfigError as exc:
+            problems.extend(_locate(str(exc), where, name, touched))
+    return runs
+
+
+def apply_set(base: Mapping[str, Any], changes: Mapping[str, Any], where: str) -> tuple[dict[str, Any], set[str]]:
+    """``base`` with a variant's ``set`` applied, and the dotted paths the variant touched."""
+    out = copy.deepcopy(dict(base))
+    touched: set[str] = set()
+    for key, value in changes.items():
+        parts = str(key).split(".")
+        if not all(parts):
+            raise ConfigError(f"{where}.{key}: empty part in a dotted key.")
+        node = out
+        for i, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"{where}.{key}: {'.'.join(parts[: i + 1])} is a value, not a section.")
+            node = child
+        leaf = parts[-1]
+        node[leaf] = _merge(node.get(leaf), value)
+        touched.update(_leaf_paths(".".join(parts), value))
+    return out, touched
+
+
+def _merge(old: Any, new: Any) -> Any:
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return copy.deepcopy(new)
+    if any(tag in new and tag in old and new[tag] != old[tag] for tag in TAGS):
+        return copy.deepcopy(new)  # another kind: the old kind's keys do not apply
+    out = dict(old)
+    for key, value in new.items():
+        out[key] = _merge(old.get(key), value)
+    return out
+
+
+def _leaf_paths(prefix: str, value: Any) -> set[str]:
+    if isinstance(value, dict) and value:
+        return set().union(*(_leaf_paths(f"{prefix}.{k}", v) for k, v in value.items()))
+    return {prefix}
+
+
+def _locate(message: str, where: str, name: str, touched: set[str]) -> list[str]:
+    """Re-address validation problems: a key the variant set is reported under ``compare[i].set.``;
+    anything else comes from the base and is reported as ``compare[i] (name): key: ...``."""
+    out = []
+    for line in message.splitlines()[1:]:
+        line = line.strip()
+        match = PATH_LINE.match(line)
+        if match:
+            path = re.sub(r"\[\d+\]", "", match.group(1))
+            if any(t == path or t.startswith(path + ".") or path.startswith(t + ".") for t in touched):
+                out.append(f"{where}.set.{line}")
+                continue
+        out.append(f"{where} ({name}): {line}")
+    return out

@@ -1,0 +1,174 @@
+"""Run every variant x seed of a study, locally or as Ray tasks, and write the comparison.
+
+Layout (the same whichever executor ran it)::
+
+    <output.dir>/<name>/<timestamp>/      the sweep directory
+        study.yaml                        the study as run (compare, seeds, targets, base keys)
+        <variant>/seed<N>/                one ordinary run directory per variant x seed
+        comparison.csv, runs.csv, time_to_target.csv/.md, client_accuracy.csv/.md, *.png
+
+A run is finished when its summary.json holds a final status (finished, target_reached,
+diverged).  ``--resume SWEEP_DIR`` skips finished runs and redoes every other one (its partial
+directory is deleted first).  A finished run whose config.yaml disagrees with the study is an
+error, so a resumed sweep never mixes two settings under one variant name.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from asyncfl.config import ConfigError
+from asyncfl.results import new_run_dir, write_atomic
+from asyncfl.study.aggregate import RunRecord, read_summary
+from asyncfl.study.compare import STUDY_FILE, write_comparison
+from asyncfl.study.spec import Study
+
+FINAL_STATUSES = ("finished", "target_reached", "diverged")
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: str
+    seed: int
+    scenario: dict  # the validated scenario as plain JSON data (what crosses to a Ray worker)
+    run_dir: Path
+    plot: bool
+
+
+@dataclass
+class SweepResult:
+    sweep_dir: Path
+    ran: int
+    skipped: int
+    failures: list[tuple[Job, str]]
+
+
+def is_finished(run_dir: Path) -> bool:
+    return read_summary(run_dir).get("status") in FINAL_STATUSES
+
+
+def run_sweep(
+    study: Study,
+    resume: Path | None = None,
+    out: Path | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    gpus_per_task: float = 0.0,
+    cpus_per_task: float = 1.0,
+    quiet: bool = False,
+) -> SweepResult:
+    """Run ``study`` (into ``out``, a new sweep directory, or resuming ``resume``) and write its comparison."""
+    sweep_dir = _prepare(study, resume, out)
+    log = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    jobs, skipped = plan_jobs(study, sweep_dir)
+    log(f"sweep {sweep_dir}: {len(jobs)} run(s) to do, {skipped} already finished")
+    try:
+        if executor == "ray":
+            from asyncfl.study.ray_executor import run_on_ray
+
+            failures = run_on_ray(jobs, address, gpus_per_task, cpus_per_task, log)
+        elif executor == "local":
+            failures = run_locally(jobs, log)
+        else:
+            raise ConfigError(f"--executor {executor!r}: allowed: local, ray.")
+    except KeyboardInterrupt:
+        print(f"interrupted; continue with: python -m asyncfl run --resume {sweep_dir}", file=sys.stderr)
+        raise
+    records = [RunRecord(r.variant, r.seed, sweep_dir / r.rel_dir) for r in study.runs]
+    write_comparison(sweep_dir, records, study.targets, title=study.name)
+    return SweepResult(sweep_dir, len(jobs) - len(failures), skipped, failures)
+
+
+def _prepare(study: Study, resume: Path | None, out: Path | None) -> Path:
+    if out is not None:
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise ConfigError(f"--out {out}: exists and is not an empty directory; use --resume to continue a sweep.")
+        out.mkdir(parents=True, exist_ok=True)
+        sweep_dir = out
+    elif resume is None:
+        sweep_dir = new_run_dir(study.output_dir, study.name)
+    else:
+        if not resume.is_dir():
+            raise ConfigError(f"--resume {resume}: no such sweep directory.")
+        sweep_dir = resume
+    write_atomic(sweep_dir / STUDY_FILE, yaml.safe_dump(study.raw, sort_keys=False))
+    return sweep_dir
+
+
+def plan_jobs(study: Study, sweep_dir: Path) -> tuple[list[Job], int]:
+    """The runs still to do (partial run directories are deleted) and how many are finished."""
+    jobs, skipped = [], 0
+    for spec in study.runs:
+        run_dir = sweep_dir / spec.rel_dir
+        scenario = spec.scenario.model_dump(mode="json")
+        if is_finished(run_dir):
+            _check_same(run_dir, scenario)
+            skipped += 1
+            continue
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        jobs.append(Job(spec.variant, spec.seed, scenario, run_dir, spec.scenario.output.plot))
+    return jobs, skipped
+
+
+def _check_same(run_dir: Path, scenario: dict) -> None:
+    path = run_dir / "config.yaml"
+    done = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    differ = sorted(_differences(done, scenario))
+    if differ:
+        raise ConfigError(
+            f"--resume: the finished run {run_dir} was made with other settings ({', '.join(differ[:5])}); "
+            "delete that run directory or start a new sweep."
+        )
+
+
+def _differences(a: object, b: object, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ; keys present on one side only are ignored (a newer schema may
+    add keys with defaults)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for key in a.keys() & b.keys():
+            out += _differences(a[key], b[key], f"{prefix}{key}.")
+        return out
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def run_job(scenario: dict, run_dir: Path, plot: bool) -> dict:
+    """One run from plain scenario data to a finished run directory (and its straggler figures)."""
+    from asyncfl.config import validate_scenario
+    from asyncfl.runner import run_scenario
+
+    run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
+    if plot:
+        from asyncfl.study.straggler import render_run_figures
+
+        render_run_figures(run_dir)
+    return read_summary(run_dir)
+
+
+def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, str]]:
+    failures = []
+    for i, job in enumerate(jobs, start=1):
+        try:
+            summary = run_job(job.scenario, job.run_dir, job.plot)
+        except Exception as exc:  # one broken run must not lose the others
+            failures.append((job, f"{type(exc).__name__}: {exc}"))
+            log(f"[{i}/{len(jobs)}] {job.variant} seed{job.seed}: FAILED: {exc}")
+            continue
+        log(f"[{i}/{len(jobs)}] {describe(job, summary)}")
+    return failures
+
+
+def describe(job: Job, summary: dict) -> str:
+    acc = summary.get("final_accuracy")
+    acc_text = f"{acc:.3f}" if isinstance(acc, (int, float)) else "n/a"
+    return (
+        f"{job.variant} seed{job.seed}: {summary.get('status')}, final accuracy {acc_text}, "
+        f"{summary.get('virtual_time_s', 0):,.0f} virtual s, {summary.get('real_seconds', 0):.1f} s real"
+    )
