@@ -17,10 +17,13 @@ import yaml
 from tqdm import tqdm
 
 from asyncfl.algorithms import make_strategy
+from asyncfl.config import ConfigError
 from asyncfl.config.schema import Scenario
+from asyncfl.learn.executors import make_trainer
 from asyncfl.learn.federation import build_federation
+from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model
-from asyncfl.learn.trainer import SequentialTrainer
+from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import AggregationReport, Learner
 from asyncfl.plots import plot_accuracy_vs_time
 from asyncfl.results import RunDirectory, new_run_dir, write_atomic
@@ -32,7 +35,7 @@ from asyncfl.sim.servers import RoundInfo, k_async_server, sync_server
 
 def resolve_device(choice: str) -> torch.device:
     if choice == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device: cuda was asked for but no CUDA device is available (use auto or cpu)")
+        raise ConfigError("device: cuda was asked for but no CUDA device is available here; allowed: auto, cpu, cuda.")
     if choice == "auto":
         choice = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(choice)
@@ -59,21 +62,21 @@ class Simulation:
         self.device = resolve_device(scenario.device)
         self.started = time.perf_counter()
         s = scenario
-        self.federation = build_federation(s.data, s.seed, self.device)
-        with torch.random.fork_rng(devices=[]):  # model init must not touch the global generator
-            torch.manual_seed(int(stream(s.seed, "model_init").integers(2**62)))
-            self.model = build_model(
-                s.model.name, self.federation.input_shape, self.federation.num_classes, s.model.hidden
-            )
-        self.model.to(self.device)
-        initial = torch.nn.utils.parameters_to_vector(self.model.parameters()).detach()
-        strategy = make_strategy(s.algorithm, s.data.clients, initial)
-        trainer = SequentialTrainer(self.model, self.federation, s.training, s.seed)
-        self.learner = Learner(self.model, self.federation, strategy, trainer, s.training)
-        histograms = np.stack([self.federation.label_histogram(c) for c in range(s.data.clients)])
-        self.clients = build_clients(s.population, s.data.clients, s.seed, histograms)
-        for client, idx in zip(self.clients, self.federation.client_train):
-            client.train_samples = len(idx)
+        if s.timing_only:  # no data, no model: see TimingLearner
+            self.federation, self.learner, histograms = None, TimingLearner(timing_model_bytes(s)), None
+            num_classes = timing_input(s)[1]
+        else:
+            self.federation = build_federation(s.data, s.seed, self.device)
+            self.learner = self._build_learner(s)
+            histograms = np.stack([self.federation.label_histogram(c) for c in range(s.data.clients)])
+            num_classes = self.federation.num_classes
+        part = s.data.partition
+        clusters = cluster_of_clients(s.data.clients, part.clusters) if part.kind == "clusters" else None
+        self.clients = build_clients(s.population, s.data.clients, s.seed, histograms, clusters)
+        self.probabilities = participation_probabilities(s.population.availability, s.data.clients, s.seed, histograms)
+        self.learner.participation = tuple(self.probabilities)
+        for client, idx in zip(self.clients, self.federation.client_train if self.federation else []):
+            client.train_samples = len(idx)  # timing_only: every client does full batches
         battery = s.population.battery
         self.work = Work(
             s.training.local_steps,
@@ -82,18 +85,29 @@ class Simulation:
             battery.joules_per_sample if battery else 0.0,
             battery.joules_per_byte if battery else 0.0,
         )
-        self.class_columns = (
-            [f"accuracy_class_{c}" for c in range(self.federation.num_classes)] if s.eval.per_class else []
-        )
-        self.out = RunDirectory(run_dir, write_events=s.output.events == "all", extra_metrics=self.class_columns)
+        self.class_columns = [f"accuracy_class_{c}" for c in range(num_classes)] if s.eval.per_class else []
+        self.out = RunDirectory(run_dir, s.output.events, s.output.event_sample, extra_metrics=self.class_columns)
         self.progress = Progress()
         self.bar = None
+
+    def _build_learner(self, s: Scenario) -> Learner:
+        with torch.random.fork_rng(devices=[]):  # model init must not touch the global generator
+            torch.manual_seed(int(stream(s.seed, "model_init").integers(2**62)))
+            self.model = build_model(
+                s.model.name, self.federation.input_shape, self.federation.num_classes, s.model.hidden
+            )
+        self.model.to(self.device)
+        initial = torch.nn.utils.parameters_to_vector(self.model.parameters()).detach()
+        strategy = make_strategy(s.algorithm, s.data.clients, initial)
+        trainer = make_trainer(self.model, self.federation, s.training, s.seed, s.trainer, self.device)
+        return Learner(self.model, self.federation, strategy, trainer, s.training)
 
     def run(self) -> Progress:
         s = self.scenario
         env = simpy.Environment()
         limit = s.stop.virtual_time_s if s.stop.virtual_time_s is not None else math.inf
         server = sync_server if s.server.mode == "sync" else k_async_server
+        hints = {"logged": self.out.logs_client} if s.server.mode == "sync" else {}
         total = s.stop.rounds
         self.bar = tqdm(total=total, disable=self.quiet, unit="round", dynamic_ncols=True)
         self._record_metrics(0.0, 0, None)
@@ -108,6 +122,7 @@ class Simulation:
                 self._close_round,
                 self.out.event,
                 limit,
+                **hints,
             )  # fmt: skip
         )
         try:
@@ -140,7 +155,7 @@ class Simulation:
             return True
         if stop.virtual_time_s is not None and now >= stop.virtual_time_s:
             return True
-        if stop.target_accuracy is not None and self.progress.target_time is not None:
+        if stop.target_accuracy is not None and stop.at_target and self.progress.target_time is not None:
             self.progress.status = "target_reached"
             return True
         return False
@@ -150,7 +165,7 @@ class Simulation:
     ) -> None:
         accuracy = loss = math.nan
         per_class = [math.nan] * len(self.class_columns)
-        if evaluate:
+        if evaluate and not self.scenario.timing_only:
             accuracy, loss, per_class = self.learner.test_metrics()
             self._note_accuracy(accuracy, now, version)
         staleness = report.staleness if report else []
@@ -182,10 +197,13 @@ class Simulation:
         """Write clients.csv, summary.json and the figure for whatever has run."""
         s, p = self.scenario, self.progress
         accuracies = self.learner.client_accuracies() if s.eval.per_client and p.status != "diverged" else []
-        probabilities = participation_probabilities(s.population.availability, s.data.clients, s.seed)
-        self.out.write_table("clients.csv", [
-            _client_row(c, probabilities[c.id], accuracies[c.id] if accuracies else math.nan) for c in self.clients
-        ])  # fmt: skip
+        rows = [
+            _client_row(c, self.probabilities[c.id], accuracies[c.id] if accuracies else math.nan) for c in self.clients
+        ]
+        if s.timing_only:  # no data set: clients hold no samples (their tasks use full batches)
+            for row in rows:
+                row["train_samples"] = math.nan
+        self.out.write_table("clients.csv", rows)
         for name, rows in getattr(self.learner.strategy, "extra_outputs", dict)().items():
             self.out.write_table(name, rows)
         self.out.close()
@@ -211,9 +229,58 @@ class Simulation:
             "time_to_target_s": p.target_time,
             "rounds_to_target": p.target_round,
             "training_jobs_computed": self.learner.jobs.computed,
+            "timing_only": s.timing_only,
+            "trainer": type(self.learner.jobs.trainer).__name__ if self.learner.jobs.trainer else None,
             "real_seconds": time.perf_counter() - self.started,
             "versions": _versions(),
         }
+
+
+# (input shape, classes) of each data set, for timing_only runs that never load the data
+TIMING_INPUTS = {
+    "digits": ((1, 8, 8), 10),
+    "mnist": ((1, 28, 28), 10),
+    "fashion_mnist": ((1, 28, 28), 10),
+    "cifar10": ((3, 32, 32), 10),
+    "svhn": ((3, 32, 32), 10),
+}
+
+
+def timing_input(s: Scenario) -> tuple[tuple[int, ...], int]:
+    if s.data.dataset == "synthetic":
+        return (s.data.synthetic.dimension,), s.data.synthetic.classes
+    return TIMING_INPUTS[s.data.dataset]
+
+
+def timing_model_bytes(s: Scenario) -> int:
+    """Bytes of the float32 model a full run would train: its real parameter count x 4."""
+    shape, classes = timing_input(s)
+    return sum(p.numel() for p in build_model(s.model.name, shape, classes, s.model.hidden).parameters()) * 4
+
+
+class TimingLearner:
+    """Stands in for :class:`asyncfl.learner.Learner` when ``timing_only``: the servers, clients and
+    event log run exactly as in a full run, but no data set is loaded and nothing is trained.  Every
+    client is taken to hold at least ``batch_size`` samples (full batches), so its tasks last as long
+    as in a full run whose clients all have that many."""
+
+    def __init__(self, model_bytes: int) -> None:
+        self.model_bytes, self.version = model_bytes, 0
+        self.jobs = JobBook(None)  # never receives a job: ``computed`` stays 0
+        self.strategy, self.participation = None, None
+
+    def submit(self, plan) -> None:
+        pass
+
+    def aggregate(self, info: RoundInfo, record_weights: bool) -> AggregationReport:
+        self.version += 1
+        return AggregationReport(self.version, math.nan, [info.round - p.round for p in info.received])
+
+    def diverged(self) -> bool:
+        return False
+
+    def client_accuracies(self) -> list[float]:
+        return []
 
 
 def _rounds_row(info: RoundInfo, report: AggregationReport) -> dict:

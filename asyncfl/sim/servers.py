@@ -19,7 +19,7 @@ import simpy
 
 from asyncfl.config.schema import Server
 from asyncfl.seeding import stream
-from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, plan_task, run_task
+from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, plan_task, play_tasks, run_task
 
 BATTERY_POLL_S = 60.0  # k_async: how often to look again at clients waiting for their battery to charge
 
@@ -53,8 +53,11 @@ def sync_server(
     close_round: CloseRound,
     log: EventSink,
     time_limit: float = math.inf,
+    logged: Callable[[int], bool] | None = None,
 ) -> Iterator[simpy.Event]:
-    """Synchronous rounds: select, wait until everybody answered or the deadline, aggregate."""
+    """Synchronous rounds: select, wait until everybody answered or the deadline, aggregate.
+
+    ``logged(client)``: whether ``log`` keeps that client's lines (None: all); a speed hint only."""
     pending: list[TaskPlan] = []  # tasks of earlier rounds still running (late_updates: next_round)
     drop_late = cfg.late_updates == "drop"
     rnd = 0
@@ -66,7 +69,7 @@ def sync_server(
         for plan in plans:
             if plan.delivered:
                 submit(plan)
-            env.process(run_task(env, clients[plan.client], plan, log))
+        play_tasks(env, clients, plans, log, logged)  # same events as one run_task process per plan
         close_at = min(deadline_at, time_limit, _all_done_at(plans, pending, t0))
         if math.isinf(close_at):  # nobody can ever answer: nothing left to simulate
             return
