@@ -89,3 +89,21 @@ def test_contract(name, schedule):
 def test_every_named_algorithm_is_registered():
     expected = {"fedavg", "fedavg_known_p", "mifa", "fedvarp", "fedar", "fedau", "fl_fdms", "fedbuff", "fedasync"}
     assert expected | {"fedhist"} <= set(REGISTRY)
+
+
+def test_update_store_sums_in_chunks_like_one_reduction(monkeypatch):
+    from asyncfl.algorithms import memory
+    from asyncfl.config.algorithm_base import MemoryStore
+
+    monkeypatch.setattr(memory, "CHUNK_NUMBERS", 7)  # 2 rows of 3 numbers per chunk
+    rows = torch.randn(9, 3)
+    for dtype, tol in (("float32", 1e-6), ("float16", 2e-3)):
+        store = memory.UpdateStore(9, 3, torch.zeros(3), MemoryStore(dtype=dtype))
+        for c in range(0, 9, 2):
+            store.put(c, rows[c])
+        filled = [0, 2, 4, 6, 8]
+        assert store.clients() == filled
+        assert torch.allclose(store.sum(), rows[filled].sum(0), atol=tol * 10)
+        weights = [0.5, -1.0, 2.0, 0.0, 1.5]
+        expected = (torch.tensor(weights)[:, None] * rows[filled]).sum(0)
+        assert torch.allclose(store.sum(filled, weights), expected, atol=tol * 10)

@@ -14,6 +14,7 @@ import torch
 
 from asyncfl.config.algorithm_base import MemoryStore
 
+CHUNK_NUMBERS = 1 << 20  # rows are summed in chunks of about this many numbers (4 MiB in float32)
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -40,14 +41,15 @@ class UpdateStore:
     def sum(self, clients: Sequence[int] | None = None, weights: Sequence[float] | None = None) -> torch.Tensor:
         """sum_i w_i * row_i over ``clients`` (default: every filled row, unit weights)."""
         clients = self.clients() if clients is None else list(clients)
-        if not clients:
-            return torch.zeros(self.rows.shape[1], dtype=self.compute_dtype, device=self.compute_device)
-        index = torch.tensor(clients, device=self.rows.device)
-        rows = self.rows.index_select(0, index).to(self.compute_device, self.compute_dtype)
-        if weights is None:
-            return rows.sum(0)
-        w = torch.tensor(list(weights), dtype=self.compute_dtype, device=self.compute_device)
-        return w @ rows
+        w = torch.ones(len(clients)) if weights is None else torch.tensor(list(weights), dtype=torch.float64)
+        total = torch.zeros(self.rows.shape[1], dtype=self.compute_dtype, device=self.compute_device)
+        # Chunks of rows keep the temporary copy small: the peak stays near the store's own size.
+        step = max(1, CHUNK_NUMBERS // max(1, self.rows.shape[1]))
+        for start in range(0, len(clients), step):
+            index = torch.tensor(clients[start : start + step], device=self.rows.device)
+            rows = self.rows.index_select(0, index).to(self.compute_device, self.compute_dtype)
+            total += w[start : start + step].to(rows) @ rows
+        return total
 
     def nbytes(self) -> int:
         return self.rows.numel() * self.rows.element_size()
