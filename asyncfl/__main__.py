@@ -67,6 +67,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")
+    resume = getattr(args, "resume", None)
+    if args.command == "run" and resume is not None and not (resume / "study.yaml").is_file():
+        return _resume_run(args, overrides)
     routed = route(args, overrides)
     if routed is not None:
         return routed
@@ -79,12 +82,39 @@ def _dispatch(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out {args.out}: exists and is not an empty directory; refusing to overwrite a run.")
     from asyncfl.runner import run_scenario
 
-    run_dir = run_scenario(scenario, args.out, quiet=args.quiet)
-    if scenario.output.plot:
+    return _finished(run_scenario(scenario, args.out, quiet=args.quiet), scenario.output.plot)
+
+
+def _resume_run(args: argparse.Namespace, overrides: list[str]) -> int:
+    """``run --resume RUN_DIR``: continue a killed run from its last checkpoint, as it was configured."""
+    if args.scenario is not None or overrides or args.out is not None:
+        raise ConfigError(
+            f"--resume {args.resume}: a run resumes as it was configured; give no FILE, --set, --seed or --out."
+        )
+    from asyncfl.runner import resume_run
+
+    run_dir = resume_run(args.resume, quiet=args.quiet)
+    return _finished(run_dir, load_scenario(run_dir / "config.yaml").output.plot)
+
+
+def _finished(run_dir: Path, plot: bool) -> int:
+    """Figures, the run directory on stdout, and an exit status that says whether the run diverged."""
+    import json
+
+    if plot:
         from asyncfl.study.straggler import render_run_figures
 
         render_run_figures(run_dir)
     print(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    if summary["status"] == "diverged":
+        print(
+            f"error: the run diverged at round {summary['diverged_round']}: the model's loss or parameters became "
+            f"NaN or infinite (a smaller training.lr or algorithm.server_lr usually helps). Everything up to "
+            f"that round is in {run_dir}.",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 

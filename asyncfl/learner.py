@@ -91,6 +91,21 @@ class Learner:
             train_loss=result.train_loss,
         )
 
+    def state(self) -> dict:
+        """What a checkpoint needs from the learning world (the model lives in ``params``)."""
+        return {
+            "params": self.params,
+            "version": self.version,
+            "seen": set(self.seen),
+            "strategy": self.strategy,
+            "jobs": self.jobs.state(),
+        }
+
+    def restore(self, state: dict) -> None:
+        self.params, self.version, self.seen = state["params"], state["version"], set(state["seen"])
+        self.strategy = state["strategy"]
+        self.jobs.restore(state["jobs"])
+
     def test_metrics(self) -> tuple[float, float, list[float]]:
         """Global test accuracy, loss and accuracy per class (NaN for a class absent from the test set)."""
         fed = self.federation

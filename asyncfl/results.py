@@ -56,11 +56,15 @@ def _clean(value: Any) -> Any:
 class CsvLog:
     """An append-only CSV file with a fixed header."""
 
-    def __init__(self, path: Path, columns: Iterable[str]) -> None:
+    def __init__(self, path: Path, columns: Iterable[str], resume_at: int | None = None) -> None:
         self.columns = tuple(columns)
-        self.handle = open(path, "w", newline="", encoding="utf-8")
+        if resume_at is None:
+            self.handle = open(path, "w", newline="", encoding="utf-8")
+        else:  # continue after the last checkpoint: drop anything written since
+            self.handle = _truncated(path, resume_at, newline="")
         self.writer = csv.DictWriter(self.handle, self.columns, extrasaction="raise")
-        self.writer.writeheader()
+        if resume_at is None:
+            self.writer.writeheader()
 
     def write(self, row: Mapping[str, Any]) -> None:
         self.writer.writerow({k: _clean(v) for k, v in row.items()})
@@ -72,22 +76,46 @@ class CsvLog:
         self.handle.close()
 
 
+def _truncated(path: Path, offset: int, **kwargs):
+    """Open ``path`` for appending after cutting it back to ``offset`` bytes."""
+    with open(path, "r+b") as raw:
+        raw.truncate(offset)
+    return open(path, "a", encoding="utf-8", **kwargs)
+
+
 class RunDirectory:
     """Owns every file of one run."""
 
     def __init__(
-        self, path: Path, events: str = "all", event_sample: int = 100, extra_metrics: Iterable[str] = ()
+        self,
+        path: Path,
+        events: str = "all",
+        event_sample: int = 100,
+        extra_metrics: Iterable[str] = (),
+        offsets: Mapping[str, int] | None = None,
     ) -> None:
         """``events``: ``all`` logs every client, ``sample`` clients 0 .. event_sample-1 (server events
-        are always kept), ``none`` writes no events.jsonl at all."""
+        are always kept), ``none`` writes no events.jsonl at all.  ``offsets`` (from
+        :meth:`offsets`) resumes every log where a checkpoint left it."""
         if events not in ("all", "sample", "none"):
             raise ValueError(f"output.events must be all, sample or none, got {events!r}")
         self.path = path
-        self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics))
-        self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS)
-        self.events = open(path / "events.jsonl", "w", encoding="utf-8") if events != "none" else None
+        at = dict(offsets or {})
+        self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
+        self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS, at.get("rounds.csv"))
+        self.events = None
+        if events != "none":
+            resume_at = at.get("events.jsonl")
+            events_path = path / "events.jsonl"
+            self.events = (
+                open(events_path, "w", encoding="utf-8") if resume_at is None else _truncated(events_path, resume_at)
+            )
         self.event_limit = event_sample if events == "sample" else math.inf
         self.weights: CsvLog | None = None
+        if at.get("weights.csv") is not None:
+            with open(path / "weights.csv", newline="", encoding="utf-8") as handle:
+                header = next(csv.reader(handle))
+            self.weights = CsvLog(path / "weights.csv", header, at["weights.csv"])
 
     def logs_client(self, client: int) -> bool:
         """Does events.jsonl keep this client's lines?"""
@@ -113,6 +141,14 @@ class RunDirectory:
             self.weights = CsvLog(self.path / "weights.csv", columns)
         for row in rows:
             self.weights.write({k: v for k, v in row.items() if k in self.weights.columns})
+
+    def offsets(self) -> dict[str, int]:
+        """Bytes written to each log so far (call after :meth:`flush`): what a checkpoint records."""
+        logs = {"metrics.csv": self.metrics, "rounds.csv": self.rounds, "weights.csv": self.weights}
+        out = {name: log.handle.tell() for name, log in logs.items() if log is not None}
+        if self.events is not None:
+            out["events.jsonl"] = self.events.tell()
+        return out
 
     def flush(self) -> None:
         for log in (self.metrics, self.rounds, self.weights):

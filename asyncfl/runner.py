@@ -57,8 +57,10 @@ class Progress:
 class Simulation:
     """Wires the timing world (SimPy servers, clients) to the learning world (Learner)."""
 
-    def __init__(self, scenario: Scenario, run_dir: Path, quiet: bool = True) -> None:
+    def __init__(self, scenario: Scenario, run_dir: Path, quiet: bool = True, resume: dict | None = None) -> None:
+        """``resume``: a checkpoint (:mod:`asyncfl.checkpoint`) to continue from."""
         self.scenario, self.quiet = scenario, quiet
+        self.resume, self.replayed = resume, 0
         self.device = resolve_device(scenario.device)
         self.started = time.perf_counter()
         s = scenario
@@ -86,9 +88,11 @@ class Simulation:
             battery.joules_per_byte if battery else 0.0,
         )
         self.class_columns = [f"accuracy_class_{c}" for c in range(num_classes)] if s.eval.per_class else []
-        self.out = RunDirectory(run_dir, s.output.events, s.output.event_sample, extra_metrics=self.class_columns)
+        offsets = resume["offsets"] if resume else None
+        self.out = RunDirectory(run_dir, s.output.events, s.output.event_sample, self.class_columns, offsets)
         self.progress = Progress()
         self.bar = None
+        self.last_checkpoint = (0, 0.0)  # (version, virtual time) of the latest checkpoint
 
     def _build_learner(self, s: Scenario) -> Learner:
         with torch.random.fork_rng(devices=[]):  # model init must not touch the global generator
@@ -110,7 +114,11 @@ class Simulation:
         hints = {"logged": self.out.logs_client} if s.server.mode == "sync" else {}
         total = s.stop.rounds
         self.bar = tqdm(total=total, disable=self.quiet, unit="round", dynamic_ncols=True)
-        self._record_metrics(0.0, 0, None)
+        if self.resume is None:
+            self._record_metrics(0.0, 0, None)
+            self._checkpoint(0, 0.0, stop=False)
+        elif self.resume["aggregations"] == 0:  # killed before the first aggregation: nothing to replay
+            self._replay_round()
         process = env.process(
             server(
                 env,
@@ -118,9 +126,9 @@ class Simulation:
                 self.work,
                 s.server,
                 s.seed,
-                self.learner.submit,
+                self._submit,
                 self._close_round,
-                self.out.event,
+                self._log,
                 limit,
                 **hints,
             )  # fmt: skip
@@ -129,12 +137,25 @@ class Simulation:
             env.run(until=process)
             if self.progress.status == "running":
                 self.progress.status = "finished"
+        except KeyboardInterrupt:
+            self.progress.status = "interrupted"  # summary and figures for what has run, then re-raise
+            raise
         finally:
             self.bar.close()
             self.finish(env.now)
         return self.progress
 
+    def _submit(self, plan) -> None:
+        if self.resume is None:  # while replaying, the checkpoint's job book already holds these jobs
+            self.learner.submit(plan)
+
+    def _log(self, t: float, client: int | None, event: str, version: int | None, reason: str | None) -> None:
+        if self.resume is None:  # while replaying up to a checkpoint the lines are already on disk
+            self.out.event(t, client, event, version, reason)
+
     def _close_round(self, info: RoundInfo) -> bool:
+        if self.resume is not None:
+            return self._replay_round()
         s = self.scenario
         report = self.learner.aggregate(info, s.algorithm.record_weights)
         self.progress.rounds = report.version
@@ -142,12 +163,57 @@ class Simulation:
         self.out.event(info.time, None, "aggregate", report.version, None)
         self.out.rounds.write(_rounds_row(info, report))
         self.out.weight_rows(report.weight_rows)
-        if self.learner.diverged():
+        nonfinite_loss = bool(report.staleness) and not math.isfinite(report.train_loss)
+        if self.learner.diverged() or (nonfinite_loss and not s.timing_only):
             self.progress.status = "diverged"
         due = report.version % s.eval.every_rounds == 0 or self._will_stop(report.version, info.time)
         self._record_metrics(info.time, report.version, report, evaluate=due or self.progress.status == "diverged")
+        stop = self.progress.status != "running" or self._will_stop(report.version, info.time)
+        if stop or self._checkpoint_due(report.version, info.time):
+            self._checkpoint(report.version, info.time, stop)
+        else:
+            self.out.flush()
+        return stop
+
+    def _checkpoint_due(self, version: int, now: float) -> bool:
+        every = self.scenario.checkpoint
+        last_version, last_time = self.last_checkpoint
+        by_rounds = every.every_rounds is not None and version - last_version >= every.every_rounds
+        by_time = every.every_virtual_s is not None and now - last_time >= every.every_virtual_s
+        return by_rounds or by_time
+
+    def _checkpoint(self, version: int, now: float, stop: bool) -> None:
+        from asyncfl.checkpoint import save_checkpoint
+
         self.out.flush()
-        return self.progress.status != "running" or self._will_stop(report.version, info.time)
+        self.last_checkpoint = (version, now)
+        if self.scenario.checkpoint.every_rounds is None and self.scenario.checkpoint.every_virtual_s is None:
+            return
+        save_checkpoint(self.out.path, {
+            "aggregations": version,
+            "time": now,
+            "stop": stop,
+            "learner": self.learner.state(),
+            "progress": self.progress,
+            "offsets": self.out.offsets(),
+            "elapsed_s": time.perf_counter() - self.started,
+        })  # fmt: skip
+
+    def _replay_round(self) -> bool:
+        """Resuming: the clock world is replayed from t = 0 (it never depends on what is learned); at
+        the checkpoint's aggregation the learning state is swapped in and the run goes on live."""
+        checkpoint = self.resume
+        self.replayed += 1 if checkpoint["aggregations"] else 0
+        if self.replayed < checkpoint["aggregations"]:
+            return False
+        self.learner.restore(checkpoint["learner"])
+        self.progress = checkpoint["progress"]
+        self.started = time.perf_counter() - checkpoint["elapsed_s"]
+        self.last_checkpoint = (checkpoint["aggregations"], checkpoint["time"])
+        if self.bar is not None:
+            self.bar.update(checkpoint["aggregations"])
+        self.resume = None
+        return checkpoint["stop"]
 
     def _will_stop(self, version: int, now: float) -> bool:
         stop = self.scenario.stop
@@ -215,6 +281,7 @@ class Simulation:
         p, s = self.progress, self.scenario
         return {
             "status": p.status,
+            "diverged_round": p.rounds if p.status == "diverged" else None,
             "scenario": s.name,
             "algorithm": s.algorithm.name,
             "seed": s.seed,
@@ -271,6 +338,12 @@ class TimingLearner:
 
     def submit(self, plan) -> None:
         pass
+
+    def state(self) -> dict:
+        return {"version": self.version}
+
+    def restore(self, state: dict) -> None:
+        self.version = state["version"]
 
     def aggregate(self, info: RoundInfo, record_weights: bool) -> AggregationReport:
         self.version += 1
@@ -343,4 +416,15 @@ def run_scenario(scenario: Scenario, out_dir: Path | None = None, quiet: bool = 
     run_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(run_dir / "config.yaml", yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
     Simulation(scenario, run_dir, quiet).run()
+    return run_dir
+
+
+def resume_run(run_dir: Path, quiet: bool = True) -> Path:
+    """Continue a run that was killed (at any moment) from its last checkpoint; see asyncfl.checkpoint."""
+    from asyncfl.checkpoint import load_for_resume
+
+    scenario, checkpoint = load_for_resume(run_dir)
+    if checkpoint is None:  # died before its first checkpoint: start it again in place
+        return run_scenario(scenario, run_dir, quiet)
+    Simulation(scenario, run_dir, quiet, resume=checkpoint).run()
     return run_dir

@@ -167,6 +167,14 @@ class Output(Section):
     plot: bool = True
 
 
+class Checkpoint(Section):
+    """When to save what ``--resume`` needs (model, strategy memory, pending training jobs, progress,
+    file offsets).  The clock world is not saved: it is replayed, cheaply and exactly, on resume."""
+
+    every_rounds: int | None = Field(default=10, ge=1, description="save every N aggregations (null: never)")
+    every_virtual_s: float | None = Field(default=None, gt=0, description="also save every N virtual seconds")
+
+
 class Scenario(Section):
     name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$", description="names the run directory")
     seed: int = Field(default=0, ge=0, description="every random stream is keyed by it")
@@ -182,6 +190,7 @@ class Scenario(Section):
     stop: Stop = Stop(rounds=50)
     eval: Eval = Eval()
     output: Output = Output()
+    checkpoint: Checkpoint = Checkpoint()
 
     @model_validator(mode="before")
     @classmethod

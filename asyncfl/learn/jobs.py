@@ -25,6 +25,16 @@ class JobBook:
         self.users: Counter = Counter()  # base version -> outstanding jobs
         self.computed = 0
 
+    STATE = ("bases", "current_version", "pending", "done", "users", "computed")
+
+    def state(self) -> dict:
+        """Everything but the trainer: outstanding jobs, their base vectors and computed results."""
+        return {name: getattr(self, name) for name in self.STATE}
+
+    def restore(self, state: dict) -> None:
+        for name in self.STATE:
+            setattr(self, name, state[name])
+
     def publish(self, version: int, params: torch.Tensor) -> None:
         """A new global model exists; older bases are dropped once no job needs them."""
         self.bases[version] = params

@@ -1,0 +1,191 @@
+"""Reliability: a run killed at any moment resumes to the same metrics; Ctrl-C and divergence leave a
+readable run directory with a summary that says what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import scenario, table
+
+from asyncfl import runner
+
+MODES = {
+    "sync": dict(
+        data={"dataset": "digits", "clients": 10, "partition": {"kind": "dirichlet", "alpha": 0.5}},
+        model={"name": "logreg"},
+        training={"local_steps": 3, "momentum": 0.5},
+        population={
+            "compute": {"samples_per_s": {"dist": "lognormal", "median": 40, "sigma": 0.8}, "jitter_sigma": 0.2},
+            "availability": {"kind": "bernoulli", "p": {"dist": "uniform", "low": 0.4, "high": 1.0}},
+        },
+        server={"mode": "sync", "deadline_s": 5.0, "late_updates": "next_round", "clients_per_round": 7},
+        algorithm={"name": "mifa", "record_weights": True},
+        stop={"rounds": 16},
+        checkpoint={"every_rounds": 3},
+        output={"plot": False},
+    ),
+    "k_async": dict(
+        data={"dataset": "digits", "clients": 10},
+        model={"name": "logreg"},
+        training={"local_steps": 3},
+        population={
+            "compute": {"samples_per_s": {"dist": "pareto", "scale": 20, "shape": 1.5}, "jitter_sigma": 0.2},
+            "availability": {"kind": "markov", "p": 0.6, "mean_cycle_s": 20},
+            "battery": {"capacity_j": 40, "joules_per_sample": 0.05, "charging": {"period_s": 60}},
+        },
+        server={"mode": "k_async", "k": 3, "concurrency": 5, "max_staleness": 4},
+        algorithm={"name": "fedbuff", "record_weights": True},
+        stop={"rounds": 16},
+        checkpoint={"every_rounds": 3},
+        output={"plot": False},
+    ),
+}
+LOGS = ("metrics.csv", "rounds.csv", "weights.csv", "clients.csv")
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (the run's own handlers are bypassed below)."""
+
+
+def _same_results(a: Path, b: Path) -> None:
+    for name in LOGS:
+        strip = [{k: v for k, v in r.items() if k != "wall_seconds"} for r in table(a / name)]
+        other = [{k: v for k, v in r.items() if k != "wall_seconds"} for r in table(b / name)]
+        assert strip == other, name
+    assert (a / "events.jsonl").read_bytes() == (b / "events.jsonl").read_bytes()
+    first, second = (json.loads((d / "summary.json").read_text()) for d in (a, b))
+    for key in ("real_seconds",):
+        first.pop(key), second.pop(key)
+    assert first == second
+
+
+def _kill_at_event(monkeypatch, s, run_dir: Path, n: int) -> bool:
+    """Run until the n-th event line, then die like SIGKILL (no summary, a torn last line)."""
+    count = {"events": 0}
+    log = runner.Simulation._log
+
+    def dying_log(self, *args):
+        if self.resume is None:
+            count["events"] += 1
+            if count["events"] == n:
+                # What reached the OS stays on disk; the open handles die with the process.
+                self.out.close()
+                raise Killed
+        log(self, *args)
+
+    monkeypatch.setattr(runner.Simulation, "_log", dying_log)
+    monkeypatch.setattr(runner.Simulation, "finish", lambda self, now: None)  # SIGKILL runs no cleanup
+    try:
+        runner.run_scenario(s, run_dir)
+    except Killed:
+        pass
+    else:
+        return False
+    finally:
+        monkeypatch.undo()
+    for name in ("events.jsonl", "metrics.csv"):  # a write cut short by the kill
+        with open(run_dir / name, "a") as handle:
+            handle.write('{"t":12.5,"cli')
+    return True
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_resume_after_a_kill_at_many_moments_gives_identical_results(tmp_path, monkeypatch, mode):
+    s = scenario(**MODES[mode])
+    reference = runner.run_scenario(s, tmp_path / "reference")
+    lines = (reference / "events.jsonl").read_text().splitlines()
+    total_events = sum('"event":"aggregate"' not in line for line in lines)  # client events go through _log
+    kill_points = sorted({1, 2, *range(7, total_events, max(1, total_events // 12)), total_events - 1})
+    for n in kill_points:
+        run_dir = tmp_path / f"killed_at_{n}"
+        assert _kill_at_event(monkeypatch, s, run_dir, n)
+        runner.resume_run(run_dir)
+        _same_results(reference, run_dir)
+    assert len(kill_points) >= 10
+
+
+def _cli(*args, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "asyncfl", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    )
+
+
+def _scenario_file(tmp_path: Path, mode: str, rounds: int) -> Path:
+    import yaml
+
+    raw = {**MODES[mode], "stop": {"rounds": rounds}, "checkpoint": {"every_rounds": 2}}
+    path = tmp_path / f"{mode}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _wait_for_rounds(run_dir: Path, rounds: int, process: subprocess.Popen, limit: float = 120) -> None:
+    deadline = time.time() + limit
+    while time.time() < deadline and process.poll() is None:
+        path = run_dir / "rounds.csv"
+        if path.is_file() and len(path.read_text().splitlines()) > rounds:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the run did not reach {rounds} rounds (exit {process.poll()})")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_sigkill_then_resume_from_the_command_line(tmp_path, mode):
+    path = _scenario_file(tmp_path, mode, rounds=200)
+    reference = tmp_path / "reference"
+    assert _cli(str(path), "--quiet", "--out", str(reference)).wait(timeout=300) == 0
+    killed = tmp_path / "killed"
+    process = _cli(str(path), "--quiet", "--out", str(killed))
+    _wait_for_rounds(killed, 37, process)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    assert not (killed / "summary.json").exists()
+    resumed = _cli("run", "--resume", str(killed), "--quiet")
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    _same_results(reference, killed)
+
+
+@pytest.mark.slow
+def test_ctrl_c_writes_summary_and_figure_then_resumes(tmp_path):
+    path = _scenario_file(tmp_path, "k_async", rounds=400)
+    run_dir = tmp_path / "interrupted"
+    process = _cli(str(path), "--quiet", "--out", str(run_dir), "--set", "output.plot=true")
+    _wait_for_rounds(run_dir, 25, process)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Traceback" not in err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["rounds"] >= 25
+    assert (run_dir / "accuracy_vs_time.png").stat().st_size > 0
+    rows = table(run_dir / "metrics.csv")
+    assert int(rows[-1]["round"]) == summary["rounds"]
+    resumed = _cli("run", "--resume", str(run_dir), "--quiet")
+    assert resumed.wait(timeout=300) == 0
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
+    assert int(table(run_dir / "metrics.csv")[-1]["round"]) == 400
+
+
+def test_divergence_stops_with_a_clear_message_and_readable_files(tmp_path):
+    path = _scenario_file(tmp_path, "k_async", rounds=30)
+    run_dir = tmp_path / "diverged"
+    overrides = ["--set", "training.lr=1e38", "--set", "training.momentum=0.9"]
+    process = _cli(str(path), "--quiet", "--out", str(run_dir), *overrides, env={**os.environ, "PYTHONHASHSEED": "0"})
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 3, err
+    assert "diverged at round 1" in err and "Traceback" not in err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "diverged" and summary["diverged_round"] == 1
+    assert [r["round"] for r in table(run_dir / "metrics.csv")] == ["0", "1"]
+    assert len(table(run_dir / "rounds.csv")) == 1
+    resumed = _cli("run", "--resume", str(run_dir))
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 2 and "already ended (diverged)" in err
