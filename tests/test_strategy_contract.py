@@ -107,3 +107,19 @@ def test_update_store_sums_in_chunks_like_one_reduction(monkeypatch):
         weights = [0.5, -1.0, 2.0, 0.0, 1.5]
         expected = (torch.tensor(weights)[:, None] * rows[filled]).sum(0)
         assert torch.allclose(store.sum(filled, weights), expected, atol=tol * 10)
+
+
+def test_fedhist_tie_in_egs_does_not_depend_on_arrival_order():
+    """Found by the contract test: identical deltas made two history rows tie in EGS's argmin, and
+    float rounding (which follows the summation order) picked a different row in reverse order."""
+    e = [[0.0] * DIM for _ in range(DIM)]
+    for i in range(DIM):
+        e[i][i] = 1.0
+    zero = [0.0] * DIM
+    schedule = [
+        [(0, e[2], 0), (1, zero, 0), (2, e[3], 0), (3, e[3], 0)],
+        [(0, e[2], 1), (1, zero, 0), (2, e[3], 1), (3, e[3], 1)],
+        [(0, e[3], 0)],
+    ]
+    for a, b in zip(_play("fedhist", schedule, reverse=False), _play("fedhist", schedule, reverse=True)):
+        assert torch.equal(a, b)

@@ -60,11 +60,17 @@ def cosine_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return an @ bn.T
 
 
+TIE_TOLERANCE = 1e-6  # cosines this close count as equal in EGS's argmin
+
+
 def egs_fuse(grads: torch.Tensor, history: torch.Tensor, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Eqs. 6-7: fuse each row with its least-similar history row.  Returns (g~ [K x d], chosen row [K])."""
     if history.shape[0] == 0:
         return grads.clone(), torch.full((grads.shape[0],), -1, dtype=torch.long, device=grads.device)
-    chosen = cosine_matrix(grads, history).argmin(dim=1)
+    cos = cosine_matrix(grads, history)
+    # Ties (within float noise) go to the lowest row, so rounding differences can't flip the choice.
+    near_min = cos <= cos.min(dim=1, keepdim=True).values + TIE_TOLERANCE
+    chosen = near_min.to(torch.uint8).argmax(dim=1)
     return grads + alpha * history[chosen], chosen
 
 
@@ -135,6 +141,8 @@ class FedHist:
     def aggregate(self, global_params: torch.Tensor, updates: Sequence[Update], context: Context) -> Aggregate:
         if not updates:
             return Aggregate(global_params.clone())
+        # A canonical order makes every float sum, buffer and tie independent of arrival order.
+        updates = sorted(updates, key=lambda u: (u.client, u.base_version))
         p = self.params
         grads = local_gradients(updates)
         s = self.discount([u.staleness for u in updates], grads)
