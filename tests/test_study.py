@@ -227,6 +227,7 @@ def test_resume_skips_finished_runs_and_redoes_the_others(sweep, tmp_path):
     summary = json.loads((interrupted / "summary.json").read_text())
     (interrupted / "summary.json").write_text(json.dumps({**summary, "status": "running"}))
     (partial / "summary.json").unlink()
+    (partial / "checkpoint.pt").unlink()  # died before its first checkpoint: redone from scratch
     (partial / "junk.txt").write_text("left by a crash")
     result = run_sweep(study, resume=sweep_dir, quiet=True)
     assert (result.ran, result.skipped, result.failures) == (2, 2, [])
@@ -313,3 +314,30 @@ def test_staleness_from_events_matches_rounds_csv(markov_run):
         start += len(chunk)
         assert sum(chunk) / len(chunk) == pytest.approx(float(r["staleness_mean"]), abs=1e-6)
         assert max(chunk) == int(float(r["staleness_max"]))
+
+
+def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monkeypatch):
+    """A run killed mid-way (here at its 5th event) resumes from its checkpoint instead of starting
+    over, and ends with the numbers of the uninterrupted run."""
+    import shutil
+
+    from test_resume import _kill_at_event
+
+    from asyncfl import runner
+    from asyncfl.config import validate_scenario
+
+    study, original = sweep
+    sweep_dir = tmp_path / "copy"
+    shutil.copytree(original, sweep_dir)
+    killed = sweep_dir / "fedavg" / "seed1"
+    shutil.rmtree(killed)
+    spec = next(r for r in study.runs if (r.variant, r.seed) == ("fedavg", 1))
+    assert _kill_at_event(monkeypatch, validate_scenario(spec.scenario.model_dump(mode="json")), killed, 5)
+    assert (killed / "checkpoint.pt").is_file() and not (killed / "summary.json").exists()
+    resumed = []
+    original_resume = runner.resume_run
+    monkeypatch.setattr(runner, "resume_run", lambda d, quiet=True: resumed.append(d) or original_resume(d, quiet))
+    result = run_sweep(study, resume=sweep_dir, quiet=True)
+    assert (result.ran, result.skipped, result.failures) == (1, 3, [])
+    assert resumed == [killed]
+    assert _metrics_without_wall(killed) == _metrics_without_wall(original / "fedavg" / "seed1")

@@ -8,9 +8,11 @@ Layout (the same whichever executor ran it)::
         comparison.csv, runs.csv, time_to_target.csv/.md, client_accuracy.csv/.md, *.png
 
 A run is finished when its summary.json holds a final status (finished, target_reached,
-diverged).  ``--resume SWEEP_DIR`` skips finished runs and redoes every other one (its partial
-directory is deleted first).  A finished run whose config.yaml disagrees with the study is an
-error, so a resumed sweep never mixes two settings under one variant name.
+diverged).  ``--resume SWEEP_DIR`` skips finished runs; with the local executor an unfinished run
+that has a checkpoint continues from it (``asyncfl.checkpoint``), every other one is redone (its
+partial directory is deleted first).  Ray tasks write a run directory only when it is complete.
+A finished run whose config.yaml disagrees with the study is an error, so a resumed sweep never
+mixes two settings under one variant name.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Callable
 
 import yaml
 
+from asyncfl.checkpoint import FILE as CHECKPOINT
 from asyncfl.config import ConfigError
 from asyncfl.results import new_run_dir, write_atomic
 from asyncfl.study.aggregate import RunRecord, read_summary
@@ -39,6 +42,7 @@ class Job:
     scenario: dict  # the validated scenario as plain JSON data (what crosses to a Ray worker)
     run_dir: Path
     plot: bool
+    resume: bool = False  # continue the partial run in run_dir from its checkpoint
 
 
 @dataclass
@@ -66,7 +70,7 @@ def run_sweep(
     """Run ``study`` (into ``out``, a new sweep directory, or resuming ``resume``) and write its comparison."""
     sweep_dir = _prepare(study, resume, out)
     log = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    jobs, skipped = plan_jobs(study, sweep_dir)
+    jobs, skipped = plan_jobs(study, sweep_dir, keep_checkpoints=executor == "local")
     log(f"sweep {sweep_dir}: {len(jobs)} run(s) to do, {skipped} already finished")
     try:
         if executor == "ray":
@@ -101,8 +105,9 @@ def _prepare(study: Study, resume: Path | None, out: Path | None) -> Path:
     return sweep_dir
 
 
-def plan_jobs(study: Study, sweep_dir: Path) -> tuple[list[Job], int]:
-    """The runs still to do (partial run directories are deleted) and how many are finished."""
+def plan_jobs(study: Study, sweep_dir: Path, keep_checkpoints: bool = False) -> tuple[list[Job], int]:
+    """The runs still to do and how many are finished.  A partial run directory is deleted, unless
+    ``keep_checkpoints`` and it holds a checkpoint of the same settings: then the run resumes."""
     jobs, skipped = [], 0
     for spec in study.runs:
         run_dir = sweep_dir / spec.rel_dir
@@ -110,6 +115,10 @@ def plan_jobs(study: Study, sweep_dir: Path) -> tuple[list[Job], int]:
         if is_finished(run_dir):
             _check_same(run_dir, scenario)
             skipped += 1
+            continue
+        if keep_checkpoints and (run_dir / CHECKPOINT).is_file():
+            _check_same(run_dir, scenario)
+            jobs.append(Job(spec.variant, spec.seed, scenario, run_dir, spec.scenario.output.plot, resume=True))
             continue
         if run_dir.exists():
             shutil.rmtree(run_dir)
@@ -139,12 +148,15 @@ def _differences(a: object, b: object, prefix: str = "") -> list[str]:
     return [] if a == b else [prefix.rstrip(".")]
 
 
-def run_job(scenario: dict, run_dir: Path, plot: bool) -> dict:
-    """One run from plain scenario data to a finished run directory (and its straggler figures)."""
+def run_job(scenario: dict, run_dir: Path, plot: bool, resume: bool = False) -> dict:
+    """One run from plain scenario data (or its checkpoint) to a finished run directory and figures."""
     from asyncfl.config import validate_scenario
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner import resume_run, run_scenario
 
-    run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
+    if resume:
+        resume_run(run_dir, quiet=True)
+    else:
+        run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
     if plot:
         from asyncfl.study.straggler import render_run_figures
 
@@ -156,7 +168,7 @@ def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, 
     failures = []
     for i, job in enumerate(jobs, start=1):
         try:
-            summary = run_job(job.scenario, job.run_dir, job.plot)
+            summary = run_job(job.scenario, job.run_dir, job.plot, job.resume)
         except Exception as exc:  # one broken run must not lose the others
             failures.append((job, f"{type(exc).__name__}: {exc}"))
             log(f"[{i}/{len(jobs)}] {job.variant} seed{job.seed}: FAILED: {exc}")
