@@ -76,15 +76,21 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
         value = text
+    dotted_parent(raw, parts, f"--set {item!r}")[parts[-1]] = value
+
+
+def dotted_parent(raw: dict[str, Any], parts: list[str], where: str) -> dict[str, Any]:
+    """The mapping that holds key ``parts[-1]`` of a dotted path, creating missing sections;
+    ``where`` starts the error message when a step of the path is a value, not a section."""
     node = raw
     for i, part in enumerate(parts[:-1]):
         child = node.get(part)
         if child is None:
             child = node[part] = {}
         if not isinstance(child, dict):
-            raise ConfigError(f"--set {item!r}: {'.'.join(parts[: i + 1])} is a value, not a section.")
+            raise ConfigError(f"{where}: {'.'.join(parts[: i + 1])} is a value, not a section.")
         node = child
-    node[parts[-1]] = value
+    return node
 
 
 def validate_scenario(raw: Mapping[str, Any], source: str = "<scenario>") -> Scenario:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from asyncfl.config import ConfigError, Scenario, apply_override, read_yaml, validate_scenario
+from asyncfl.config.loading import dotted_parent
 
 STUDY_KEYS = ("compare", "seeds", "targets")
 VARIANT_KEYS = ("name", "set")
@@ -179,14 +180,7 @@ def apply_set(base: Mapping[str, Any], changes: Mapping[str, Any], where: str) -
         parts = str(key).split(".")
         if not all(parts):
             raise ConfigError(f"{where}.{key}: empty part in a dotted key.")
-        node = out
-        for i, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise ConfigError(f"{where}.{key}: {'.'.join(parts[: i + 1])} is a value, not a section.")
-            node = child
+        node = dotted_parent(out, parts, f"{where}.{key}")
         leaf = parts[-1]
         node[leaf] = _merge(node.get(leaf), value)
         touched.update(_leaf_paths(".".join(parts), value))
