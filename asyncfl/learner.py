@@ -49,7 +49,15 @@ class Learner:
         self.jobs.submit(TrainingJob(plan.client, plan.round, plan.attempt, self.training.local_steps))
 
     def aggregate(self, info: RoundInfo, record_weights: bool) -> AggregationReport:
-        updates = [self._update(plan, info.round) for plan in info.received]
+        return self.apply(info, self.collect_updates(info), record_weights)
+
+    def collect_updates(self, info: RoundInfo) -> list[Update]:
+        """Train (or take from the job book) every update the round received. This is where the time
+        goes; it changes no federated state, so an interrupt here leaves the last round intact."""
+        return [self._update(plan, info.round) for plan in info.received]
+
+    def apply(self, info: RoundInfo, updates: list[Update], record_weights: bool) -> AggregationReport:
+        """Aggregate the collected updates into a new global version (strategy memory included)."""
         self.seen.update(u.client for u in updates)
         context = Context(
             round=info.round,

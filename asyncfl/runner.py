@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import platform
+import signal
 import statistics
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -39,6 +42,26 @@ def resolve_device(choice: str) -> torch.device:
     if choice == "auto":
         choice = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(choice)
+
+
+@contextmanager
+def interrupts_deferred():
+    """Hold back Ctrl-C (SIGINT) for the duration of the block and raise it afterwards, so that an
+    interrupt never lands between a round's state change and the rows that record it. Only the main
+    thread with Python's default handler is affected; elsewhere (workers, custom handlers) this is a no-op."""
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 @dataclass
@@ -156,8 +179,13 @@ class Simulation:
     def _close_round(self, info: RoundInfo) -> bool:
         if self.resume is not None:
             return self._replay_round()
+        updates = self.learner.collect_updates(info)  # training: Ctrl-C may land here at any moment
+        with interrupts_deferred():  # the round's state and its rows are written all or not at all
+            return self._commit_round(info, updates)
+
+    def _commit_round(self, info: RoundInfo, updates: list) -> bool:
         s = self.scenario
-        report = self.learner.aggregate(info, s.algorithm.record_weights)
+        report = self.learner.apply(info, updates, s.algorithm.record_weights)
         self.progress.rounds = report.version
         self.progress.staleness.extend(report.staleness)
         self.out.event(info.time, None, "aggregate", report.version, None)
@@ -345,9 +373,12 @@ class TimingLearner:
     def restore(self, state: dict) -> None:
         self.version = state["version"]
 
-    def aggregate(self, info: RoundInfo, record_weights: bool) -> AggregationReport:
+    def collect_updates(self, info: RoundInfo) -> list:
+        return list(info.received)
+
+    def apply(self, info: RoundInfo, updates: list, record_weights: bool) -> AggregationReport:
         self.version += 1
-        return AggregationReport(self.version, math.nan, [info.round - p.round for p in info.received])
+        return AggregationReport(self.version, math.nan, [info.round - p.round for p in updates])
 
     def diverged(self) -> bool:
         return False
