@@ -32,7 +32,7 @@ KEYS = [
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(-10**6, 10**6),
+    st.integers(-(10**6), 10**6),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from(KEYS),
     st.text(max_size=12),
