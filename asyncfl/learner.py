@@ -48,9 +48,6 @@ class Learner:
     def submit(self, plan: TaskPlan) -> None:
         self.jobs.submit(TrainingJob(plan.client, plan.round, plan.attempt, self.training.local_steps))
 
-    def aggregate(self, info: RoundInfo, record_weights: bool) -> AggregationReport:
-        return self.apply(info, self.collect_updates(info), record_weights)
-
     def collect_updates(self, info: RoundInfo) -> list[Update]:
         """Train (or take from the job book) every update the round received. This is where the time
         goes; it changes no federated state, so an interrupt here leaves the last round intact."""

@@ -90,7 +90,8 @@ def test_learner_applies_the_mean_of_the_trainers_deltas():
     plans = [TaskPlan(c, 0, 0, 0.0, [], 1.0) for c in (0, 2, 3)]
     for plan in plans:
         learner.submit(plan)
-    learner.aggregate(RoundInfo(0, 0.0, 1.0, selected=[0, 1, 2, 3], received=plans), record_weights=False)
+    info = RoundInfo(0, 0.0, 1.0, selected=[0, 1, 2, 3], received=plans)
+    learner.apply(info, learner.collect_updates(info), record_weights=False)
     deltas = [trainer.run(w0, [TrainingJob(c, 0, 0, s.training.local_steps)])[0].delta for c in (0, 2, 3)]
     expected = w0 + torch.stack(deltas).mean(0)
     assert torch.allclose(learner.params, expected, atol=1e-6)
