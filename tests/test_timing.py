@@ -125,3 +125,28 @@ def test_k_async_staleness_follows_versions(tmp_path, trace):
     assert [r["staleness_max"] for r in rounds] == ["0", "1", "1", "3"]
     arrivals = [(e["client"], e["round"]) for e in events(run_dir) if e["event"] == "arrive"]
     assert arrivals == [(0, 0), (1, 0), (0, 1), (2, 0)]
+
+
+@pytest.mark.parametrize("late_updates", ["drop", "next_round"])
+def test_update_arriving_exactly_at_the_deadline_counts_in_every_round(tmp_path, device_trace, late_updates):
+    """Issue 11.3: deadline_s = the client's exact task time (download + compute + upload, summed as
+    the simulator sums durations).  Summing absolute times ((t0 + download) + compute) + upload drifts
+    by ulps as t0 grows, so the arrival used to land 7e-15 s after t0 + deadline_s in later rounds
+    and be dropped (or pushed to the next round).  Every one of 300 rounds must receive the update."""
+    from asyncfl.sim.profiles import MEGABIT_BYTES, DeviceProfile
+
+    speed, mbps, latency = 30.0, 8.0, 0.5
+    profile = DeviceProfile(speed, mbps * MEGABIT_BYTES, mbps * MEGABIT_BYTES, latency)
+    task_s = profile.download_s(2600) + profile.compute_s(16) + profile.upload_s(2600)  # 650 float32 params
+    base = _base(device_trace([(0, speed, mbps, mbps, latency)]), deadline_s=task_s, late_updates=late_updates)
+    base.update(timing_only=True, checkpoint={"every_rounds": None})
+    base["data"]["clients"] = 1
+    run_dir = run(tmp_path, **base, stop={"rounds": 300})
+    rounds = table(run_dir / "rounds.csv")
+    assert len(rounds) == 300
+    assert [(r["received"], r["late"], r["failed_deadline"], r["staleness_max"]) for r in rounds] == [
+        ("1", "0", "0", "0")
+    ] * 300
+    closes = [task_s * (i + 1) for i in range(300)]
+    assert [float(r["time"]) for r in rounds] == pytest.approx(closes, abs=1e-6)  # rounds.csv: 6 decimals
+    assert not [e for e in events(run_dir) if e["event"] == "fail"]

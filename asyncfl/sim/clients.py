@@ -80,18 +80,21 @@ class TaskPlan:
         return self.failure is None
 
 
-def plan_task(client: ClientDevice, work: Work, t0: float, rnd: int, cutoff: float = math.inf) -> TaskPlan:
-    """Plan one attempt starting at ``t0``; ``cutoff`` is the sync deadline when late updates are dropped.
+def plan_task(
+    client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: float = math.inf, drop_late: bool = False
+) -> TaskPlan:
+    """Plan one attempt starting at ``t0``; ``deadline_s``: the sync deadline, counted from ``t0``;
+    ``drop_late``: a task still running at the deadline fails there (``late_updates: drop``).
 
     The client is busy until the plan's end from this moment on, so the servers' view of who is idle
     never depends on the order in which same-time SimPy events run.
     """
-    plan = _plan(client, work, t0, rnd, cutoff)
+    plan = _plan(client, work, t0, rnd, deadline_s, drop_late)
     client.busy_until = plan.end
     return plan
 
 
-def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, cutoff: float) -> TaskPlan:
+def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: float, drop_late: bool) -> TaskPlan:
     attempt = client.stats.attempts
     client.stats.attempts += 1
     plan = TaskPlan(client.id, rnd, attempt, t0, [], t0)
@@ -108,20 +111,27 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, cutoff: float) 
         (profile.compute_s(samples, jitter), samples * work.joules_per_sample),
         (profile.upload_s(work.model_bytes), work.model_bytes * work.joules_per_byte),
     )
-    t, battery = t0, client.battery
+    t, elapsed, battery = t0, 0.0, client.battery
+    deadline_at = t0 + deadline_s
     for duration, energy in phases:
         plan.phase_starts.append(t)
-        end = t + duration
+        # Is the task past the deadline by the end of this phase?  Decided on durations: the absolute
+        # end ((t0 + download) + compute) + upload drifts by ulps from t0 + deadline_s as t0 grows, so
+        # an update arriving exactly at the deadline would count in some rounds and not in others.  A
+        # task within the deadline is therefore never placed after t0 + deadline_s.
+        elapsed += duration
+        late = elapsed > deadline_s
+        end = t + duration if late else min(t + duration, deadline_at)
         # the earliest cut wins; on equal times offline beats deadline beats battery
         reason, cut = "offline", client.availability.next_offline(t, rnd)
-        if cutoff < cut:
-            reason, cut = "deadline", cutoff
+        if late and drop_late and deadline_at < cut:
+            reason, cut = "deadline", deadline_at
         if battery is not None:
             depleted = battery.depletion_time(t, end, energy)
             if depleted is not None and depleted < cut:
                 reason, cut = "battery", depleted
             battery.consume(t, min(end, cut), end, energy)
-        if cut < end:  # arriving exactly at the deadline (or as the client drops) still counts
+        if cut < end or reason == "deadline":  # arriving exactly at the deadline (or as the client drops) counts
             plan.failure, plan.end = reason, cut
             return plan
         t = end

@@ -64,8 +64,9 @@ def sync_server(
     while True:
         t0 = env.now
         selected = _select(clients, t0, cfg.clients_per_round, seed, rnd)
-        deadline_at = t0 + cfg.deadline_s if cfg.deadline_s is not None else math.inf
-        plans = [plan_task(clients[i], work, t0, rnd, deadline_at if drop_late else math.inf) for i in selected]
+        deadline_s = cfg.deadline_s if cfg.deadline_s is not None else math.inf
+        deadline_at = t0 + deadline_s  # the same sum plan_task uses, so on-time tasks end <= deadline_at
+        plans = [plan_task(clients[i], work, t0, rnd, deadline_s, drop_late) for i in selected]
         for plan in plans:
             if plan.delivered:
                 submit(plan)
