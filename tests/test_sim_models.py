@@ -100,3 +100,55 @@ def test_streams_are_distinct_for_every_key():
     draws = {k: stream(5, *k).random() for k in keys}
     assert len(set(draws.values())) == len(keys)
     assert stream(5, "availability", 3).random() == stream(5, "availability", 3).random()
+
+
+def _availability_model(kind: str, p: float):
+    """One availability kind built with probability p (cluster dropout: alpha = 1 - p)."""
+    rng = np.random.default_rng
+    build = {
+        "bernoulli_round": lambda: av.Bernoulli(p, rng(0), slot_s=None),
+        "bernoulli_slot": lambda: av.Bernoulli(p, rng(1), slot_s=10.0),
+        "markov": lambda: av.Markov(p, 20.0, rng(2)),
+        "markov_rounds": lambda: av.MarkovRounds(p, 4.0, rng(3)),
+        "cyclic": lambda: av.Cyclic(p, 50.0, 7.0),
+        "cyclic_rounds": lambda: av.CyclicRounds(p, 5, 2),
+        "cluster_dropout": lambda: av.ClusterDropout(
+            av.DropoutSchedule(1.0 - p, np.zeros(4, dtype=np.int64), lambda r: rng(100 + r)), 1
+        ),
+    }
+    return build[kind]()
+
+
+ROUND_KINDS = ("bernoulli_round", "markov_rounds", "cyclic_rounds", "cluster_dropout")
+TIME_KINDS = ("bernoulli_slot", "markov", "cyclic")
+
+
+@pytest.mark.parametrize("kind", ROUND_KINDS + TIME_KINDS)
+def test_p_one_means_always_online(kind):
+    """Issue 11.1/11.2: p = 1 is online at every time and round and never drops.  Bernoulli slots
+    used to search forever for an offline slot; continuous Markov used to fall into an offline
+    state of infinite length after its first online period (zero mean offline time)."""
+    model = _availability_model(kind, 1.0)
+    for t in np.linspace(0.0, 5_000.0, 2_001):
+        rnd = int(t) // 10
+        assert model.online(t, rnd)
+        assert model.next_offline(t, rnd) == float("inf")
+        assert model.next_online(t) == t
+
+
+@pytest.mark.parametrize("kind", [k for k in ROUND_KINDS + TIME_KINDS if k != "cluster_dropout"])
+def test_p_zero_means_never_online(kind):
+    """p = 0 (refused at validation, see test_config, but defined for the models): never online,
+    and the continuous-time models say so instead of naming a next online time that is not one."""
+    model = _availability_model(kind, 0.0)
+    for t in np.linspace(0.0, 5_000.0, 2_001):
+        rnd = int(t) // 10
+        assert not model.online(t, rnd)
+        if kind in TIME_KINDS:
+            assert model.next_offline(t, rnd) == t
+            assert model.next_online(t) == float("inf")
+
+
+def test_cluster_dropout_alpha_zero_drops_nobody():
+    schedule = av.DropoutSchedule(0.0, np.arange(6) % 2, lambda r: np.random.default_rng(r))
+    assert all(schedule.dropped(r) == frozenset() for r in range(50))

@@ -150,3 +150,33 @@ def test_update_arriving_exactly_at_the_deadline_counts_in_every_round(tmp_path,
     closes = [task_s * (i + 1) for i in range(300)]
     assert [float(r["time"]) for r in rounds] == pytest.approx(closes, abs=1e-6)  # rounds.csv: 6 decimals
     assert not [e for e in events(run_dir) if e["event"] == "fail"]
+
+
+@pytest.mark.parametrize(
+    "availability",
+    [{"kind": "bernoulli", "p": 1.0, "slot_s": 2.0}, {"kind": "markov", "p": 1.0, "mean_cycle_s": 3.0}],
+    ids=["bernoulli_slots", "markov"],
+)
+def test_k_async_with_p_one_keeps_every_client_online(tmp_path, trace, availability):
+    """Issue 11.1/11.2: p = 1 is always online.  Bernoulli slots used to hang the dispatcher (the
+    search for the next offline slot never ended), continuous Markov stranded every client offline
+    after its first online period, so the run stalled.  Runs as a subprocess with a time limit so a
+    hang fails the test instead of blocking the suite."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    base = _base(trace)
+    base.update(timing_only=True, checkpoint={"every_rounds": None}, stop={"rounds": 60})
+    base["server"] = {"mode": "k_async", "k": 1, "concurrency": 2}
+    base["population"]["availability"] = availability
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(base))
+    subprocess.run([sys.executable, "-m", "asyncfl", str(path), "--out", str(tmp_path / "run"), "--quiet"],
+                   check=True, timeout=60, capture_output=True)  # fmt: skip
+    rounds = table(tmp_path / "run" / "rounds.csv")
+    assert len(rounds) == 60 and float(rounds[-1]["time"]) < 60.0  # ~1.2 to 2.6 s per update, 2 at a time
+    clients = table(tmp_path / "run" / "clients.csv")
+    assert [c["failed_offline"] for c in clients] == ["0", "0", "0"]
+    assert all(int(c["participations"]) >= 10 for c in clients)

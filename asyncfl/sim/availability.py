@@ -11,6 +11,11 @@ client's own random stream, so the answers never depend on the order in which th
 Round-indexed models (Bernoulli without ``slot_s``, ``MarkovRounds``, ``CyclicRounds``,
 ``ClusterDropout``) decide once per sync round and hold the state for the whole round; they answer
 ``next_online(t) = t`` because they have no notion of time between rounds.
+
+Probability p = 1 means online at every time and round (never drops: ``next_offline`` is inf);
+p = 0 means never online (continuous-time models: ``next_online`` is inf).  Validation refuses
+p = 0 (a client that never shows up is better left out of the population); the models define it
+anyway so that they are total.  Cluster dropout with alpha = 0 drops nobody.
 """
 
 from __future__ import annotations
@@ -62,12 +67,12 @@ class Bernoulli:
         return self.draws[self._slot(t, rnd)]
 
     def next_offline(self, t: float, rnd: int) -> float:
-        if self.slot_s is None:
+        if self.slot_s is None or self.p >= 1:  # p = 1: every slot is online, the search would never end
             return INF
         slot = int(t // self.slot_s)
         while self.draws[slot]:
             slot += 1
-        return slot * self.slot_s
+        return max(t, slot * self.slot_s)  # offline already at t: t (not the start of t's slot)
 
     def next_online(self, t: float) -> float:
         if self.slot_s is None:
@@ -97,8 +102,8 @@ class Markov:
     def _extend_past(self, t: float) -> None:
         while self.switches[-1] <= t:
             online = self._state(len(self.switches) - 1)
-            mean = self.mean_on if online else self.mean_off
-            if mean <= 0:
+            mean, other = (self.mean_on, self.mean_off) if online else (self.mean_off, self.mean_on)
+            if other <= 0:  # p = 1 (or 0): the other state would last zero time, so this one never ends
                 self.switches.append(INF)
             else:
                 self.switches.append(self.switches[-1] + self.rng.exponential(mean))
@@ -138,6 +143,8 @@ class MarkovRounds:
     def __init__(self, p: float, mean_cycle_rounds: float, rng: np.random.Generator) -> None:
         if p >= 1.0:
             self.leave_on, self.leave_off = 0.0, 1.0
+        elif p <= 0.0:
+            self.leave_on, self.leave_off = 1.0, 0.0
         else:
             cycle = max(mean_cycle_rounds, 1.0 / p, 1.0 / (1.0 - p))
             self.leave_on, self.leave_off = 1.0 / (p * cycle), 1.0 / ((1.0 - p) * cycle)
@@ -164,11 +171,12 @@ class MarkovRounds:
 
 class CyclicRounds:
     """FedAU's cyclic participation: online in ``on_rounds`` consecutive rounds of every ``period``
-    rounds, shifted by a per-client integer phase."""
+    rounds, shifted by a per-client integer phase.  ``on_rounds`` = max(1, round(p * period)) for p > 0
+    (FedAU's rule: every client shows up at least once per period), 0 for p = 0."""
 
     def __init__(self, p: float, period: int, phase: int) -> None:
         self.period, self.phase = period, phase
-        self.on_rounds = min(period, max(1, round(p * period)))
+        self.on_rounds = min(period, max(1, round(p * period))) if p > 0 else 0
 
     def online(self, t: float, rnd: int) -> bool:
         return (rnd + self.phase) % self.period < self.on_rounds
@@ -247,6 +255,8 @@ class Cyclic:
         return t + (self.on_s - pos) if pos < self.on_s else t
 
     def next_online(self, t: float) -> float:
+        if self.on_s <= 0:
+            return INF
         pos = self._position(t)
         return t if pos < self.on_s else t + (self.period - pos)
 
