@@ -20,8 +20,7 @@ import simpy
 from asyncfl.config.schema import Server
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, plan_task, play_tasks, run_task
-
-BATTERY_POLL_S = 60.0  # k_async: how often to look again at clients waiting for their battery to charge
+from asyncfl.sim.dispatch import make_dispatcher
 
 
 @dataclass
@@ -122,6 +121,7 @@ def k_async_server(
     """K-async buffered aggregation: keep ``concurrency`` clients busy, aggregate every K updates."""
     inbox = simpy.Store(env)
     rng = stream(seed, "dispatch")
+    dispatcher = make_dispatcher(clients)
     version, in_flight, last_aggregation = 0, 0, 0.0
     buffer: list[TaskPlan] = []
     info = RoundInfo(0, 0.0, 0.0)
@@ -133,19 +133,22 @@ def k_async_server(
     arrival = inbox.get()
     while True:
         while in_flight < cfg.concurrency:
-            client = _pick_idle_online(clients, env.now, version, rng)
+            client = dispatcher.pick(env.now, version, rng)
             if client is None:
                 break
             plan = plan_task(client, work, env.now, version)
+            dispatcher.dispatched(client)
             if plan.delivered:
                 submit(plan)
             env.process(task(client, plan))
             in_flight += 1
         waits = [arrival, env.timeout(max(0.0, time_limit - env.now))]
         if in_flight < cfg.concurrency:
-            wake = _next_dispatch_time(clients, env.now)
+            wake = dispatcher.wake_time(env.now)
             if math.isfinite(wake):
                 waits.append(env.timeout(wake - env.now))
+            elif in_flight == 0 and math.isinf(time_limit):  # nobody can ever work again: nothing to simulate
+                return
         yield env.any_of(waits)
         if env.now >= time_limit and not arrival.triggered:
             return
@@ -168,27 +171,3 @@ def k_async_server(
                 return
             version, last_aggregation = version + 1, env.now
             info = RoundInfo(version, env.now, env.now)
-
-
-def _pick_idle_online(clients: list[ClientDevice], now: float, version: int, rng) -> ClientDevice | None:
-    candidates = [
-        c
-        for c in clients
-        if c.busy_until <= now
-        and c.availability.online(now, version)
-        and (c.battery is None or c.battery.can_accept(now))
-    ]
-    return candidates[int(rng.integers(len(candidates)))] if candidates else None
-
-
-def _next_dispatch_time(clients: list[ClientDevice], now: float) -> float:
-    """Earliest time an idle client may become usable (comes online, or its battery charged)."""
-    wake = math.inf
-    for c in clients:
-        if c.busy_until > now:
-            continue
-        t = c.availability.next_online(now)
-        if t <= now:  # online but short of battery: look again later
-            t = now + BATTERY_POLL_S
-        wake = min(wake, t)
-    return wake

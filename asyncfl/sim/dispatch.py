@@ -1,0 +1,151 @@
+"""Who the K-async server may dispatch next: the idle clients that are online (and charged enough).
+
+The server picks ``candidates[rng.integers(len(candidates))]`` among those clients in id order, and
+when there are none it sleeps until the first idle client comes online.  :class:`ScanDispatcher`
+answers both by looking at every client; :class:`IdleOnlineIndex` gives the same answers in
+O(log N) per dispatch by keeping the set up to date at the moments it can change (a task ends, an
+idle client comes online or drops), so a population of 100,000 costs about what one of 1,000 does.
+
+The index needs availability answers that are pure functions of time, which they are
+(:mod:`asyncfl.sim.availability`).  Batteries are not: a battery's level is advanced lazily each
+time it is looked at, so the moments of the looks are part of its floating-point state.  A
+population with batteries therefore keeps the scan, which looks exactly when it always did.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from sortedcontainers import SortedList
+
+from asyncfl.sim.clients import ClientDevice
+
+BATTERY_POLL_S = 60.0  # how often to look again at clients waiting for their battery to charge
+INF = math.inf
+
+
+def make_dispatcher(clients: list[ClientDevice]) -> ScanDispatcher | IdleOnlineIndex:
+    if any(c.battery is not None for c in clients):
+        return ScanDispatcher(clients)
+    return IdleOnlineIndex(clients)
+
+
+class ScanDispatcher:
+    """Every question answered by a pass over all clients: O(N) per dispatch."""
+
+    def __init__(self, clients: list[ClientDevice]) -> None:
+        self.clients = clients
+
+    def pick(self, now: float, version: int, rng) -> ClientDevice | None:
+        candidates = [
+            c
+            for c in self.clients
+            if c.busy_until <= now
+            and c.availability.online(now, version)
+            and (c.battery is None or c.battery.can_accept(now))
+        ]
+        return candidates[int(rng.integers(len(candidates)))] if candidates else None
+
+    def dispatched(self, client: ClientDevice) -> None:
+        """``client`` has just been given a task (its ``busy_until`` is set)."""
+
+    def wake_time(self, now: float) -> float:
+        """Earliest time an idle client may become usable (comes online, or its battery charged)."""
+        wake = INF
+        for c in self.clients:
+            if c.busy_until > now:
+                continue
+            t = c.availability.next_online(now)
+            if t <= now:  # online but short of battery: look again later
+                t = now + BATTERY_POLL_S
+            wake = min(wake, t)
+        return wake
+
+
+class IdleOnlineIndex:
+    """The idle, online clients in id order (a sorted list), refreshed lazily from two heaps:
+    ``busy`` (task end, client) and ``checks`` (next time an idle client's online state may flip).
+
+    A flip time comes from ``next_offline``/``next_online`` and can differ in the last bits from
+    where ``online`` itself flips (``t // slot_s``, ``(t + phase) % period``), so every client whose
+    flip time is within a relative tolerance of now is asked ``online(now)`` again; the answer the
+    index keeps is always ``online`` at the time of the question, as in the scan."""
+
+    def __init__(self, clients: list[ClientDevice]) -> None:
+        self.clients = clients
+        self.eligible = SortedList()
+        self.member = bytearray(len(clients))  # in ``eligible``
+        self.idle = bytearray(len(clients))
+        self.check_at = [INF] * len(clients)  # the live entry of an idle client in ``checks``
+        self.checks: list[tuple[float, int]] = []
+        self.busy = [(c.busy_until, c.id) for c in clients]
+        heapq.heapify(self.busy)
+
+    @staticmethod
+    def _tolerance(now: float) -> float:
+        return 1e-9 * max(1.0, abs(now))
+
+    def _refresh(self, now: float, version: int) -> None:
+        due = []
+        while self.busy and self.busy[0][0] <= now:
+            _, i = heapq.heappop(self.busy)
+            if not self.idle[i] and self.clients[i].busy_until <= now:
+                self.idle[i] = 1
+                due.append(i)
+        horizon = now + self._tolerance(now)
+        while self.checks and self.checks[0][0] <= horizon:
+            t, i = heapq.heappop(self.checks)
+            if self.idle[i] and self.check_at[i] == t:
+                self.check_at[i] = INF
+                due.append(i)
+        for i in due:  # entries pushed here wait for the next refresh, so this loop ends
+            availability = self.clients[i].availability
+            if availability.online(now, version):
+                if not self.member[i]:
+                    self.member[i] = 1
+                    self.eligible.add(i)
+                flip = availability.next_offline(now, version)
+            else:
+                if self.member[i]:
+                    self.member[i] = 0
+                    self.eligible.remove(i)
+                flip = availability.next_online(now)
+            if flip < INF:
+                self.check_at[i] = flip
+                heapq.heappush(self.checks, (flip, i))
+
+    def pick(self, now: float, version: int, rng) -> ClientDevice | None:
+        self._refresh(now, version)
+        if not self.eligible:
+            return None
+        return self.clients[self.eligible[int(rng.integers(len(self.eligible)))]]
+
+    def dispatched(self, client: ClientDevice) -> None:
+        i = client.id
+        self.idle[i], self.check_at[i] = 0, INF
+        if self.member[i]:
+            self.member[i] = 0
+            self.eligible.remove(i)
+        heapq.heappush(self.busy, (client.busy_until, i))
+
+    def wake_time(self, now: float) -> float:
+        """Called after :meth:`pick` found nobody: every idle client is offline, and the scan's
+        answer is the least ``next_online(now)`` among them (``now + BATTERY_POLL_S`` where that
+        is not after now).  The heap holds the same times computed at earlier moments, equal up to
+        the last bits, so clients are asked again at ``now`` in heap order until the next stored
+        time is clearly past the least answer so far."""
+        wake, asked = INF, []
+        while self.checks and self.checks[0][0] <= wake + 2 * self._tolerance(wake if wake < INF else now):
+            entry = heapq.heappop(self.checks)
+            if not self._live(*entry):
+                continue
+            asked.append(entry)
+            t = self.clients[entry[1]].availability.next_online(now)
+            wake = min(wake, now + BATTERY_POLL_S if t <= now else t)
+        for entry in asked:
+            heapq.heappush(self.checks, entry)
+        return wake
+
+    def _live(self, t: float, i: int) -> bool:
+        return bool(self.idle[i]) and self.check_at[i] == t
