@@ -13,21 +13,26 @@ from asyncfl.sim.dispatch import IdleOnlineIndex, ScanDispatcher
 from asyncfl.sim.profiles import DeviceProfile
 
 
+def _model(kind: str, p: float, own: np.random.Generator, draw: np.random.Generator):
+    if kind == "bernoulli_slots":  # slot 0.1 s: slot * slot_s and t // slot_s disagree in the last bit at boundaries
+        return av.Bernoulli(p, own, 0.1)
+    if kind == "markov":
+        return av.Markov(p, 3.0, own)
+    if kind == "cyclic":
+        return av.Cyclic(p, 0.7, float(draw.uniform(0, 0.7)))
+    if kind == "trace":
+        edges = np.sort(draw.uniform(0, 50, 8)).tolist()
+        return av.Trace(list(zip(edges[::2], edges[1::2])))
+    return av.Always()
+
+
 def _population(kind: str, n: int, seed: int) -> list[ClientDevice]:
     draw = np.random.default_rng(seed)
     clients = []
     for i in range(n):
         p = float(draw.uniform(0.05, 1.0)) if draw.random() > 0.1 else 1.0
         own = np.random.default_rng([seed, i])
-        model = {
-            # slot 0.1 s: slot * slot_s and t // slot_s disagree in the last bit at many boundaries
-            "bernoulli_slots": lambda: av.Bernoulli(p, own, 0.1),
-            "markov": lambda: av.Markov(p, 3.0, own),
-            "cyclic": lambda: av.Cyclic(p, 0.7, float(draw.uniform(0, 0.7))),
-            "trace": lambda: av.Trace(list(zip(*[iter(np.sort(draw.uniform(0, 50, 8)).tolist())] * 2))),
-            "always": av.Always,
-        }[kind]()
-        clients.append(ClientDevice(i, DeviceProfile(1.0, 1.0, 1.0, 0.0), model, own))
+        clients.append(ClientDevice(i, DeviceProfile(1.0, 1.0, 1.0, 0.0), _model(kind, p, own, draw), own))
     return clients
 
 
