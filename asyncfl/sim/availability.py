@@ -95,9 +95,15 @@ class Markov:
     """
 
     def __init__(self, p: float, mean_cycle_s: float, rng: np.random.Generator) -> None:
-        self.mean_on, self.mean_off, self.rng = p * mean_cycle_s, (1 - p) * mean_cycle_s, rng
-        self.first_online = bool(rng.random() < p)
+        self.p, self.mean_on, self.mean_off, self.rng = p, p * mean_cycle_s, (1 - p) * mean_cycle_s, rng
+        self._first_online: bool | None = None  # drawn on the first question (the stream may be lazy)
         self.switches: list[float] = [0.0]  # times at which the state flips; state i holds on [s_i, s_{i+1})
+
+    @property
+    def first_online(self) -> bool:
+        if self._first_online is None:
+            self._first_online = bool(self.rng.random() < self.p)
+        return self._first_online
 
     def _extend_past(self, t: float) -> None:
         while self.switches[-1] <= t:
@@ -148,10 +154,12 @@ class MarkovRounds:
         else:
             cycle = max(mean_cycle_rounds, 1.0 / p, 1.0 / (1.0 - p))
             self.leave_on, self.leave_off = 1.0 / (p * cycle), 1.0 / ((1.0 - p) * cycle)
-        self.rng = rng
-        self.states = bytearray([rng.random() < p])
+        self.p, self.rng = p, rng
+        self.states = bytearray()  # round 0's state is drawn on the first question (the stream may be lazy)
 
     def _state(self, rnd: int) -> bool:
+        if not self.states:
+            self.states.append(self.rng.random() < self.p)
         while len(self.states) <= rnd:
             u = self.rng.random(256)
             for x in u:

@@ -104,7 +104,8 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
     if client.battery is not None and not client.battery.can_accept(t0):
         plan.failure = "battery"
         return plan
-    jitter = float(np.exp(client.profile.jitter_sigma * client.jitter_rng.standard_normal()))
+    sigma = client.profile.jitter_sigma  # sigma 0: exp(0 * z) is exactly 1, so the stream is never built
+    jitter = float(np.exp(sigma * client.jitter_rng.standard_normal())) if sigma else 1.0
     profile, samples = client.profile, work.samples(client)
     phases = (
         (profile.download_s(work.model_bytes), work.model_bytes * work.joules_per_byte),

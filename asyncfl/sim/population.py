@@ -11,7 +11,7 @@ import numpy as np
 from asyncfl.config import ConfigError
 from asyncfl.config.population import Availability, LabelCorrelated, Population
 from asyncfl.config.population import Battery as BatteryConfig
-from asyncfl.seeding import stream
+from asyncfl.seeding import LazyStream, stream
 from asyncfl.sim import availability as av
 from asyncfl.sim.battery import Battery
 from asyncfl.sim.clients import ClientDevice
@@ -36,7 +36,7 @@ def build_clients(
     models = build_availability(population.availability, num_clients, seed, label_histograms, clusters)
     batteries = build_batteries(population.battery, num_clients, seed)
     return [
-        ClientDevice(i, profiles[i], models[i], stream(seed, "jitter", i), batteries[i]) for i in range(num_clients)
+        ClientDevice(i, profiles[i], models[i], LazyStream(seed, "jitter", i), batteries[i]) for i in range(num_clients)
     ]
 
 
@@ -88,7 +88,7 @@ def build_availability(
         schedule = av.DropoutSchedule(spec.alpha, ids, lambda rnd: stream(seed, "availability", DROPOUT_STREAM, rnd))
         return [av.ClusterDropout(schedule, i) for i in range(num_clients)]
     p = participation_probabilities(spec, num_clients, seed, label_histograms)
-    rngs = [stream(seed, "availability", i) for i in range(num_clients)]
+    rngs = [LazyStream(seed, "availability", i) for i in range(num_clients)]
     if spec.kind == "bernoulli":
         return [av.Bernoulli(p[i], rngs[i], spec.slot_s) for i in range(num_clients)]
     if spec.kind == "markov":

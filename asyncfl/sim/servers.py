@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+import numpy as np
 import simpy
 
 from asyncfl.config.schema import Server
@@ -59,13 +60,15 @@ def sync_server(
     ``logged(client)``: whether ``log`` keeps that client's lines (None: all); a speed hint only."""
     pending: list[TaskPlan] = []  # tasks of earlier rounds still running (late_updates: next_round)
     drop_late = cfg.late_updates == "drop"
+    busy_until = np.array([c.busy_until for c in clients], dtype=np.float64)  # who is idle, at numpy speed
     rnd = 0
     while True:
         t0 = env.now
-        selected = _select(clients, t0, cfg.clients_per_round, seed, rnd)
+        selected = _select(busy_until, t0, cfg.clients_per_round, seed, rnd)
         deadline_s = cfg.deadline_s if cfg.deadline_s is not None else math.inf
         deadline_at = t0 + deadline_s  # the same sum plan_task uses, so on-time tasks end <= deadline_at
         plans = [plan_task(clients[i], work, t0, rnd, deadline_s, drop_late) for i in selected]
+        busy_until[selected] = [plan.end for plan in plans]
         for plan in plans:
             if plan.delivered:
                 submit(plan)
@@ -91,12 +94,12 @@ def sync_server(
         rnd += 1
 
 
-def _select(clients: list[ClientDevice], now: float, per_round: int | None, seed: int, rnd: int) -> list[int]:
-    idle = [c.id for c in clients if c.busy_until <= now]
+def _select(busy_until: np.ndarray, now: float, per_round: int | None, seed: int, rnd: int) -> list[int]:
+    idle = np.flatnonzero(busy_until <= now)
     if per_round is None or per_round >= len(idle):
-        return idle
+        return idle.tolist()
     chosen = stream(seed, "selection", rnd).choice(len(idle), size=per_round, replace=False)
-    return sorted(idle[i] for i in chosen)
+    return sorted(idle[chosen].tolist())
 
 
 def _all_done_at(plans: list[TaskPlan], pending: list[TaskPlan], t0: float) -> float:
