@@ -28,7 +28,6 @@ from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import AggregationReport, Learner
-from asyncfl.plots import plot_accuracy_vs_time
 from asyncfl.results import RunDirectory, new_run_dir, write_atomic
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, Work
@@ -303,6 +302,8 @@ class Simulation:
         self.out.close()
         self.out.write_json("summary.json", self.summary(now))
         if s.output.plot:
+            from asyncfl.plots import plot_accuracy_vs_time  # matplotlib: 0.5 s of start-up only plots need
+
             plot_accuracy_vs_time(self.out.path, s.name)
 
     def summary(self, now: float) -> dict:
