@@ -1,0 +1,27 @@
+"""Start-up stays light: validating imports no torch, a run imports no plotting until it plots."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
+                         cwd=ROOT, check=True, capture_output=True, text=True).stdout  # fmt: skip
+    return set(out.split())
+
+
+def test_validate_imports_no_torch():
+    loaded = _modules_after("from asyncfl.__main__ import main\nmain(['validate', 'scenarios/k_async.yaml'])")
+    assert "asyncfl.config.schema" in loaded
+    assert not {m for m in loaded if m == "torch" or m.startswith(("torch.", "matplotlib"))}
+
+
+def test_runner_import_leaves_plotting_and_dynamo_out():
+    loaded = _modules_after("import asyncfl.runner")
+    assert "torch" in loaded  # a run needs torch (a timing-only run too: the model size is the real model's)
+    assert not {m for m in loaded if m.startswith(("matplotlib", "torch._dynamo", "asyncfl.plots"))}
