@@ -45,10 +45,24 @@ class _LazyDraws:
     def __init__(self, p: float, rng: np.random.Generator) -> None:
         self.p, self.rng, self.draws = p, rng, bytearray()
 
+    def _extend(self) -> None:
+        self.draws.extend((self.rng.random(256) < self.p).astype(np.uint8).tobytes())
+
     def __getitem__(self, i: int) -> bool:
         while len(self.draws) <= i:
-            self.draws.extend((self.rng.random(256) < self.p).astype(np.uint8).tobytes())
+            self._extend()
         return bool(self.draws[i])
+
+    def first(self, value: bool, i: int) -> int:
+        """The first index >= i whose draw is ``value`` (searched in C, not draw by draw); the
+        caller makes sure one exists (p < 1 for False, p > 0 for True)."""
+        byte = b"\x01" if value else b"\x00"
+        while True:
+            found = self.draws.find(byte, i)
+            if found >= 0:
+                return found
+            i = max(i, len(self.draws))
+            self._extend()
 
 
 class Bernoulli:
@@ -69,9 +83,7 @@ class Bernoulli:
     def next_offline(self, t: float, rnd: int) -> float:
         if self.slot_s is None or self.p >= 1:  # p = 1: every slot is online, the search would never end
             return INF
-        slot = int(t // self.slot_s)
-        while self.draws[slot]:
-            slot += 1
+        slot = self.draws.first(False, int(t // self.slot_s))
         return max(t, slot * self.slot_s)  # offline already at t: t (not the start of t's slot)
 
     def next_online(self, t: float) -> float:
@@ -82,9 +94,7 @@ class Bernoulli:
             return t
         if self.p <= 0:
             return INF
-        while not self.draws[slot]:
-            slot += 1
-        return slot * self.slot_s
+        return self.draws.first(True, slot) * self.slot_s
 
 
 class Markov:
