@@ -12,8 +12,11 @@ import json
 import math
 import os
 from datetime import datetime
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+import numpy as np
 
 METRICS_COLUMNS = (
     "time", "round", "test_accuracy", "test_loss", "train_loss", "updates", "staleness_mean", "wall_seconds",
@@ -51,6 +54,20 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float):  # numpy floats
         return "" if math.isnan(value) else round(value, 6)
     return value
+
+
+def _clean_column(values: list[Any]) -> list[Any]:
+    """``[_clean(v) for v in values]``, with the common all-int and all-float columns done in C."""
+    kinds = set(map(type, values))
+    if kinds <= {int, str}:
+        return values
+    if kinds == {float}:
+        nan = np.isnan(np.fromiter(values, dtype=np.float64, count=len(values)))
+        if not nan.any():
+            return list(map(round, values, repeat(6)))
+        if nan.all():
+            return [""] * len(values)
+    return [_clean(v) for v in values]
 
 
 class CsvLog:
@@ -165,10 +182,11 @@ class RunDirectory:
             return
         tmp = self.path / f".{name}.tmp"
         columns = list(rows[0])
+        cleaned = [_clean_column([row[k] for row in rows]) for k in columns]  # clients.csv: 10^6 rows
         with open(tmp, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(columns)
-            writer.writerows([_clean(row[k]) for k in columns] for row in rows)
+            writer.writerows(zip(*cleaned))
         os.replace(tmp, self.path / name)
 
     def close(self) -> None:

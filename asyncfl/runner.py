@@ -291,7 +291,8 @@ class Simulation:
         s, p = self.scenario, self.progress
         accuracies = self.learner.client_accuracies() if s.eval.per_client and p.status != "diverged" else []
         rows = [
-            _client_row(c, self.probabilities[c.id], accuracies[c.id] if accuracies else math.nan) for c in self.clients
+            _client_row(c, self.probabilities[c.id], accuracies[c.id] if accuracies else math.nan)
+            for c in self.clients.for_report()  # clients that never acted are read without being built
         ]
         if s.timing_only:  # no data set: clients hold no samples (their tasks use full batches)
             for row in rows:

@@ -38,7 +38,25 @@ class DeviceProfile:
         return self.latency_s + nbytes / self.uplink_bytes_per_s
 
 
-def draw_profiles(population: Population, num_clients: int, rng: np.random.Generator) -> list[DeviceProfile]:
+class DrawnProfiles:
+    """Every client's drawn profile as columns; ``[i]`` builds client i's :class:`DeviceProfile`
+    (a million of them up front cost seconds, and most clients of such a population never act)."""
+
+    def __init__(self, speed: np.ndarray, up: np.ndarray, down: np.ndarray, latency: np.ndarray, sigma: float) -> None:
+        self.columns = (speed.tolist(), up.tolist(), down.tolist(), latency.tolist())
+        self.sigma = sigma
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def __getitem__(self, i: int) -> DeviceProfile:
+        speed, up, down, latency = self.columns
+        return DeviceProfile(speed[i], up[i], down[i], latency[i], self.sigma)
+
+
+def draw_profiles(
+    population: Population, num_clients: int, rng: np.random.Generator
+) -> DrawnProfiles | list[DeviceProfile]:
     """Draw every client's profile, or read them from ``population.device_trace``."""
     if population.device_trace is not None:
         return read_device_trace(population.device_trace, num_clients, population.compute.jitter_sigma)
@@ -46,9 +64,7 @@ def draw_profiles(population: Population, num_clients: int, rng: np.random.Gener
     up = population.network.uplink_mbps.sample(rng, num_clients) * MEGABIT_BYTES
     down = population.network.downlink_mbps.sample(rng, num_clients) * MEGABIT_BYTES
     latency = population.network.latency_s.sample(rng, num_clients)
-    sigma = population.compute.jitter_sigma
-    rows = zip(speed, up, down, latency)
-    return [DeviceProfile(float(s), float(u), float(d), float(lat), sigma) for s, u, d, lat in rows]
+    return DrawnProfiles(speed, up, down, latency, population.compute.jitter_sigma)
 
 
 TRACE_COLUMNS = ("client", "samples_per_s", "uplink_mbps", "downlink_mbps", "latency_s")

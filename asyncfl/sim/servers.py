@@ -60,7 +60,7 @@ def sync_server(
     ``logged(client)``: whether ``log`` keeps that client's lines (None: all); a speed hint only."""
     pending: list[TaskPlan] = []  # tasks of earlier rounds still running (late_updates: next_round)
     drop_late = cfg.late_updates == "drop"
-    busy_until = np.array([c.busy_until for c in clients], dtype=np.float64)  # who is idle, at numpy speed
+    busy_until = np.full(len(clients), -math.inf)  # who is idle, at numpy speed; all idle at the start
     rnd = 0
     while True:
         t0 = env.now
