@@ -341,3 +341,40 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
     assert (result.ran, result.skipped, result.failures) == (1, 3, [])
     assert resumed == [killed]
     assert _metrics_without_wall(killed) == _metrics_without_wall(original / "fedavg" / "seed1")
+
+
+@pytest.fixture(scope="module")
+def same_name_runs(tmp_path_factory):
+    """Three runs of scenario 'tiny': seeds 0 and 1 of one setting, and seed 0 with other local steps."""
+    from asyncfl.config import validate_scenario
+    from asyncfl.runner import run_scenario
+
+    tmp = tmp_path_factory.mktemp("same_name")
+    settings = [("a", 0, 2), ("b", 1, 2), ("c", 0, 3)]
+    return [
+        run_scenario(validate_scenario({**BASE, "seed": seed, "training": {"local_steps": steps}}), tmp / d)
+        for d, seed, steps in settings
+    ]
+
+
+def test_compare_groups_runs_by_configuration_not_by_name(same_name_runs, tmp_path):
+    out = tmp_path / "cmp"
+    done = subprocess.run([sys.executable, "-m", "asyncfl", "compare", *map(str, same_name_runs), "--out", str(out)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = read_csv(out / "runs.csv")
+    assert [(r["variant"], r["seed"]) for r in rows] == [
+        ("tiny (training.local_steps=2)", "0"),
+        ("tiny (training.local_steps=2)", "1"),
+        ("tiny (training.local_steps=3)", "0"),
+    ]
+    seeds = {r["variant"]: r["seeds"] for r in read_csv(out / "time_to_target.csv")}
+    assert seeds == {"tiny (training.local_steps=2)": "2", "tiny (training.local_steps=3)": "1"}
+
+
+def test_compare_refuses_one_label_for_runs_with_different_settings(same_name_runs, tmp_path):
+    args = [str(p) for p in same_name_runs] + ["--label", "x"] * 3 + ["--out", str(tmp_path / "cmp")]
+    done = subprocess.run([sys.executable, "-m", "asyncfl", "compare", *args], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--label x" in done.stderr and "training.local_steps" in done.stderr
+    assert not (tmp_path / "cmp").exists()

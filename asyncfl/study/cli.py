@@ -28,7 +28,8 @@ def add_compare_parser(sub) -> None:
     compare.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     compare.add_argument("--out", type=Path, help="where to write (default runs/compare/<timestamp>)")
     compare.add_argument("--label", dest="labels", action="append", default=[],
-                         help="label per RUN_DIR (repeatable); equal labels = seeds of one variant")  # fmt: skip
+                         help="label per RUN_DIR (repeatable); equal labels = seeds of one variant, which must share "
+                              "every setting but the seed (default: the scenario name, split by setting)")  # fmt: skip
     compare.add_argument("--target", dest="targets", action="append", type=float, default=[],
                          help="target accuracy for the time-to-target table (repeatable)")  # fmt: skip
 
