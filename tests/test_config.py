@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import scenario
 
@@ -150,3 +152,29 @@ def test_trace_paths_are_relative_to_the_scenario_file(tmp_path):
 def test_fedasync_needs_k_equal_one():
     with pytest.raises(ConfigError, match="set server.k to 1"):
         validate_scenario({"server": {"mode": "k_async", "k": 4}, "algorithm": {"name": "fedasync"}})
+
+
+def test_staleness_study_fairness_finds_its_trace_from_any_directory(tmp_path, monkeypatch):
+    """benchmarks/staleness_study.py --fairness read the scenario's device trace relative to the working
+    directory instead of the scenario file."""
+    import importlib.util
+
+    from asyncfl.config import validate_scenario
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("staleness_study", root / "benchmarks" / "staleness_study.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    monkeypatch.chdir(tmp_path)
+    for algorithm in study.ALGORITHMS:
+        scenario = validate_scenario(study.fairness_raw(algorithm, 0))
+        profiles = read_device_trace(scenario.population.device_trace, scenario.data.clients, 0.0)
+        assert [p.samples_per_s for p in profiles[:5]] == [25.0] * 5  # the slow class-9 holders
+
+
+def test_trainer_auto_is_described_as_the_rule_it_is():
+    from asyncfl.config.schema import Trainer
+    from asyncfl.learn.executors import CPU_BATCHED_MAX_PARAMS
+
+    description = Trainer.model_fields["executor"].description
+    assert "fixed rule" in description and f"{CPU_BATCHED_MAX_PARAMS / 1e6:g}M parameters" in description

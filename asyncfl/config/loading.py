@@ -20,11 +20,18 @@ class ConfigError(ValueError):
 
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     """Read ``path``, apply ``--set key=value`` overrides and validate."""
-    raw = read_yaml(path)
-    _resolve_trace_paths(raw, Path(path).parent)
+    raw = read_scenario(path)
     for item in overrides:
         apply_override(raw, item)
     return validate_scenario(raw, source=str(path))
+
+
+def read_scenario(path: str | Path) -> dict[str, Any]:
+    """A scenario file as a dict, with its trace file names made relative to the file's own folder
+    (for a scenario a user wrote; a run's config.yaml already holds the resolved paths)."""
+    raw = read_yaml(path)
+    _resolve_trace_paths(raw, Path(path).parent)
+    return raw
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:

@@ -113,7 +113,9 @@ class Trainer(Section):
     """How training jobs are executed (results are the same either way, to float tolerance)."""
 
     executor: Literal["auto", "batched", "sequential"] = Field(
-        default="auto", description="batched: torch.func vmap over clients; auto: whichever is faster here"
+        default="auto",
+        description="batched: torch.func vmap over clients; auto: a fixed rule, not timed: batched on CUDA, "
+        "and on CPU for models up to 1M parameters (asyncfl/learn/executors.py)",
     )
     chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")
 

@@ -7,7 +7,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from asyncfl.config import ConfigError, apply_override, read_yaml
+from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
 from asyncfl.study.spec import Study, build_study, is_study
 
 
@@ -42,7 +42,9 @@ def load_raw(path: Path | None, overrides: list[str], resume: Path | None) -> tu
         path = resume / "study.yaml"
         if not path.is_file():
             raise ConfigError(f"--resume {resume}: not a sweep directory (no study.yaml).")
-    raw = read_yaml(path)
+        raw = read_yaml(path)  # written by the sweep, trace paths already resolved
+    else:
+        raw = read_scenario(path)
     for item in overrides:
         apply_override(raw, item)
     return raw, str(path)
