@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from asyncfl.config import ConfigError, load_scenario
+from asyncfl.config.loading import check_trace_files
 from asyncfl.study.cli import add_compare_parser, add_sweep_options, compare_dirs, plot_dir, route
 
 COMMANDS = ("run", "validate", "plot", "compare", "reference")
@@ -74,6 +75,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if routed is not None:
         return routed
     scenario = load_scenario(args.scenario, overrides)
+    check_trace_files(scenario)
     if args.command == "validate":
         s = scenario
         print(f"{args.scenario}: valid ({s.server.mode}, {s.algorithm.name}, {s.data.clients} clients)")

@@ -74,6 +74,46 @@ def test_missing_torchvision_data_is_a_clear_error(tmp_path):
     result = cli(str(path), "--quiet", *overrides, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "data.data_dir" in result.stderr
+    assert not (tmp_path / "runs").exists()  # a run that never started leaves no directory behind
+    result = cli(str(path), "--quiet", *overrides, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 2 and not (tmp_path / "out").exists()
+
+
+AVAILABILITY = "population: {availability: {kind: trace, file: online.csv}}\n"
+TRACE_PROBLEMS = {  # scenario addition, file name -> content, needles of the error
+    "missing device trace": (
+        "population: {device_trace: devices.csv}\n",
+        {},
+        ["population.device_trace", "devices.csv"],
+    ),
+    "reversed interval": (
+        AVAILABILITY,
+        {"online.csv": "client,start_s,end_s\n" + "".join(f"{c},0,5\n" for c in range(3)) + "3,9,4\n"},
+        ["population.availability.file", "line 5", "start_s < end_s"],
+    ),
+    "yaml given as a trace": ("population: {device_trace: scenario.yaml}\n", {}, ["population.device_trace", "header"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRACE_PROBLEMS))
+def test_trace_files_are_checked_by_validate_and_a_failed_run_leaves_nothing(tmp_path, case):
+    addition, files, needles = TRACE_PROBLEMS[case]
+    folder = tmp_path / "sub"  # trace names are relative to the scenario file, not to the working directory
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    path = folder / "scenario.yaml"
+    path.write_text(GOOD + addition)
+    study = folder / "study.yaml"
+    study.write_text(GOOD + addition + "seeds: [0, 1]\n")
+    for command in (["validate", str(path)], ["validate", str(study)], [str(path), "--quiet"],
+                    [str(path), "--quiet", "--out", str(tmp_path / "out")]):  # fmt: skip
+        result = cli(*command, cwd=tmp_path)
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+        for needle in needles:
+            assert needle in result.stderr, (command, result.stderr)
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
 
 
 def test_run_with_overrides_writes_a_run_directory(tmp_path):

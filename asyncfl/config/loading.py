@@ -100,6 +100,20 @@ def dotted_parent(raw: dict[str, Any], parts: list[str], where: str) -> dict[str
     return node
 
 
+def check_trace_files(scenario: Scenario) -> None:
+    """Read the scenario's trace files as a run would, so that ``validate`` reports a missing file,
+    a wrong header or a bad interval (with file and line) instead of the run failing later."""
+    population = scenario.population
+    if population.device_trace is not None:
+        from asyncfl.sim.profiles import read_device_trace
+
+        read_device_trace(population.device_trace, scenario.data.clients, population.compute.jitter_sigma)
+    if population.availability.kind == "trace":
+        from asyncfl.sim.population import read_availability_trace
+
+        read_availability_trace(population.availability.file, scenario.data.clients)
+
+
 def validate_scenario(raw: Mapping[str, Any], source: str = "<scenario>") -> Scenario:
     try:
         return Scenario.model_validate(raw)

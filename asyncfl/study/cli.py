@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
+from asyncfl.config.loading import check_trace_files
 from asyncfl.study.spec import Study, build_study, is_study
 
 
@@ -62,6 +63,8 @@ def study_from_args(raw: dict, source: str, args: argparse.Namespace) -> Study:
 
 
 def validate_study(study: Study, source: str) -> int:
+    for run in study.runs:
+        check_trace_files(run.scenario)
     print(
         f"{source}: valid study: {len(study.variants)} variant(s) x {len(study.seeds)} seed(s) = "
         f"{len(study.runs)} runs ({', '.join(study.variants)}; seeds {', '.join(map(str, study.seeds))})"
