@@ -178,3 +178,40 @@ def test_trainer_auto_is_described_as_the_rule_it_is():
 
     description = Trainer.model_fields["executor"].description
     assert "fixed rule" in description and f"{CPU_BATCHED_MAX_PARAMS / 1e6:g}M parameters" in description
+
+
+@pytest.mark.parametrize(
+    "server, key, mode",
+    [
+        ({"mode": "k_async", "k": 2, "deadline_s": 8}, "server.deadline_s", "sync"),
+        ({"mode": "k_async", "k": 2, "late_updates": "next_round"}, "server.late_updates", "sync"),
+        ({"mode": "k_async", "k": 2, "clients_per_round": 3}, "server.clients_per_round", "sync"),
+        ({"mode": "sync", "k": 2}, "server.k", "k_async"),
+        ({"concurrency": 3}, "server.concurrency", "k_async"),
+        ({"max_staleness": 4}, "server.max_staleness", "k_async"),
+    ],
+)
+def test_a_key_of_the_other_server_mode_is_refused(server, key, mode):
+    with pytest.raises(ConfigError) as err:
+        validate_scenario({"data": {"clients": 4}, "server": server})
+    text = str(err.value)
+    assert key in text and f"only with server.mode {mode}" in text, text
+
+
+def test_other_mode_keys_at_their_defaults_are_accepted():
+    """null (or the default) says 'not used': a study variant switching modes can clear a base key, and a
+    run's config.yaml, which lists every key, validates again."""
+    s = validate_scenario({"data": {"clients": 4}, "server": {"mode": "k_async", "k": 2, "clients_per_round": None}})
+    assert validate_scenario(s.model_dump(mode="json")) == s
+    sync = validate_scenario({"data": {"clients": 4}, "server": {"deadline_s": 3}})
+    assert validate_scenario(sync.model_dump(mode="json")) == sync
+
+
+def test_an_algorithm_of_the_other_mode_is_blamed_on_the_mode_not_on_its_keys():
+    from asyncfl.config import load_scenario
+
+    root = Path(__file__).resolve().parents[1]
+    with pytest.raises(ConfigError) as err:
+        load_scenario(root / "scenarios" / "k_async.yaml", ["algorithm.name=fedavg"])
+    text = str(err.value)
+    assert "algorithm.name 'fedavg' needs server.mode sync" in text and "staleness" not in text, text

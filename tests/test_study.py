@@ -44,7 +44,8 @@ def test_variants_expand_over_seeds_with_dotted_and_nested_overrides(tmp_path):
     raw = study_raw(tmp_path, seeds=[3, 1], compare=[
         {"name": "base"},
         {"name": "short", "set": {"server.deadline_s": 5, "training": {"lr": 0.2}}},
-        {"name": "buff", "set": {"server": {"mode": "k_async", "k": 2}, "algorithm": {"name": "fedbuff"}}},
+        {"name": "buff", "set": {"server": {"mode": "k_async", "k": 2, "deadline_s": None, "late_updates": "drop"},
+                                  "algorithm": {"name": "fedbuff"}}},
     ])  # fmt: skip
     study = build_study(raw)
     assert study.variants == ("base", "short", "buff") and study.seeds == (3, 1)
@@ -56,7 +57,7 @@ def test_variants_expand_over_seeds_with_dotted_and_nested_overrides(tmp_path):
     assert base.server.deadline_s == 50 and short.server.deadline_s == 5
     assert short.server.late_updates == "next_round"  # a nested mapping merges key by key
     assert short.training.lr == 0.2 and short.training.local_steps == 2
-    assert buff.server.mode == "k_async" and buff.server.k == 2 and buff.server.deadline_s == 50
+    assert buff.server.mode == "k_async" and buff.server.k == 2 and buff.server.deadline_s is None
     assert buff.algorithm.name == "fedbuff"  # a new union tag replaced the mapping: no fedavg 'weighting'
     assert base.algorithm.weighting == "samples"
     assert str(study.runs[3].rel_dir) == "short/seed1"
@@ -90,10 +91,10 @@ def test_every_problem_is_reported_with_its_yaml_path(tmp_path):
 def test_a_base_key_that_breaks_one_variant_is_blamed_on_the_base(tmp_path):
     to_async = {"server.mode": "k_async", "algorithm.name": "fedbuff"}
     raw = study_raw(tmp_path, compare=[{"name": "a"}, {"name": "b", "set": to_async}])
-    raw["server"], raw["algorithm"] = {"k": 9}, {"name": "fedavg"}  # sync ignores k; k_async: k > 4 clients
+    raw["server"], raw["algorithm"] = {}, {"name": "fedavg"}  # k_async: the default k = 10 > 4 clients
     with pytest.raises(ConfigError) as err:
         build_study(raw)
-    assert "compare[1] (b): " in str(err.value) and "server.k (9)" in str(err.value)
+    assert "compare[1] (b): " in str(err.value) and "server.k (10)" in str(err.value)
     assert "compare[0]" not in str(err.value)
 
 
@@ -184,8 +185,8 @@ def sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sweep")
     raw = study_raw(tmp, seeds=[0, 1], targets=[0.15], compare=[
         {"name": "fedavg"},
-        {"name": "buff", "set": {"server": {"mode": "k_async", "k": 2, "concurrency": 3},
-                                  "algorithm": {"name": "fedbuff"}}},
+        {"name": "buff", "set": {"server": {"mode": "k_async", "k": 2, "concurrency": 3, "deadline_s": None,
+                                             "late_updates": "drop"}, "algorithm": {"name": "fedbuff"}}},
     ])  # fmt: skip
     study = build_study(raw)
     result = run_sweep(study, quiet=True)
