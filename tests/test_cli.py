@@ -38,6 +38,8 @@ BAD = {
     "unknown dataset": (GOOD.replace("digits", "imagenet"), ["data.dataset", "'mnist'"]),
     "malformed yaml": (GOOD + "server: {mode: sync\n", ["not valid YAML", "line"]),
     "not a mapping": ("- just\n- a list\n", ["top level must be a mapping"]),
+    "empty file": ("", ["the file is empty", "{}"]),
+    "only comments": ("# name: tiny\n# stop: {rounds: 2}\n", ["the file is empty"]),
 }
 
 

@@ -50,8 +50,11 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}.") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file (expected UTF-8 YAML).") from None
-    if raw is None:
-        raw = {}
+    if raw is None:  # running every default instead would hide a wrong or truncated file
+        raise ConfigError(
+            f"{path}: the file is empty (no keys, only comments or blank lines), so it sets nothing; write the "
+            "keys of a scenario (python -m asyncfl reference lists them), or {} to run every default."
+        )
     if not isinstance(raw, dict):
         raise ConfigError(
             f"{path}: the top level must be a mapping of keys (name, data, server, ...), got {type(raw).__name__}."
