@@ -49,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as SIGPIPE would
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit-time flush must not fail
+        return 141
 
 
 def _dispatch(args: argparse.Namespace) -> int:

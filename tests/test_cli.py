@@ -139,3 +139,13 @@ def test_bad_override(tmp_path):
     assert result.returncode == 2 and "KEY.PATH=VALUE" in result.stderr
     result = cli(str(path), "--set", "training.lr=-1", cwd=tmp_path)
     assert result.returncode == 2 and "training.lr" in result.stderr
+
+
+def test_output_into_a_closed_pipe_is_no_traceback(tmp_path):
+    """`python -m asyncfl reference | head -3`: the reader goes away before the writer is done."""
+    command = [sys.executable, "-m", "asyncfl", "reference"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    process.stdout.close()  # closed before the reference is printed: every write hits a broken pipe
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, stderr  # what a shell reports for a program ended by SIGPIPE
+    assert stderr == ""
