@@ -44,6 +44,15 @@ def resolve_device(choice: str) -> torch.device:
     return torch.device(choice)
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, after summary.json and the figure were written: names the run directory
+    so that the command line can say how to continue it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
+
+
 @contextmanager
 def interrupts_deferred():
     """Hold back Ctrl-C (SIGINT) for the duration of the block and raise it afterwards, so that an
@@ -162,7 +171,7 @@ class Simulation:
                 self.progress.status = "finished"
         except KeyboardInterrupt:
             self.progress.status = "interrupted"  # summary and figures for what has run, then re-raise
-            raise
+            raise RunInterrupted(self.out.path) from None
         finally:
             self.bar.close()
             self.finish(env.now)

@@ -149,3 +149,27 @@ def test_output_into_a_closed_pipe_is_no_traceback(tmp_path):
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) == 141, stderr  # what a shell reports for a program ended by SIGPIPE
     assert stderr == ""
+
+
+def test_resuming_a_finished_run_says_so_and_succeeds(tmp_path):
+    path = _write(tmp_path, GOOD)
+    out = tmp_path / "out"
+    assert cli(str(path), "--quiet", "--out", str(out), cwd=tmp_path).returncode == 0
+    stamp = (out / "summary.json").stat().st_mtime_ns
+    result = cli("run", "--resume", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"{out}: this run already ended (finished); nothing to resume" in result.stdout
+    assert (out / "summary.json").stat().st_mtime_ns == stamp
+
+
+def test_run_help_describes_resume_for_runs_and_sweeps(tmp_path):
+    text = " ".join(cli("run", "--help", cwd=tmp_path).stdout.split())
+    assert "--resume DIR" in text and "RUN_DIR" in text and "SWEEP_DIR" in text
+
+
+def test_run_scenario_accepts_a_str_directory(tmp_path):
+    import asyncfl
+
+    scenario = asyncfl.load_scenario(_write(tmp_path, GOOD))
+    run_dir = asyncfl.run_scenario(scenario, str(tmp_path / "run"))
+    assert run_dir == tmp_path / "run" and (run_dir / "summary.json").is_file()

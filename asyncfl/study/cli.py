@@ -20,8 +20,9 @@ def add_sweep_options(run: argparse.ArgumentParser) -> None:
     group.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
     group.add_argument("--gpus-per-task", type=float, help="GPUs per Ray task (default 0)")
     group.add_argument("--cpus-per-task", type=float, help="CPUs per Ray task (default 1)")
-    group.add_argument("--resume", type=Path, metavar="SWEEP_DIR",
-                       help="continue a sweep: skip finished runs, redo the others (FILE optional)")  # fmt: skip
+    group.add_argument("--resume", type=Path, metavar="DIR",
+                       help="continue a run (RUN_DIR: from its last checkpoint; give no FILE, --set, --seed or --out) "
+                            "or a sweep (SWEEP_DIR: skip finished runs, redo the others; FILE optional)")  # fmt: skip
 
 
 def add_compare_parser(sub) -> None:
