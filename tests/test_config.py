@@ -110,6 +110,59 @@ def test_reference_lists_every_stable_key():
         assert f"`{key}`" in ref, key
 
 
+def _models_in(annotation) -> list:
+    """The pydantic models an annotation admits, through Annotated, Optional, unions and lists."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Annotated, list):
+        return _models_in(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+    return [annotation] if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+
+
+def _accepted_keys(model, prefix: str, keys: set, dist_keys: dict) -> None:
+    """Every dotted key the schema accepts, through every variant of every union (walked from the pydantic
+    models, independently of the reference code); distributions' keys go by ``dist`` into ``dist_keys``."""
+    for name, field in model.model_fields.items():
+        path, members = prefix + name, _models_in(field.annotation)
+        if not members or all("dist" in m.model_fields for m in members):
+            keys.add(path)
+        for member in members:
+            if "dist" in member.model_fields:  # documented in the distribution table
+                tag = member.model_fields["dist"].annotation.__args__[0]
+                for key, sub in member.model_fields.items():
+                    dist_keys.setdefault(tag, set()).update({key} | {k for m in _models_in(sub.annotation)
+                                                                     for k in m.model_fields})  # fmt: skip
+            else:
+                _accepted_keys(member, path + ".", keys, dist_keys)
+
+
+def test_reference_names_every_key_the_schema_accepts():
+    from asyncfl.config.schema import Scenario
+
+    keys, dist_keys = set(), {}
+    _accepted_keys(Scenario, "", keys, dist_keys)
+    assert {"algorithm.staleness.a", "algorithm.staleness.b", "algorithm.cutoff.t0", "algorithm.cutoff.c",
+            "data.partition.base.alpha"} <= keys and "floor" in dist_keys["label_correlated"]  # fmt: skip
+    ref = reference_markdown()
+    assert [key for key in sorted(keys) if f"`{key}`" not in ref] == []
+    rows = {line.split("|")[1].strip(): line for line in ref.splitlines() if line.startswith("| `")}
+    for tag, names in dist_keys.items():
+        assert f"`{tag}`" in rows, tag
+        assert [k for k in sorted(names - {"dist"}) if f"`{k}`" not in rows[f"`{tag}`"]] == [], tag
+    # a number is accepted only by distributions; the reference says so for no other union
+    for line in rows.values():
+        allowed = line.split(" | ")[1]
+        assert "number" not in allowed or "distribution" in allowed, line
+    with pytest.raises(ConfigError, match="algorithm"):
+        validate_scenario({"server": {"mode": "k_async"}, "algorithm": {"name": "fedbuff", "staleness": 0.5}})
+
+
 def test_readme_reference_is_current():
     """README's key table is generated from the schema: regenerate with
     `python -m asyncfl reference --update README.md` after changing the schema."""
