@@ -109,7 +109,7 @@ def test_trace_files_are_checked_by_validate_and_a_failed_run_leaves_nothing(tmp
     study = folder / "study.yaml"
     study.write_text(GOOD + addition + "seeds: [0, 1]\n")
     for command in (["validate", str(path)], ["validate", str(study)], [str(path), "--quiet"],
-                    [str(path), "--quiet", "--out", str(tmp_path / "out")]):  # fmt: skip
+                    [str(path), "--quiet", "--out", str(tmp_path / "out")], [str(study), "--quiet"]):  # fmt: skip
         result = cli(*command, cwd=tmp_path)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr

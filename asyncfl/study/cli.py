@@ -64,8 +64,6 @@ def study_from_args(raw: dict, source: str, args: argparse.Namespace) -> Study:
 
 
 def validate_study(study: Study, source: str) -> int:
-    for run in study.runs:
-        check_trace_files(run.scenario)
     print(
         f"{source}: valid study: {len(study.variants)} variant(s) x {len(study.seeds)} seed(s) = "
         f"{len(study.runs)} runs ({', '.join(study.variants)}; seeds {', '.join(map(str, study.seeds))})"
@@ -140,6 +138,8 @@ def route(args: argparse.Namespace, overrides: list[str]) -> int | None:
             raise ConfigError(f"{source}: {', '.join(flags)} only apply to studies (files with compare: or seeds:).")
         return None
     study = study_from_args(raw, source, args)
+    for run in study.runs:  # before any run starts, not as one failure per run
+        check_trace_files(run.scenario)
     if args.command == "validate":
         return validate_study(study, source)
     return run_study(study, args)
