@@ -13,7 +13,7 @@ from asyncfl.study.spec import Study, build_study, is_study
 
 
 def add_sweep_options(run: argparse.ArgumentParser) -> None:
-    group = run.add_argument_group("studies (scenario files with compare: / seeds:)")
+    group = run.add_argument_group("studies (scenario files with compare: / seeds:) and resuming")
     group.add_argument(
         "--executor", choices=("local", "ray"), help="run the variant x seed runs here (default) or as Ray tasks"
     )
