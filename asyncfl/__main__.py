@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from asyncfl.config import ConfigError, load_scenario
+from asyncfl.config.loading import check_trace_files
 from asyncfl.study.cli import add_compare_parser, add_sweep_options, compare_dirs, plot_dir, route
 
 COMMANDS = ("run", "validate", "plot", "compare", "reference")
@@ -48,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as SIGPIPE would
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit-time flush must not fail
+        return 141
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -74,15 +80,20 @@ def _dispatch(args: argparse.Namespace) -> int:
     if routed is not None:
         return routed
     scenario = load_scenario(args.scenario, overrides)
+    check_trace_files(scenario)
     if args.command == "validate":
         s = scenario
         print(f"{args.scenario}: valid ({s.server.mode}, {s.algorithm.name}, {s.data.clients} clients)")
         return 0
     if args.out is not None and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         raise ConfigError(f"--out {args.out}: exists and is not an empty directory; refusing to overwrite a run.")
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner import RunInterrupted, run_scenario
 
-    return _finished(run_scenario(scenario, args.out, quiet=args.quiet), scenario.output.plot)
+    try:
+        run_dir = run_scenario(scenario, args.out, quiet=args.quiet)
+    except RunInterrupted as exc:
+        return _interrupted(exc.run_dir)
+    return _finished(run_dir, scenario.output.plot)
 
 
 def _resume_run(args: argparse.Namespace, overrides: list[str]) -> int:
@@ -91,10 +102,32 @@ def _resume_run(args: argparse.Namespace, overrides: list[str]) -> int:
         raise ConfigError(
             f"--resume {args.resume}: a run resumes as it was configured; give no FILE, --set, --seed or --out."
         )
-    from asyncfl.runner import resume_run
+    import json
 
-    run_dir = resume_run(args.resume, quiet=args.quiet)
+    summary = args.resume / "summary.json"
+    status = json.loads(summary.read_text()).get("status") if summary.is_file() else None
+    if status in ("finished", "target_reached", "diverged"):
+        print(f"{args.resume}: this run already ended ({status}); nothing to resume.")
+        return 3 if status == "diverged" else 0  # the exit status a run's end always has
+    from asyncfl.runner import RunInterrupted, resume_run
+
+    try:
+        run_dir = resume_run(args.resume, quiet=args.quiet)
+    except RunInterrupted as exc:
+        return _interrupted(exc.run_dir)
     return _finished(run_dir, load_scenario(run_dir / "config.yaml").output.plot)
+
+
+def _interrupted(run_dir: Path) -> int:
+    """Ctrl-C: where the run is and the exact command that continues it."""
+    import shlex
+
+    print(
+        f"interrupted: summary.json, the logs and the figure of what has run are in {run_dir}; continue it with\n"
+        f"  python -m asyncfl run --resume {shlex.quote(str(run_dir))}",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def _finished(run_dir: Path, plot: bool) -> int:

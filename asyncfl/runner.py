@@ -43,6 +43,15 @@ def resolve_device(choice: str) -> torch.device:
     return torch.device(choice)
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, after summary.json and the figure were written: names the run directory
+    so that the command line can say how to continue it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
+
+
 @contextmanager
 def interrupts_deferred():
     """Hold back Ctrl-C (SIGINT) for the duration of the block and raise it afterwards, so that an
@@ -161,7 +170,7 @@ class Simulation:
                 self.progress.status = "finished"
         except KeyboardInterrupt:
             self.progress.status = "interrupted"  # summary and figures for what has run, then re-raise
-            raise
+            raise RunInterrupted(self.out.path) from None
         finally:
             self.bar.close()
             self.finish(env.now)
@@ -443,13 +452,38 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def run_scenario(scenario: Scenario, out_dir: Path | None = None, quiet: bool = True) -> Path:
-    """Run ``scenario`` and return its run directory (``output.dir/<name>/<timestamp>`` by default)."""
+def run_scenario(scenario: Scenario, out_dir: str | Path | None = None, quiet: bool = True) -> Path:
+    """Run ``scenario`` and return its run directory (``output.dir/<name>/<timestamp>`` by default).
+
+    A run that fails before it starts (a data set or trace file that cannot be read, Ctrl-C while
+    loading) leaves nothing behind: what this call wrote and the directories it made are removed."""
+    out_dir = Path(out_dir) if out_dir is not None else None
+    parent = out_dir if out_dir is not None else scenario.output.dir / scenario.name
+    made = [p for p in (parent, *parent.parents) if not p.exists()]  # deepest first
+    # a directory that already holds files (a run restarted by --resume) is never cleared
+    clear = out_dir is None or not out_dir.exists() or not any(out_dir.iterdir())
     run_dir = out_dir if out_dir is not None else new_run_dir(scenario.output.dir, scenario.name)
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(run_dir / "config.yaml", yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
-    Simulation(scenario, run_dir, quiet).run()
+    try:
+        write_atomic(run_dir / "config.yaml", yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
+        simulation = Simulation(scenario, run_dir, quiet)
+    except BaseException:
+        if clear:
+            _remove_unstarted(run_dir, ([run_dir] if out_dir is None else []) + made)
+        raise
+    simulation.run()
     return run_dir
+
+
+def _remove_unstarted(run_dir: Path, made: list[Path]) -> None:
+    """Empty ``run_dir`` (nothing was recorded in it yet), then remove the directories made for it."""
+    import shutil
+
+    for child in run_dir.iterdir():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    for folder in made:
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def resume_run(run_dir: Path, quiet: bool = True) -> Path:

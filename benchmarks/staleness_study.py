@@ -35,7 +35,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread avoids 
 
 import torch  # noqa: E402
 
-from asyncfl.config.loading import read_yaml, validate_scenario  # noqa: E402
+from asyncfl.config.loading import read_scenario, validate_scenario  # noqa: E402
 from asyncfl.runner import run_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def updates_to_target(run: Path, target: float) -> int | None:
 
 
 def run_one(setting: str, beta: str, algorithm: str, seed: int, out: Path) -> dict:
-    raw = read_yaml(ROOT / SETTINGS[setting])
+    raw = read_scenario(ROOT / SETTINGS[setting])
     raw["data"] = {**raw["data"], "partition": BETAS[beta]}
     raw["seed"] = seed
     raw["name"] = f"{setting}_beta{beta}_{algorithm}_s{seed}"
@@ -172,20 +172,25 @@ FAIRNESS = "scenarios/papers/fedhist_fairness.yaml"
 FAIRNESS_DEADLINE_S = 2.5  # sync: a fast client's task takes ~1.7 s, a slow (class-9) client's ~3.3 s
 
 
+def fairness_raw(algorithm: str, seed: int) -> dict:
+    """The fairness scenario for one algorithm and seed (before validation)."""
+    raw = read_scenario(ROOT / FAIRNESS)
+    raw["seed"], raw["name"] = seed, f"fairness_{algorithm}_s{seed}"
+    raw = variant(raw, algorithm, "nk10")
+    if algorithm == "fedavg":
+        raw["server"]["deadline_s"] = FAIRNESS_DEADLINE_S
+    if algorithm != "fedhist":
+        raw["algorithm"]["record_weights"] = True
+    return raw
+
+
 def fairness_study(seeds: list[int], out: Path) -> str:
     """Fig. 5: accuracy on the class held only by slow clients, for every algorithm."""
     out.mkdir(parents=True, exist_ok=True)
-    os.chdir(ROOT)  # the scenario's device trace path is relative to the repository root
     rows = []
     for algorithm in ALGORITHMS:
         for seed in seeds:
-            raw = read_yaml(ROOT / FAIRNESS)
-            raw["seed"], raw["name"] = seed, f"fairness_{algorithm}_s{seed}"
-            raw = variant(raw, algorithm, "nk10")
-            if algorithm == "fedavg":
-                raw["server"]["deadline_s"] = FAIRNESS_DEADLINE_S
-            if algorithm != "fedhist":
-                raw["algorithm"]["record_weights"] = True
+            raw = fairness_raw(algorithm, seed)
             run_dir = out / raw["name"]
             if not (run_dir / "summary.json").is_file():
                 run_scenario(validate_scenario(raw, source=raw["name"]), run_dir)

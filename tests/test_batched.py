@@ -159,8 +159,8 @@ def test_whole_run_same_metrics_with_either_executor(tmp_path, mode):
         "stop": {"rounds": 6},
         "output": {"plot": False},
     }
-    if mode == "k_async":
-        del raw["server"]["deadline_s"]
+    for key in ("deadline_s",) if mode == "k_async" else ("k", "concurrency"):  # keys of the other mode
+        del raw["server"][key]
     runs = {}
     for executor in ("sequential", "batched"):
         scenario = validate_scenario({**raw, "trainer": {"executor": executor}})

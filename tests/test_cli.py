@@ -38,6 +38,8 @@ BAD = {
     "unknown dataset": (GOOD.replace("digits", "imagenet"), ["data.dataset", "'mnist'"]),
     "malformed yaml": (GOOD + "server: {mode: sync\n", ["not valid YAML", "line"]),
     "not a mapping": ("- just\n- a list\n", ["top level must be a mapping"]),
+    "empty file": ("", ["the file is empty", "{}"]),
+    "only comments": ("# name: tiny\n# stop: {rounds: 2}\n", ["the file is empty"]),
 }
 
 
@@ -74,6 +76,46 @@ def test_missing_torchvision_data_is_a_clear_error(tmp_path):
     result = cli(str(path), "--quiet", *overrides, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "data.data_dir" in result.stderr
+    assert not (tmp_path / "runs").exists()  # a run that never started leaves no directory behind
+    result = cli(str(path), "--quiet", *overrides, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 2 and not (tmp_path / "out").exists()
+
+
+AVAILABILITY = "population: {availability: {kind: trace, file: online.csv}}\n"
+TRACE_PROBLEMS = {  # scenario addition, file name -> content, needles of the error
+    "missing device trace": (
+        "population: {device_trace: devices.csv}\n",
+        {},
+        ["population.device_trace", "devices.csv"],
+    ),
+    "reversed interval": (
+        AVAILABILITY,
+        {"online.csv": "client,start_s,end_s\n" + "".join(f"{c},0,5\n" for c in range(3)) + "3,9,4\n"},
+        ["population.availability.file", "line 5", "start_s < end_s"],
+    ),
+    "yaml given as a trace": ("population: {device_trace: scenario.yaml}\n", {}, ["population.device_trace", "header"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRACE_PROBLEMS))
+def test_trace_files_are_checked_by_validate_and_a_failed_run_leaves_nothing(tmp_path, case):
+    addition, files, needles = TRACE_PROBLEMS[case]
+    folder = tmp_path / "sub"  # trace names are relative to the scenario file, not to the working directory
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    path = folder / "scenario.yaml"
+    path.write_text(GOOD + addition)
+    study = folder / "study.yaml"
+    study.write_text(GOOD + addition + "seeds: [0, 1]\n")
+    for command in (["validate", str(path)], ["validate", str(study)], [str(path), "--quiet"],
+                    [str(path), "--quiet", "--out", str(tmp_path / "out")], [str(study), "--quiet"]):  # fmt: skip
+        result = cli(*command, cwd=tmp_path)
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+        for needle in needles:
+            assert needle in result.stderr, (command, result.stderr)
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
 
 
 def test_run_with_overrides_writes_a_run_directory(tmp_path):
@@ -97,3 +139,37 @@ def test_bad_override(tmp_path):
     assert result.returncode == 2 and "KEY.PATH=VALUE" in result.stderr
     result = cli(str(path), "--set", "training.lr=-1", cwd=tmp_path)
     assert result.returncode == 2 and "training.lr" in result.stderr
+
+
+def test_output_into_a_closed_pipe_is_no_traceback(tmp_path):
+    """`python -m asyncfl reference | head -3`: the reader goes away before the writer is done."""
+    command = [sys.executable, "-m", "asyncfl", "reference"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    process.stdout.close()  # closed before the reference is printed: every write hits a broken pipe
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, stderr  # what a shell reports for a program ended by SIGPIPE
+    assert stderr == ""
+
+
+def test_resuming_a_finished_run_says_so_and_succeeds(tmp_path):
+    path = _write(tmp_path, GOOD)
+    out = tmp_path / "out"
+    assert cli(str(path), "--quiet", "--out", str(out), cwd=tmp_path).returncode == 0
+    stamp = (out / "summary.json").stat().st_mtime_ns
+    result = cli("run", "--resume", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"{out}: this run already ended (finished); nothing to resume" in result.stdout
+    assert (out / "summary.json").stat().st_mtime_ns == stamp
+
+
+def test_run_help_describes_resume_for_runs_and_sweeps(tmp_path):
+    text = " ".join(cli("run", "--help", cwd=tmp_path).stdout.split())
+    assert "--resume DIR" in text and "RUN_DIR" in text and "SWEEP_DIR" in text
+
+
+def test_run_scenario_accepts_a_str_directory(tmp_path):
+    import asyncfl
+
+    scenario = asyncfl.load_scenario(_write(tmp_path, GOOD))
+    run_dir = asyncfl.run_scenario(scenario, str(tmp_path / "run"))
+    assert run_dir == tmp_path / "run" and (run_dir / "summary.json").is_file()

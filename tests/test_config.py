@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import scenario
 
@@ -108,6 +110,59 @@ def test_reference_lists_every_stable_key():
         assert f"`{key}`" in ref, key
 
 
+def _models_in(annotation) -> list:
+    """The pydantic models an annotation admits, through Annotated, Optional, unions and lists."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Annotated, list):
+        return _models_in(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+    return [annotation] if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+
+
+def _accepted_keys(model, prefix: str, keys: set, dist_keys: dict) -> None:
+    """Every dotted key the schema accepts, through every variant of every union (walked from the pydantic
+    models, independently of the reference code); distributions' keys go by ``dist`` into ``dist_keys``."""
+    for name, field in model.model_fields.items():
+        path, members = prefix + name, _models_in(field.annotation)
+        if not members or all("dist" in m.model_fields for m in members):
+            keys.add(path)
+        for member in members:
+            if "dist" in member.model_fields:  # documented in the distribution table
+                tag = member.model_fields["dist"].annotation.__args__[0]
+                for key, sub in member.model_fields.items():
+                    dist_keys.setdefault(tag, set()).update({key} | {k for m in _models_in(sub.annotation)
+                                                                     for k in m.model_fields})  # fmt: skip
+            else:
+                _accepted_keys(member, path + ".", keys, dist_keys)
+
+
+def test_reference_names_every_key_the_schema_accepts():
+    from asyncfl.config.schema import Scenario
+
+    keys, dist_keys = set(), {}
+    _accepted_keys(Scenario, "", keys, dist_keys)
+    assert {"algorithm.staleness.a", "algorithm.staleness.b", "algorithm.cutoff.t0", "algorithm.cutoff.c",
+            "data.partition.base.alpha"} <= keys and "floor" in dist_keys["label_correlated"]  # fmt: skip
+    ref = reference_markdown()
+    assert [key for key in sorted(keys) if f"`{key}`" not in ref] == []
+    rows = {line.split("|")[1].strip(): line for line in ref.splitlines() if line.startswith("| `")}
+    for tag, names in dist_keys.items():
+        assert f"`{tag}`" in rows, tag
+        assert [k for k in sorted(names - {"dist"}) if f"`{k}`" not in rows[f"`{tag}`"]] == [], tag
+    # a number is accepted only by distributions; the reference says so for no other union
+    for line in rows.values():
+        allowed = line.split(" | ")[1]
+        assert "number" not in allowed or "distribution" in allowed, line
+    with pytest.raises(ConfigError, match="algorithm"):
+        validate_scenario({"server": {"mode": "k_async"}, "algorithm": {"name": "fedbuff", "staleness": 0.5}})
+
+
 def test_readme_reference_is_current():
     """README's key table is generated from the schema: regenerate with
     `python -m asyncfl reference --update README.md` after changing the schema."""
@@ -150,3 +205,66 @@ def test_trace_paths_are_relative_to_the_scenario_file(tmp_path):
 def test_fedasync_needs_k_equal_one():
     with pytest.raises(ConfigError, match="set server.k to 1"):
         validate_scenario({"server": {"mode": "k_async", "k": 4}, "algorithm": {"name": "fedasync"}})
+
+
+def test_staleness_study_fairness_finds_its_trace_from_any_directory(tmp_path, monkeypatch):
+    """benchmarks/staleness_study.py --fairness read the scenario's device trace relative to the working
+    directory instead of the scenario file."""
+    import importlib.util
+
+    from asyncfl.config import validate_scenario
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("staleness_study", root / "benchmarks" / "staleness_study.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    monkeypatch.chdir(tmp_path)
+    for algorithm in study.ALGORITHMS:
+        scenario = validate_scenario(study.fairness_raw(algorithm, 0))
+        profiles = read_device_trace(scenario.population.device_trace, scenario.data.clients, 0.0)
+        assert [p.samples_per_s for p in profiles[:5]] == [25.0] * 5  # the slow class-9 holders
+
+
+def test_trainer_auto_is_described_as_the_rule_it_is():
+    from asyncfl.config.schema import Trainer
+    from asyncfl.learn.executors import CPU_BATCHED_MAX_PARAMS
+
+    description = Trainer.model_fields["executor"].description
+    assert "fixed rule" in description and f"{CPU_BATCHED_MAX_PARAMS / 1e6:g}M parameters" in description
+
+
+@pytest.mark.parametrize(
+    "server, key, mode",
+    [
+        ({"mode": "k_async", "k": 2, "deadline_s": 8}, "server.deadline_s", "sync"),
+        ({"mode": "k_async", "k": 2, "late_updates": "next_round"}, "server.late_updates", "sync"),
+        ({"mode": "k_async", "k": 2, "clients_per_round": 3}, "server.clients_per_round", "sync"),
+        ({"mode": "sync", "k": 2}, "server.k", "k_async"),
+        ({"concurrency": 3}, "server.concurrency", "k_async"),
+        ({"max_staleness": 4}, "server.max_staleness", "k_async"),
+    ],
+)
+def test_a_key_of_the_other_server_mode_is_refused(server, key, mode):
+    with pytest.raises(ConfigError) as err:
+        validate_scenario({"data": {"clients": 4}, "server": server})
+    text = str(err.value)
+    assert key in text and f"only with server.mode {mode}" in text, text
+
+
+def test_other_mode_keys_at_their_defaults_are_accepted():
+    """null (or the default) says 'not used': a study variant switching modes can clear a base key, and a
+    run's config.yaml, which lists every key, validates again."""
+    s = validate_scenario({"data": {"clients": 4}, "server": {"mode": "k_async", "k": 2, "clients_per_round": None}})
+    assert validate_scenario(s.model_dump(mode="json")) == s
+    sync = validate_scenario({"data": {"clients": 4}, "server": {"deadline_s": 3}})
+    assert validate_scenario(sync.model_dump(mode="json")) == sync
+
+
+def test_an_algorithm_of_the_other_mode_is_blamed_on_the_mode_not_on_its_keys():
+    from asyncfl.config import load_scenario
+
+    root = Path(__file__).resolve().parents[1]
+    with pytest.raises(ConfigError) as err:
+        load_scenario(root / "scenarios" / "k_async.yaml", ["algorithm.name=fedavg"])
+    text = str(err.value)
+    assert "algorithm.name 'fedavg' needs server.mode sync" in text and "staleness" not in text, text

@@ -20,7 +20,7 @@ def _update(client, delta, samples=10, staleness=0):
 def _strategy(name, **params):
     algorithm = {"name": name, **params}
     mode = "k_async" if name == "fedbuff" else "sync"
-    s = scenario(algorithm=algorithm, server={"mode": mode, "k": 2})
+    s = scenario(algorithm=algorithm, server={"mode": mode, "k": 2} if mode == "k_async" else {})
     return make_strategy(s.algorithm, 4, torch.zeros(2))
 
 

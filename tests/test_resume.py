@@ -163,6 +163,7 @@ def test_ctrl_c_writes_summary_and_figure_then_resumes(tmp_path):
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130 and "Traceback" not in err
+    assert f"python -m asyncfl run --resume {run_dir}" in err and str(run_dir) in err
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["rounds"] >= 25
     assert (run_dir / "accuracy_vs_time.png").stat().st_size > 0
@@ -187,8 +188,8 @@ def test_divergence_stops_with_a_clear_message_and_readable_files(tmp_path):
     assert [r["round"] for r in table(run_dir / "metrics.csv")] == ["0", "1"]
     assert len(table(run_dir / "rounds.csv")) == 1
     resumed = _cli("run", "--resume", str(run_dir))
-    _, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 2 and "already ended (diverged)" in err
+    out, _ = resumed.communicate(timeout=120)
+    assert resumed.returncode == 3 and "already ended (diverged); nothing to resume" in out  # 3: it diverged
 
 
 def test_ctrl_c_during_a_round_commit_is_raised_only_after_the_commit():

@@ -44,7 +44,8 @@ def test_variants_expand_over_seeds_with_dotted_and_nested_overrides(tmp_path):
     raw = study_raw(tmp_path, seeds=[3, 1], compare=[
         {"name": "base"},
         {"name": "short", "set": {"server.deadline_s": 5, "training": {"lr": 0.2}}},
-        {"name": "buff", "set": {"server": {"mode": "k_async", "k": 2}, "algorithm": {"name": "fedbuff"}}},
+        {"name": "buff", "set": {"server": {"mode": "k_async", "k": 2, "deadline_s": None, "late_updates": "drop"},
+                                  "algorithm": {"name": "fedbuff"}}},
     ])  # fmt: skip
     study = build_study(raw)
     assert study.variants == ("base", "short", "buff") and study.seeds == (3, 1)
@@ -56,7 +57,7 @@ def test_variants_expand_over_seeds_with_dotted_and_nested_overrides(tmp_path):
     assert base.server.deadline_s == 50 and short.server.deadline_s == 5
     assert short.server.late_updates == "next_round"  # a nested mapping merges key by key
     assert short.training.lr == 0.2 and short.training.local_steps == 2
-    assert buff.server.mode == "k_async" and buff.server.k == 2 and buff.server.deadline_s == 50
+    assert buff.server.mode == "k_async" and buff.server.k == 2 and buff.server.deadline_s is None
     assert buff.algorithm.name == "fedbuff"  # a new union tag replaced the mapping: no fedavg 'weighting'
     assert base.algorithm.weighting == "samples"
     assert str(study.runs[3].rel_dir) == "short/seed1"
@@ -90,10 +91,10 @@ def test_every_problem_is_reported_with_its_yaml_path(tmp_path):
 def test_a_base_key_that_breaks_one_variant_is_blamed_on_the_base(tmp_path):
     to_async = {"server.mode": "k_async", "algorithm.name": "fedbuff"}
     raw = study_raw(tmp_path, compare=[{"name": "a"}, {"name": "b", "set": to_async}])
-    raw["server"], raw["algorithm"] = {"k": 9}, {"name": "fedavg"}  # sync ignores k; k_async: k > 4 clients
+    raw["server"], raw["algorithm"] = {}, {"name": "fedavg"}  # k_async: the default k = 10 > 4 clients
     with pytest.raises(ConfigError) as err:
         build_study(raw)
-    assert "compare[1] (b): " in str(err.value) and "server.k (9)" in str(err.value)
+    assert "compare[1] (b): " in str(err.value) and "server.k (10)" in str(err.value)
     assert "compare[0]" not in str(err.value)
 
 
@@ -184,8 +185,8 @@ def sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sweep")
     raw = study_raw(tmp, seeds=[0, 1], targets=[0.15], compare=[
         {"name": "fedavg"},
-        {"name": "buff", "set": {"server": {"mode": "k_async", "k": 2, "concurrency": 3},
-                                  "algorithm": {"name": "fedbuff"}}},
+        {"name": "buff", "set": {"server": {"mode": "k_async", "k": 2, "concurrency": 3, "deadline_s": None,
+                                             "late_updates": "drop"}, "algorithm": {"name": "fedbuff"}}},
     ])  # fmt: skip
     study = build_study(raw)
     result = run_sweep(study, quiet=True)
@@ -341,3 +342,40 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
     assert (result.ran, result.skipped, result.failures) == (1, 3, [])
     assert resumed == [killed]
     assert _metrics_without_wall(killed) == _metrics_without_wall(original / "fedavg" / "seed1")
+
+
+@pytest.fixture(scope="module")
+def same_name_runs(tmp_path_factory):
+    """Three runs of scenario 'tiny': seeds 0 and 1 of one setting, and seed 0 with other local steps."""
+    from asyncfl.config import validate_scenario
+    from asyncfl.runner import run_scenario
+
+    tmp = tmp_path_factory.mktemp("same_name")
+    settings = [("a", 0, 2), ("b", 1, 2), ("c", 0, 3)]
+    return [
+        run_scenario(validate_scenario({**BASE, "seed": seed, "training": {"local_steps": steps}}), tmp / d)
+        for d, seed, steps in settings
+    ]
+
+
+def test_compare_groups_runs_by_configuration_not_by_name(same_name_runs, tmp_path):
+    out = tmp_path / "cmp"
+    done = subprocess.run([sys.executable, "-m", "asyncfl", "compare", *map(str, same_name_runs), "--out", str(out)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = read_csv(out / "runs.csv")
+    assert [(r["variant"], r["seed"]) for r in rows] == [
+        ("tiny (training.local_steps=2)", "0"),
+        ("tiny (training.local_steps=2)", "1"),
+        ("tiny (training.local_steps=3)", "0"),
+    ]
+    seeds = {r["variant"]: r["seeds"] for r in read_csv(out / "time_to_target.csv")}
+    assert seeds == {"tiny (training.local_steps=2)": "2", "tiny (training.local_steps=3)": "1"}
+
+
+def test_compare_refuses_one_label_for_runs_with_different_settings(same_name_runs, tmp_path):
+    args = [str(p) for p in same_name_runs] + ["--label", "x"] * 3 + ["--out", str(tmp_path / "cmp")]
+    done = subprocess.run([sys.executable, "-m", "asyncfl", "compare", *args], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--label x" in done.stderr and "training.local_steps" in done.stderr
+    assert not (tmp_path / "cmp").exists()

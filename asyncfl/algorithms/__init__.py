@@ -31,8 +31,9 @@ REGISTRY: dict[str, type] = _discover()
 def make_strategy(params: AlgorithmParams, num_clients: int, like: torch.Tensor) -> Strategy:
     """Build the strategy named by ``params.name`` (the schema has already checked the name).
 
-    ``like`` is the initial global vector: its size, dtype and device let memory-based strategies
-    preallocate their stores.
+    ``like`` must be the initial global vector w_0 itself, not a placeholder of its shape: its size,
+    dtype and device let memory-based strategies preallocate their stores, and FedAsync keeps its
+    values as version 0 of its model history (the base model of updates trained from w_0).
     """
     name = params.name  # type: ignore[attr-defined]
     if name not in REGISTRY:

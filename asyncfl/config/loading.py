@@ -20,11 +20,18 @@ class ConfigError(ValueError):
 
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     """Read ``path``, apply ``--set key=value`` overrides and validate."""
-    raw = read_yaml(path)
-    _resolve_trace_paths(raw, Path(path).parent)
+    raw = read_scenario(path)
     for item in overrides:
         apply_override(raw, item)
     return validate_scenario(raw, source=str(path))
+
+
+def read_scenario(path: str | Path) -> dict[str, Any]:
+    """A scenario file as a dict, with its trace file names made relative to the file's own folder
+    (for a scenario a user wrote; a run's config.yaml already holds the resolved paths)."""
+    raw = read_yaml(path)
+    _resolve_trace_paths(raw, Path(path).parent)
+    return raw
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -43,8 +50,11 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}.") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file (expected UTF-8 YAML).") from None
-    if raw is None:
-        raw = {}
+    if raw is None:  # running every default instead would hide a wrong or truncated file
+        raise ConfigError(
+            f"{path}: the file is empty (no keys, only comments or blank lines), so it sets nothing; write the "
+            "keys of a scenario (python -m asyncfl reference lists them), or {} to run every default."
+        )
     if not isinstance(raw, dict):
         raise ConfigError(
             f"{path}: the top level must be a mapping of keys (name, data, server, ...), got {type(raw).__name__}."
@@ -91,6 +101,20 @@ def dotted_parent(raw: dict[str, Any], parts: list[str], where: str) -> dict[str
             raise ConfigError(f"{where}: {'.'.join(parts[: i + 1])} is a value, not a section.")
         node = child
     return node
+
+
+def check_trace_files(scenario: Scenario) -> None:
+    """Read the scenario's trace files as a run would, so that ``validate`` reports a missing file,
+    a wrong header or a bad interval (with file and line) instead of the run failing later."""
+    population = scenario.population
+    if population.device_trace is not None:
+        from asyncfl.sim.profiles import read_device_trace
+
+        read_device_trace(population.device_trace, scenario.data.clients, population.compute.jitter_sigma)
+    if population.availability.kind == "trace":
+        from asyncfl.sim.population import read_availability_trace
+
+        read_availability_trace(population.availability.file, scenario.data.clients)
 
 
 def validate_scenario(raw: Mapping[str, Any], source: str = "<scenario>") -> Scenario:

@@ -11,7 +11,6 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from asyncfl.config.base import Distribution
 from asyncfl.config.loading import _strip, _tag_of, _union_members
 from asyncfl.config.schema import Scenario
 
@@ -21,12 +20,18 @@ def reference_markdown() -> str:
         "| key | allowed values | default | meaning |",
         "| --- | --- | --- | --- |",
     ]
-    _walk(Scenario, "", lines)
-    lines += ["", "Distributions (per-client values): a plain number means `{dist: constant, value: number}`.", ""]
-    lines += ["| dist | keys | meaning |", "| --- | --- | --- |"]
-    for member in _union_members(_strip(Distribution)):
-        keys = ", ".join(f"`{k}`" for k in member.model_fields if k != "dist")
-        lines.append(f"| `{_tag_of(member)}` | {keys} | {(member.__doc__ or '').strip()} |")
+    distributions: dict[str, type[BaseModel]] = {}
+    _walk(Scenario, "", lines, (), distributions)
+    lines += [
+        "",
+        "Distributions (per-client values): a plain number means `{dist: constant, value: number}`. An "
+        "availability probability `p` takes a number, `uniform` or `tiers` with values in (0, 1], or "
+        "`label_correlated` (for `p` only).",
+        "",
+    ]
+    lines += ["| dist | keys (default) | meaning |", "| --- | --- | --- |"]
+    for tag, member in distributions.items():
+        lines.append(f"| `{tag}` | {_keys_with_defaults(member)} | {_class_doc(member, whole=True)} |")
     return "\n".join(lines)
 
 
@@ -44,38 +49,67 @@ def update_block(path) -> None:
         handle.write(f"{head}{START}\n{reference_markdown()}\n{END}{tail}")
 
 
-def _walk(model: type[BaseModel], prefix: str, lines: list[str]) -> None:
+def _walk(
+    model: type[BaseModel],
+    prefix: str,
+    lines: list[str],
+    when: tuple[tuple[str, str], ...],
+    distributions: dict[str, type[BaseModel]],
+    skip: str | None = None,
+) -> None:
+    """One row per key of ``model``; every variant of every tagged union is walked, its rows marked
+    with the tag values they need (``when``)."""
     for name, field in model.model_fields.items():
+        if name == skip:
+            continue
         path = f"{prefix}{name}"
         annotation = _strip(field.annotation)
         members = _union_members(annotation)
-        if members is not None and "dist" in members[0].model_fields:
-            lines.append(f"| `{path}` | a distribution (below) | {_default(field)} | {_doc(field)} |")
+        if members is not None and "dist" in members[0].model_fields:  # a number or {dist: ...}
+            for member in members:
+                distributions.setdefault(_tag_of(member), member)
+            tags = ", ".join(f"`{_tag_of(m)}`" for m in members)
+            lines.append(_row(path, when, f"a number, or a distribution: {tags} (below)", _default(field), _doc(field)))
         elif members is not None:
             tag_key = next(k for k in ("name", "kind", "dist") if k in members[0].model_fields)
             tags = ", ".join(f"`{_tag_of(m)}`" for m in members)
-            lines.append(f"| `{path}.{tag_key}` | {tags} | {_default(field, tag_key)} | {_doc(field)} |")
+            meaning = "; ".join(filter(None, [_doc(field)] + [f"`{_tag_of(m)}`: {_class_doc(m)}" for m in members
+                                                               if tag_key != "name" and _class_doc(m)]))  # fmt: skip
+            lines.append(_row(f"{path}.{tag_key}", when, tags, _default(field, tag_key), meaning))
             for member in members:
-                _walk_variant(member, path, tag_key, lines)
+                condition = (f"{path}.{tag_key}", str(_tag_of(member)))
+                _walk(member, f"{path}.", lines, (*when, condition), distributions, skip=tag_key)
         elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            _walk(annotation, f"{path}.", lines)
+            _walk(annotation, f"{path}.", lines, when, distributions)
         else:
-            lines.append(f"| `{path}` | {_allowed(field.annotation, field)} | {_default(field)} | {_doc(field)} |")
+            lines.append(_row(path, when, _allowed(field.annotation, field), _default(field), _doc(field)))
 
 
-def _walk_variant(member: type[BaseModel], path: str, tag_key: str, lines: list[str]) -> None:
-    tag = _tag_of(member)
+def _row(path: str, when: tuple[tuple[str, str], ...], allowed: str, default: str, meaning: str) -> str:
+    condition = f" (when {', '.join(f'`{key}` = `{tag}`' for key, tag in when)})" if when else ""
+    return f"| `{path}`{condition} | {allowed} | {default} | {meaning} |"
+
+
+def _keys_with_defaults(member: type[BaseModel]) -> str:
+    parts = []
     for name, field in member.model_fields.items():
-        if name == tag_key:
+        if name == "dist":
             continue
-        sub = _strip(field.annotation)
-        if isinstance(sub, type) and issubclass(sub, BaseModel) and _union_members(sub) is None:
-            _walk(sub, f"{path}.{name}.", lines)
-            continue
-        lines.append(
-            f"| `{path}.{name}` (when {tag_key} = `{tag}`) | {_allowed(field.annotation, field)} | "
-            f"{_default(field)} | {_doc(field)} |"
-        )
+        nested = [m for m in typing.get_args(_strip(field.annotation)) if isinstance(m, type) and
+                  issubclass(m, BaseModel)]  # fmt: skip
+        if nested:  # tiers: a list of mappings
+            parts.append(f"`{name}`: a list of {{{', '.join(f'`{k}`' for k in nested[0].model_fields)}}}")
+        else:
+            default = _default(field)
+            parts.append(f"`{name}`" if default == "required" else f"`{name}` ({default})")
+    return ", ".join(parts)
+
+
+def _class_doc(member: type[BaseModel], whole: bool = False) -> str:
+    """The first paragraph of a class docstring (or all of it), on one line."""
+    doc = (member.__doc__ or "").strip()
+    doc = doc if whole else doc.split("\n\n")[0]
+    return " ".join(doc.split()).replace("|", "\\|")
 
 
 def _allowed(annotation: Any, field: Any) -> str:

@@ -113,7 +113,9 @@ class Trainer(Section):
     """How training jobs are executed (results are the same either way, to float tolerance)."""
 
     executor: Literal["auto", "batched", "sequential"] = Field(
-        default="auto", description="batched: torch.func vmap over clients; auto: whichever is faster here"
+        default="auto",
+        description="batched: torch.func vmap over clients; auto: a fixed rule, not timed: batched on CUDA, "
+        "and on CPU for models up to 1M parameters (asyncfl/learn/executors.py)",
     )
     chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")
 
@@ -129,6 +131,12 @@ class Server(Section):
     concurrency: int = Field(default=20, ge=1, description="k_async: clients training at once")
     max_staleness: int | None = Field(default=None, ge=0, description="k_async: drop older updates")
 
+
+# keys that only one server mode reads: set in the other mode they would be silently ignored
+MODE_KEYS = {
+    "sync": ("deadline_s", "late_updates", "clients_per_round"),
+    "k_async": ("k", "concurrency", "max_staleness"),
+}
 
 Algorithm = Annotated[Union[SYNC_ALGORITHMS + ASYNC_ALGORITHMS], Field(discriminator="name")]  # type: ignore[valid-type]
 SYNC_NAMES = tuple(cls.model_fields["name"].annotation.__args__[0] for cls in SYNC_ALGORITHMS)
@@ -195,22 +203,36 @@ class Scenario(Section):
     @model_validator(mode="before")
     @classmethod
     def _default_algorithm(cls, raw: object) -> object:
-        if isinstance(raw, dict) and raw.get("algorithm") is None:
+        if isinstance(raw, dict):
             server = raw.get("server")
-            mode = server.get("mode") if isinstance(server, dict) else None
-            raw = {**raw, "algorithm": {"name": "fedbuff" if mode == "k_async" else "fedavg"}}
+            mode = server.get("mode", "sync") if isinstance(server, dict) else "sync"
+            algorithm = raw.get("algorithm")
+            if algorithm is None:
+                raw = {**raw, "algorithm": {"name": "fedbuff" if mode == "k_async" else "fedavg"}}
+            elif isinstance(algorithm, dict) and isinstance(algorithm.get("name"), str):
+                # before the algorithm's own keys are checked: those of the other mode's algorithm
+                # (fedbuff's staleness for fedavg) would be reported instead of the real problem
+                mismatch = _mode_mismatch(mode, algorithm["name"])
+                if mismatch:
+                    raise ValueError(mismatch)
         return raw
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
         mode, name = self.server.mode, self.algorithm.name
-        if mode == "sync" and name not in SYNC_NAMES:
+        mismatch = _mode_mismatch(mode, name)
+        if mismatch:
+            raise ValueError(mismatch)
+        other = next(m for m in MODE_KEYS if m != mode)
+        ignored = [
+            f"server.{key} ({getattr(self.server, key)!r})"
+            for key in MODE_KEYS[other]
+            if getattr(self.server, key) != Server.model_fields[key].default
+        ]
+        if ignored:
             raise ValueError(
-                f"algorithm.name {name!r} needs server.mode k_async; sync algorithms are {', '.join(SYNC_NAMES)}"
-            )
-        if mode == "k_async" and name not in ASYNC_NAMES:
-            raise ValueError(
-                f"algorithm.name {name!r} needs server.mode sync; k_async algorithms are {', '.join(ASYNC_NAMES)}"
+                f"{', '.join(ignored)}: used only with server.mode {other}, but server.mode is {mode}, where it "
+                "would be ignored; remove it (or set it to null, or its default)"
             )
         if mode == "k_async" and self.server.k > self.data.clients:
             raise ValueError(
@@ -241,3 +263,12 @@ class Scenario(Section):
                 f"server.clients_per_round ({cpr}) is larger than the population (data.clients = {self.data.clients})"
             )
         return self
+
+
+def _mode_mismatch(mode: object, name: object) -> str | None:
+    """The error for an algorithm of the other server mode, or None."""
+    if mode == "sync" and name in ASYNC_NAMES:
+        return f"algorithm.name {name!r} needs server.mode k_async; sync algorithms are {', '.join(SYNC_NAMES)}"
+    if mode == "k_async" and name in SYNC_NAMES:
+        return f"algorithm.name {name!r} needs server.mode sync; k_async algorithms are {', '.join(ASYNC_NAMES)}"
+    return None

@@ -7,20 +7,22 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from asyncfl.config import ConfigError, apply_override, read_yaml
+from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
+from asyncfl.config.loading import check_trace_files
 from asyncfl.study.spec import Study, build_study, is_study
 
 
 def add_sweep_options(run: argparse.ArgumentParser) -> None:
-    group = run.add_argument_group("studies (scenario files with compare: / seeds:)")
+    group = run.add_argument_group("studies (scenario files with compare: / seeds:) and resuming")
     group.add_argument(
         "--executor", choices=("local", "ray"), help="run the variant x seed runs here (default) or as Ray tasks"
     )
     group.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
     group.add_argument("--gpus-per-task", type=float, help="GPUs per Ray task (default 0)")
     group.add_argument("--cpus-per-task", type=float, help="CPUs per Ray task (default 1)")
-    group.add_argument("--resume", type=Path, metavar="SWEEP_DIR",
-                       help="continue a sweep: skip finished runs, redo the others (FILE optional)")  # fmt: skip
+    group.add_argument("--resume", type=Path, metavar="DIR",
+                       help="continue a run (RUN_DIR: from its last checkpoint; give no FILE, --set, --seed or --out) "
+                            "or a sweep (SWEEP_DIR: skip finished runs, redo the others; FILE optional)")  # fmt: skip
 
 
 def add_compare_parser(sub) -> None:
@@ -28,7 +30,8 @@ def add_compare_parser(sub) -> None:
     compare.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     compare.add_argument("--out", type=Path, help="where to write (default runs/compare/<timestamp>)")
     compare.add_argument("--label", dest="labels", action="append", default=[],
-                         help="label per RUN_DIR (repeatable); equal labels = seeds of one variant")  # fmt: skip
+                         help="label per RUN_DIR (repeatable); equal labels = seeds of one variant, which must share "
+                              "every setting but the seed (default: the scenario name, split by setting)")  # fmt: skip
     compare.add_argument("--target", dest="targets", action="append", type=float, default=[],
                          help="target accuracy for the time-to-target table (repeatable)")  # fmt: skip
 
@@ -41,7 +44,9 @@ def load_raw(path: Path | None, overrides: list[str], resume: Path | None) -> tu
         path = resume / "study.yaml"
         if not path.is_file():
             raise ConfigError(f"--resume {resume}: not a sweep directory (no study.yaml).")
-    raw = read_yaml(path)
+        raw = read_yaml(path)  # written by the sweep, trace paths already resolved
+    else:
+        raw = read_scenario(path)
     for item in overrides:
         apply_override(raw, item)
     return raw, str(path)
@@ -133,6 +138,8 @@ def route(args: argparse.Namespace, overrides: list[str]) -> int | None:
             raise ConfigError(f"{source}: {', '.join(flags)} only apply to studies (files with compare: or seeds:).")
         return None
     study = study_from_args(raw, source, args)
+    for run in study.runs:  # before any run starts, not as one failure per run
+        check_trace_files(run.scenario)
     if args.command == "validate":
         return validate_study(study, source)
     return run_study(study, args)

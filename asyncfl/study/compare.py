@@ -104,7 +104,7 @@ def records_from_paths(paths: Sequence[Path], labels: Sequence[str] = ()) -> lis
     """Runs named on the command line: a sweep directory contributes all its runs (labelled by
     variant); a run directory is labelled ``--label`` (if given, one per path), else by its variant
     directory when it sits in ``<variant>/seed<N>/``, else by its scenario name.  Runs sharing a
-    label are treated as seeds of one variant."""
+    label are seeds of one variant only if their settings agree (see :func:`split_by_setting`)."""
     if labels and len(labels) != len(paths):
         raise ConfigError(f"--label: give one label per RUN_DIR ({len(paths)}), got {len(labels)}.")
     records: list[RunRecord] = []
@@ -117,7 +117,54 @@ def records_from_paths(paths: Sequence[Path], labels: Sequence[str] = ()) -> lis
             records.append(_single(path, labels[i] if labels else None))
         else:
             raise ConfigError(f"{path}: neither a run directory (metrics.csv) nor a sweep directory ({STUDY_FILE}).")
-    return records
+    return split_by_setting(records, explicit=bool(labels))
+
+
+# keys that do not change what a run learns: runs differing only here are seeds of one variant
+NOT_SETTINGS = ("name", "seed", "output", "checkpoint", "trainer")
+
+
+def split_by_setting(records: Sequence[RunRecord], explicit: bool) -> list[RunRecord]:
+    """Runs that share a label but were made with different settings (config.yaml, apart from
+    ``NOT_SETTINGS``) are not seeds of one variant: with labels chosen by the user that is an error
+    naming the differing keys; with derived labels (scenario name), each setting becomes its own
+    variant, labelled by its values of those keys."""
+    by_label: dict[str, list[RunRecord]] = {}
+    for record in records:
+        by_label.setdefault(record.label, []).append(record)
+    relabel: dict[Path, str] = {}
+    for label, runs in by_label.items():
+        settings = [_setting(r.path) for r in runs]
+        keys = sorted({k for s in settings for k in s if any(s.get(k) != other.get(k) for other in settings)})
+        if not keys:
+            continue
+        if explicit:
+            raise ConfigError(
+                f"--label {label}: these runs differ in {', '.join(keys)}, so they are not seeds of one variant "
+                "(only name, seed, output, checkpoint and trainer may differ); give them different labels."
+            )
+        for run, setting in zip(runs, settings):
+            relabel[run.path] = f"{label} (" + ", ".join(f"{k}={setting.get(k)}" for k in keys) + ")"
+    return [RunRecord(relabel.get(r.path, r.label), r.seed, r.path) for r in records]
+
+
+def _setting(run_dir: Path) -> dict[str, object]:
+    """A run's config.yaml as {dotted key: value}, without the keys in ``NOT_SETTINGS``."""
+    import yaml
+
+    path = run_dir / "config.yaml"
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    flat: dict[str, object] = {}
+
+    def walk(node: object, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{prefix}{key}.")
+        else:
+            flat[prefix.rstrip(".")] = node
+
+    walk({k: v for k, v in (config or {}).items() if k not in NOT_SETTINGS}, "")
+    return flat
 
 
 def _single(path: Path, label: str | None) -> RunRecord:

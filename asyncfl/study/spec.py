@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from asyncfl.config import ConfigError, Scenario, apply_override, read_yaml, validate_scenario
+from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario, validate_scenario
 from asyncfl.config.loading import dotted_parent
 
 STUDY_KEYS = ("compare", "seeds", "targets")
@@ -68,7 +68,7 @@ def is_study(raw: Mapping[str, Any]) -> bool:
 
 
 def load_study(path: str | Path, overrides: Iterable[str] = ()) -> Study:
-    raw = read_yaml(path)
+    raw = read_scenario(path)
     for item in overrides:
         apply_override(raw, item)
     return build_study(raw, source=str(path))
