@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import events, run, table
 from matplotlib.collections import PolyCollection
@@ -211,11 +213,23 @@ def test_an_old_run_directory_says_what_it_lacks(runs, tmp_path):
     assert "has no updates.csv" in done.stderr and "run its scenario again" in done.stderr
 
 
-def test_participation_tick_labels_do_not_overlap(runs):
-    fig = draw_participation(runs["sync"])
+@pytest.mark.parametrize("sigma", [0.8, 1.5])
+def test_participation_tick_labels_do_not_overlap(tmp_path, sigma):
+    """10^5 clients with log-normal speeds over 3 to 6 decades (the old labels overlapped on both axes)."""
+    rng = np.random.default_rng(0)
+    n = 100_000
+    attempts = rng.integers(1, 11, n)
+    delivered = attempts // 2
+    pd.DataFrame({
+        "client": np.arange(n), "samples_per_s": np.round(60 * np.exp(sigma * rng.standard_normal(n)), 6),
+        "availability_p": rng.uniform(0.1, 1, n), "attempts": attempts, "participations": delivered,
+        "failed_offline": attempts - delivered, "failed_battery": 0, "failed_deadline": 0,
+    }).to_csv(tmp_path / "clients.csv", index=False)  # fmt: skip
+    fig = draw_participation(tmp_path)
     fig.canvas.draw()
     left, right = fig.axes[:2]  # then the colour bar
-    assert len(right.get_xticklabels()) == 5  # lognormal speeds: quintiles
+    assert len(right.get_xticklabels()) == 5  # speed quintiles
+    assert all("20,000 clients" in t.get_text() for t in right.get_xticklabels())
     for ax in (left, right):
         low, high = ax.get_xlim()
         shown = [t for t in ax.get_xticklabels() if t.get_text() and low <= t.get_position()[0] <= high]

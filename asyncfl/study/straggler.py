@@ -236,7 +236,8 @@ def draw_participation(run_dir: Path) -> Figure | None:
     else:
         left.scatter(speed_shown, delivered, color="#4c72b0", s=size, edgecolor="none")
     left.set_xscale("log")
-    left.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=12))
+    decades = np.log10(speed.max() / speed.min()) if speed.min() > 0 else math.inf
+    left.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if decades <= 3.5 else (1.0,), numticks=12))
     left.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _speed(v)))
     left.xaxis.set_minor_formatter(NullFormatter())
     left.yaxis.set_major_locator(MaxNLocator(integer=True))
