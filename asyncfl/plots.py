@@ -99,7 +99,7 @@ def plot_timing(run_dir: Path, title: str | None = None) -> Path:
     ax_updates.set_xlabel("virtual wall-clock time (s)")
     ax_updates.set_ylabel("updates per aggregation")
     ax_length.set_xlabel("aggregations (rounds / versions)")
-    ax_length.set_ylabel("virtual seconds since the previous aggregation")
+    ax_length.set_ylabel("virtual s since the previous aggregation")
     for ax in (ax_updates, ax_length):
         ax.grid(alpha=0.3)
     fig.suptitle(f"{run_title(run_dir, title)}, timing only")
