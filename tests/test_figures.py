@@ -84,6 +84,12 @@ def test_every_file_a_run_or_a_sweep_writes_is_documented(runs, tmp_path):
     for expected in ("updates.csv", "timeline_tasks.csv", "offline_periods.csv", "timeline.png", "study.yaml"):
         assert expected in written
     assert "checkpoint.pt" not in written  # a run that ended drops it (see test below)
+    algorithms = Path(__file__).resolve().parents[1] / "asyncfl" / "algorithms"
+    for source in algorithms.glob("*.py"):  # tables a strategy writes at the end (extra_outputs)
+        text = source.read_text(encoding="utf-8")
+        if "def extra_outputs" in text:
+            written |= set(re.findall(r'"(\w+\.csv)"', text.split("def extra_outputs", 1)[1]))
+    assert {"fedar_exclusions.csv", "fl_fdms_similarity.csv"} <= written
     undocumented = written - documented_files()
     assert not undocumented, f"write these into README's 'What a run writes': {sorted(undocumented)}"
 
