@@ -53,6 +53,8 @@ def render_run_figures(
     """Every figure whose data the run directory holds; returns the files written.  A figure whose
     files an older run directory lacks is skipped with a note on stderr.  ``window`` and ``clients``:
     see :func:`draw_timeline`."""
+    if clients is not None and (run_dir / "timeline_tasks.csv").is_file():
+        _timeline_rows(run_dir, {}, clients)  # a bad --clients fails before anything is redrawn
     out = [plot_accuracy_vs_time(run_dir, title)]
     draws = (
         lambda: plot_timeline(run_dir, window, clients),
