@@ -201,6 +201,8 @@ def test_plot_command_takes_window_and_clients_and_rejects_bad_values(runs, caps
         (["--clients", "0"], "--clients 0: expected a count"),
         (["--clients", "33"], "--clients 33: this run recorded the tasks of 32 clients"),
         (["--clients", "100000"], "recorded the tasks of 32 clients"),
+        (["--clients", "1,2,99"], "client(s) 99 are not on this run's timeline"),
+        (["--window", "1e6:"], "--window 1e+06:: the run's records end at"),
     ):
         assert main(["plot", sync, *args]) == 2
         assert message in capsys.readouterr().err

@@ -53,8 +53,11 @@ def render_run_figures(
     """Every figure whose data the run directory holds; returns the files written.  A figure whose
     files an older run directory lacks is skipped with a note on stderr.  ``window`` and ``clients``:
     see :func:`draw_timeline`."""
-    if clients is not None and (run_dir / "timeline_tasks.csv").is_file():
-        _timeline_rows(run_dir, {}, clients)  # a bad --clients fails before anything is redrawn
+    if clients is not None:
+        try:
+            _timeline_rows(run_dir, {}, clients)  # a bad --clients fails before anything is redrawn
+        except NotRecorded:
+            pass  # said below, when the timeline is skipped
     out = [plot_accuracy_vs_time(run_dir, title)]
     draws = (
         lambda: plot_timeline(run_dir, window, clients),
@@ -101,7 +104,7 @@ def parse_clients(text: str | None) -> int | list[int] | None:
         raise ConfigError(problem) from None
     if any(v < (1 if len(values) == 1 else 0) for v in values):
         raise ConfigError(problem)
-    return values[0] if "," not in text else values
+    return values[0] if "," not in text else list(dict.fromkeys(values))
 
 
 def _clients(run_dir: Path) -> pd.DataFrame:
@@ -153,6 +156,8 @@ def draw_timeline(
         until = aggregations[TIMELINE_AGGREGATIONS - 1] if len(aggregations) >= TIMELINE_AGGREGATIONS else last
     else:
         start, until = window[0], window[1] if window[1] is not None else last
+        if start >= until:
+            raise ConfigError(f"--window {start:g}:: the run's records end at {last:,.1f} virtual s; start earlier.")
     offline = offline_periods(run_dir)
     row = {c: i for i, c in enumerate(chosen)}
     fig, ax = plt.subplots(figsize=(11, 0.42 * len(chosen) + 1.6), layout="constrained")
