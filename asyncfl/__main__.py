@@ -30,6 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     plot = sub.add_parser("plot", help="re-render the figures of a run (or sweep) directory")
     plot.add_argument("run_dir", type=Path)
+    plot.add_argument("--window", metavar="START:END",
+                      help="timeline.png: virtual seconds e.g. 100:400 or 500: (default: first 30 rounds)")  # fmt: skip
+    plot.add_argument("--clients", metavar="N|ID,ID,...",
+                      help="timeline.png: how many recorded clients (default 16), or which ones")  # fmt: skip
     add_compare_parser(sub)
     reference = sub.add_parser("reference", help="print every scenario key with its default and allowed values")
     reference.add_argument("--update", type=Path, metavar="README", help="rewrite the reference block in this file")
@@ -67,7 +71,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(reference_markdown())
         return 0
     if args.command == "plot":
-        return plot_dir(args.run_dir)
+        return plot_dir(args.run_dir, args.window, args.clients)
     if args.command == "compare":
         return compare_dirs(args)
     overrides = list(args.overrides)
@@ -93,7 +97,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         run_dir = run_scenario(scenario, args.out, quiet=args.quiet)
     except RunInterrupted as exc:
         return _interrupted(exc.run_dir)
-    return _finished(run_dir, scenario.output.plot)
+    return _finished(run_dir)
 
 
 def _resume_run(args: argparse.Namespace, overrides: list[str]) -> int:
@@ -115,7 +119,7 @@ def _resume_run(args: argparse.Namespace, overrides: list[str]) -> int:
         run_dir = resume_run(args.resume, quiet=args.quiet)
     except RunInterrupted as exc:
         return _interrupted(exc.run_dir)
-    return _finished(run_dir, load_scenario(run_dir / "config.yaml").output.plot)
+    return _finished(run_dir)
 
 
 def _interrupted(run_dir: Path) -> int:
@@ -123,21 +127,18 @@ def _interrupted(run_dir: Path) -> int:
     import shlex
 
     print(
-        f"interrupted: summary.json, the logs and the figure of what has run are in {run_dir}; continue it with\n"
+        f"interrupted: summary.json, the logs and the figures of what has run are in {run_dir}; continue it with\n"
         f"  python -m asyncfl run --resume {shlex.quote(str(run_dir))}",
         file=sys.stderr,
     )
     return 130
 
 
-def _finished(run_dir: Path, plot: bool) -> int:
-    """Figures, the run directory on stdout, and an exit status that says whether the run diverged."""
+def _finished(run_dir: Path) -> int:
+    """The run directory on stdout (its figures are drawn by the run), and an exit status that says
+    whether the run diverged."""
     import json
 
-    if plot:
-        from asyncfl.study.straggler import render_run_figures
-
-        render_run_figures(run_dir)
     print(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
     if summary["status"] == "diverged":

@@ -2,18 +2,45 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Sequence
 
 import matplotlib
+import yaml
 
 matplotlib.use("Agg")  # no display on servers and CI
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from asyncfl.results import read_csv  # noqa: E402
 
 
 def _floats(rows: list[dict[str, str]], key: str) -> list[float]:
     return [float(r[key]) if r[key] != "" else float("nan") for r in rows]
+
+
+def accuracy_limits(values: Sequence[float]) -> tuple[float, float]:
+    """y range for accuracies: the data's range plus 5 % of it each side (at least 0.02), kept in
+    [0, 1], so that the part of the curve that moves is not squashed into a band of a 0-1 axis."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return 0.0, 1.0
+    lo, hi = min(finite), max(finite)
+    pad = max(0.05 * (hi - lo), 0.02)
+    return max(0.0, lo - pad), min(1.0, hi + pad)
+
+
+def run_title(run_dir: Path, name: str | None = None) -> str:
+    """``name: algorithm (mode, K)``, from the run's config.yaml; ``name`` defaults to the scenario's."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        return name or run_dir.name
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    server = config.get("server", {})
+    mode = server.get("mode", "sync")
+    detail = f"k_async, K={server.get('k')}" if mode == "k_async" else mode
+    return f"{name or config.get('name', run_dir.name)}: {config.get('algorithm', {}).get('name', '?')} ({detail})"
 
 
 def plot_accuracy_vs_time(run_dir: Path, title: str | None = None) -> Path:
@@ -25,20 +52,26 @@ def plot_accuracy_vs_time(run_dir: Path, title: str | None = None) -> Path:
     if not rows and (run_dir / "rounds.csv").is_file():
         return plot_timing(run_dir, title)
     out = run_dir / "accuracy_vs_time.png"
+    fig = draw_accuracy(run_dir, rows, title)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def draw_accuracy(run_dir: Path, rows: list[dict[str, str]], title: str | None = None) -> Figure:
     fig, (ax_time, ax_round) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    accuracy = _floats(rows, "test_accuracy")
     if rows:
-        ax_time.plot(_floats(rows, "time"), _floats(rows, "test_accuracy"), marker=".", lw=1.5)
-        ax_round.plot(_floats(rows, "round"), _floats(rows, "test_accuracy"), marker=".", lw=1.5, color="C1")
+        ax_time.plot(_floats(rows, "time"), accuracy, marker=".", lw=1.5)
+        ax_round.plot(_floats(rows, "round"), accuracy, marker=".", lw=1.5, color="C1")
     ax_time.set_xlabel("virtual wall-clock time (s)")
     ax_round.set_xlabel("aggregations (rounds / versions)")
     for ax in (ax_time, ax_round):
         ax.set_ylabel("test accuracy")
-        ax.set_ylim(0, 1)
+        ax.set_ylim(*accuracy_limits(accuracy))
         ax.grid(alpha=0.3)
-    fig.suptitle(title or run_dir.parent.name)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    fig.suptitle(run_title(run_dir, title))
+    return fig
 
 
 FAILURES = (("failed_offline", "offline"), ("failed_battery", "battery"), ("failed_deadline", "deadline"))
@@ -66,10 +99,10 @@ def plot_timing(run_dir: Path, title: str | None = None) -> Path:
     ax_updates.set_xlabel("virtual wall-clock time (s)")
     ax_updates.set_ylabel("updates per aggregation")
     ax_length.set_xlabel("aggregations (rounds / versions)")
-    ax_length.set_ylabel("virtual seconds since the previous aggregation")
+    ax_length.set_ylabel("virtual s since the previous aggregation")
     for ax in (ax_updates, ax_length):
         ax.grid(alpha=0.3)
-    fig.suptitle(f"{title or run_dir.parent.name} (timing only)")
+    fig.suptitle(f"{run_title(run_dir, title)}, timing only")
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out

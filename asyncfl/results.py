@@ -14,7 +14,7 @@ import os
 from datetime import datetime
 from itertools import repeat
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -25,6 +25,13 @@ ROUNDS_COLUMNS = (
     "time", "round", "started", "selected", "received", "late", "failed_offline", "failed_battery",
     "failed_deadline", "dropped_stale", "staleness_mean", "staleness_max",
 )  # fmt: skip
+# written during the run so that figures never re-parse events.jsonl nor re-simulate anything
+UPDATES_COLUMNS = ("version", "client", "base_version", "staleness")
+TASKS_COLUMNS = ("client", "base_version", "start_s", "download_s", "compute_s", "upload_s", "end_s", "outcome")
+OFFLINE_COLUMNS = ("client", "offline_from_s", "offline_until_s")
+TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
+PHASES = ("download", "compute", "upload")
+MAX_OFFLINE_PERIODS = 20_000  # per client: guards a pathological availability pattern
 
 
 def new_run_dir(base: Path, name: str) -> Path:
@@ -110,16 +117,23 @@ class RunDirectory:
         event_sample: int = 100,
         extra_metrics: Iterable[str] = (),
         offsets: Mapping[str, int] | None = None,
+        timeline: Iterable[int] = (),
     ) -> None:
         """``events``: ``all`` logs every client, ``sample`` clients 0 .. event_sample-1 (server events
         are always kept), ``none`` writes no events.jsonl at all.  ``offsets`` (from
-        :meth:`offsets`) resumes every log where a checkpoint left it."""
+        :meth:`offsets`) resumes every log where a checkpoint left it.  ``timeline``: the clients
+        whose every task goes to timeline_tasks.csv (whatever ``events`` says)."""
         if events not in ("all", "sample", "none"):
             raise ValueError(f"output.events must be all, sample or none, got {events!r}")
         self.path = path
         at = dict(offsets or {})
         self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
         self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS, at.get("rounds.csv"))
+        self.updates = CsvLog(path / "updates.csv", UPDATES_COLUMNS, at.get("updates.csv"))
+        self.tasks = CsvLog(path / "timeline_tasks.csv", TASKS_COLUMNS, at.get("timeline_tasks.csv"))
+        self.timeline = frozenset(timeline)
+        self.open_tasks: dict[int, dict[str, float]] = {}  # timeline client -> phase -> start time
+        self.open_versions: dict[int, int] = {}  # timeline client -> base version of its running task
         self.events = None
         if events != "none":
             resume_at = at.get("events.jsonl")
@@ -135,18 +149,62 @@ class RunDirectory:
             self.weights = CsvLog(path / "weights.csv", header, at["weights.csv"])
 
     def logs_client(self, client: int) -> bool:
-        """Does events.jsonl keep this client's lines?"""
-        return self.events is not None and client < self.event_limit
+        """Does this client's every event matter (events.jsonl keeps it, or the timeline shows it)?"""
+        return (self.events is not None and client < self.event_limit) or client in self.timeline
 
-    def event(self, t: float, client: int | None, event: str, version: int | None, reason: str | None) -> None:
+    def event(
+        self, t: float, client: int | None, event: str, version: int | None, reason: str | None, replaying: bool = False
+    ) -> None:
         """One JSON line ``{"t","client","event","round"[,"reason"]}``, formatted by hand: at 10^5
-        clients ``json.dumps`` dominated the run (same text, see tests/test_timing_only.py)."""
-        if self.events is None or (client is not None and client >= self.event_limit):
+        clients ``json.dumps`` dominated the run (same text, see tests/test_timing_only.py).
+        ``replaying`` (resuming up to a checkpoint): the lines are already on disk; only the phases
+        of the timeline clients' running tasks are noted, so a task that spans the checkpoint is whole."""
+        if client in self.timeline:
+            self._task_event(t, client, event, version, reason, replaying)
+        if replaying or self.events is None or (client is not None and client >= self.event_limit):
             return
         who = "null" if client is None else int(client)
         rnd = "null" if version is None else int(version)
         tail = "}\n" if reason is None else f',"reason":"{reason}"}}\n'
         self.events.write(f'{{"t":{round(t, 9)!r},"client":{who},"event":"{event}","round":{rnd}{tail}')
+
+    def _task_event(self, t: float, client: int, event: str, version: int, reason: str | None, replaying: bool) -> None:
+        if event in PHASES:
+            self.open_tasks.setdefault(client, {})[event] = t
+            self.open_versions[client] = version
+        elif event in ("arrive", "fail"):
+            phases = self.open_tasks.pop(client, {})
+            if not replaying:
+                self._task_row(client, version, phases, t, "delivered" if event == "arrive" else reason)
+
+    def _task_row(self, client: int, version: int, phases: dict[str, float], end: float, outcome: str | None) -> None:
+        self.tasks.write({
+            "client": client, "base_version": version, "start_s": phases.get("download", end),
+            **{f"{p}_s": phases.get(p, math.nan) for p in PHASES}, "end_s": end, "outcome": outcome,
+        })  # fmt: skip
+
+    def end_open_tasks(self, now: float) -> None:
+        """The timeline clients' tasks still running when the run stops, cut at ``now`` (outcome ``running``)."""
+        for client, phases in sorted(self.open_tasks.items()):
+            self._task_row(client, self.open_versions[client], phases, now, "running")
+        self.open_tasks.clear()
+
+    def aggregated(self, version: int, clients: Iterable[int], staleness: Iterable[int]) -> None:
+        """updates.csv: one row per update aggregated into ``version`` (base version = version - 1 -
+        staleness), written as one block: a sync round at 10^5 clients aggregates 10^5 updates."""
+        self.updates.handle.write(
+            "".join(f"{version},{c},{version - 1 - tau},{tau}\n" for c, tau in zip(clients, staleness))
+        )
+
+    def write_offline_periods(self, models: Mapping[int, Any], until: float, rounds: list[tuple[float, float, int]]):
+        """offline_periods.csv: every offline period in [0, until] of the timeline clients, asked of
+        their availability models at the end of the run (they are pure functions of time and round).
+        ``rounds``: (start, close, round index) of every aggregation, for the round-indexed models."""
+        lines = [",".join(OFFLINE_COLUMNS)]
+        for client in sorted(models):
+            spans = offline_periods(models[client], until, rounds)
+            lines += [f"{client},{round(a, 6)!r},{round(b, 6)!r}" for a, b in spans if math.isfinite(b)]
+        write_atomic(self.path / "offline_periods.csv", "\n".join(lines) + "\n")
 
     def weight_rows(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
@@ -161,14 +219,17 @@ class RunDirectory:
 
     def offsets(self) -> dict[str, int]:
         """Bytes written to each log so far (call after :meth:`flush`): what a checkpoint records."""
-        logs = {"metrics.csv": self.metrics, "rounds.csv": self.rounds, "weights.csv": self.weights}
+        logs = {
+            "metrics.csv": self.metrics, "rounds.csv": self.rounds, "weights.csv": self.weights,
+            "updates.csv": self.updates, "timeline_tasks.csv": self.tasks,
+        }  # fmt: skip
         out = {name: log.handle.tell() for name, log in logs.items() if log is not None}
         if self.events is not None:
             out["events.jsonl"] = self.events.tell()
         return out
 
     def flush(self) -> None:
-        for log in (self.metrics, self.rounds, self.weights):
+        for log in (self.metrics, self.rounds, self.weights, self.updates, self.tasks):
             if log is not None:
                 log.flush()
         if self.events is not None:
@@ -191,7 +252,7 @@ class RunDirectory:
 
     def close(self) -> None:
         self.flush()
-        for log in (self.metrics, self.rounds, self.weights):
+        for log in (self.metrics, self.rounds, self.weights, self.updates, self.tasks):
             if log is not None:
                 log.close()
         if self.events is not None:
@@ -201,3 +262,38 @@ class RunDirectory:
 def read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+def timeline_sample(speeds: Sequence[float], count: int = TIMELINE_SAMPLE) -> list[int]:
+    """Up to ``count`` clients at evenly spaced ranks of device speed (ties: lower id first), so the
+    timeline shows the whole range from the slowest to the fastest device."""
+    ranked = sorted(range(len(speeds)), key=lambda c: (speeds[c], c))
+    if len(ranked) > count:
+        ranked = [ranked[round(i * (len(ranked) - 1) / (count - 1))] for i in range(count)]
+    return sorted(ranked)
+
+
+def offline_periods(model: Any, until: float, rounds: list[tuple[float, float, int]]) -> list[tuple[float, float]]:
+    """The [from, until) periods in [0, until] during which ``model`` (an availability process) is offline."""
+    if _round_indexed(model):  # one state per round, held from the round's start to its close
+        return [(s, min(e, until)) for s, e, rnd in rounds if s < until and not model.online(s, rnd)]
+    out: list[tuple[float, float]] = []
+    t = 0.0
+    while t < until and len(out) < MAX_OFFLINE_PERIODS:
+        if model.online(t, 0):
+            nxt = model.next_offline(t, 0)
+            if nxt <= t:
+                break
+        else:
+            nxt = model.next_online(t)
+            out.append((t, min(nxt, until)))
+        t = nxt
+    return out
+
+
+def _round_indexed(model: Any) -> bool:
+    from asyncfl.sim import availability as av
+
+    if isinstance(model, av.Bernoulli):
+        return model.slot_s is None
+    return isinstance(model, (av.MarkovRounds, av.CyclicRounds, av.ClusterDropout))

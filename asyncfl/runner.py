@@ -20,6 +20,8 @@ import yaml
 from tqdm import tqdm
 
 from asyncfl.algorithms import make_strategy
+from asyncfl.checkpoint import FILE as CHECKPOINT_FILE
+from asyncfl.checkpoint import FINAL
 from asyncfl.config import ConfigError
 from asyncfl.config.schema import Scenario
 from asyncfl.learn.executors import make_trainer
@@ -28,7 +30,7 @@ from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import AggregationReport, Learner
-from asyncfl.results import RunDirectory, new_run_dir, write_atomic
+from asyncfl.results import RunDirectory, new_run_dir, timeline_sample, write_atomic
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, Work
 from asyncfl.sim.population import build_clients, participation_probabilities
@@ -120,7 +122,9 @@ class Simulation:
         )
         self.class_columns = [f"accuracy_class_{c}" for c in range(num_classes)] if s.eval.per_class else []
         offsets = resume["offsets"] if resume else None
-        self.out = RunDirectory(run_dir, s.output.events, s.output.event_sample, self.class_columns, offsets)
+        timeline = timeline_sample([c.profile.samples_per_s for c in self.clients])
+        self.out = RunDirectory(run_dir, s.output.events, s.output.event_sample, self.class_columns, offsets, timeline)
+        self.round_spans: list[tuple[float, float, int]] = []  # (start, close, round) for offline_periods.csv
         self.progress = Progress()
         self.bar = None
         self.last_checkpoint = (0, 0.0)  # (version, virtual time) of the latest checkpoint
@@ -181,10 +185,11 @@ class Simulation:
             self.learner.submit(plan)
 
     def _log(self, t: float, client: int | None, event: str, version: int | None, reason: str | None) -> None:
-        if self.resume is None:  # while replaying up to a checkpoint the lines are already on disk
-            self.out.event(t, client, event, version, reason)
+        # while replaying up to a checkpoint the lines are already on disk
+        self.out.event(t, client, event, version, reason, replaying=self.resume is not None)
 
     def _close_round(self, info: RoundInfo) -> bool:
+        self.round_spans.append((info.started, info.time, info.round))
         if self.resume is not None:
             return self._replay_round()
         updates = self.learner.collect_updates(info)  # training: Ctrl-C may land here at any moment
@@ -198,6 +203,7 @@ class Simulation:
         self.progress.staleness.extend(report.staleness)
         self.out.event(info.time, None, "aggregate", report.version, None)
         self.out.rounds.write(_rounds_row(info, report))
+        self.out.aggregated(report.version, [u.client for u in updates], report.staleness)
         self.out.weight_rows(report.weight_rows)
         nonfinite_loss = bool(report.staleness) and not math.isfinite(report.train_loss)
         if self.learner.diverged() or (nonfinite_loss and not s.timing_only):
@@ -296,7 +302,9 @@ class Simulation:
             p.target_time, p.target_round = now, version
 
     def finish(self, now: float) -> None:
-        """Write clients.csv, summary.json and the figure for whatever has run."""
+        """Write clients.csv, offline_periods.csv, summary.json and the figures for whatever has run.
+        A run that ended (not interrupted) drops its checkpoint: ``--resume`` refuses ended runs, and
+        a strategy's memory (MIFA: one update per client) can make it the largest file by far."""
         s, p = self.scenario, self.progress
         accuracies = self.learner.client_accuracies() if s.eval.per_client and p.status != "diverged" else []
         rows = [
@@ -309,12 +317,20 @@ class Simulation:
         self.out.write_table("clients.csv", rows)
         for name, rows in getattr(self.learner.strategy, "extra_outputs", dict)().items():
             self.out.write_table(name, rows)
+        self.out.end_open_tasks(now)
         self.out.close()
-        self.out.write_json("summary.json", self.summary(now))
+        models = {c: self.clients[c].availability for c in sorted(self.out.timeline)}
+        self.out.write_offline_periods(models, now, self.round_spans)
+        summary = {**self.summary(now), "timeline_clients": sorted(self.out.timeline)}
+        self.out.write_json("summary.json", summary)
         if s.output.plot:
-            from asyncfl.plots import plot_accuracy_vs_time  # matplotlib: 0.5 s of start-up only plots need
+            from asyncfl.study.straggler import render_run_figures
 
-            plot_accuracy_vs_time(self.out.path, s.name)
+            started = time.perf_counter()
+            render_run_figures(self.out.path)
+            self.out.write_json("summary.json", {**summary, "figures_seconds": time.perf_counter() - started})
+        if p.status in FINAL:
+            (self.out.path / CHECKPOINT_FILE).unlink(missing_ok=True)
 
     def summary(self, now: float) -> dict:
         p, s = self.progress, self.scenario

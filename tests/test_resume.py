@@ -48,6 +48,7 @@ MODES = {
     ),
 }
 LOGS = ("metrics.csv", "rounds.csv", "weights.csv", "clients.csv")
+LOGS += ("updates.csv", "timeline_tasks.csv", "offline_periods.csv")  # what the figures read
 
 
 class Killed(BaseException):

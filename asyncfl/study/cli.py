@@ -92,25 +92,24 @@ def run_study(study: Study, args: argparse.Namespace) -> int:
     return 1 if result.failures else 0
 
 
-def plot_dir(path: Path) -> int:
-    """Re-render a run's figures, or a sweep's comparison (and every run's figures)."""
-    from asyncfl.plots import plot_accuracy_vs_time
+def plot_dir(path: Path, window: str | None = None, clients: str | None = None) -> int:
+    """Re-render a run's figures, or a sweep's comparison (and every run's figures); ``window`` and
+    ``clients`` choose what timeline.png shows (see asyncfl.study.straggler.draw_timeline)."""
     from asyncfl.study.compare import sweep_records, write_comparison
-    from asyncfl.study.straggler import render_run_figures
+    from asyncfl.study.straggler import parse_clients, parse_window, render_run_figures
 
+    span, rows = parse_window(window), parse_clients(clients)
     if (path / "study.yaml").is_file():
         raw = read_yaml(path / "study.yaml")
         records = sweep_records(path)
         for record in records:
-            plot_accuracy_vs_time(record.path, record.label)
-            render_run_figures(record.path)
+            render_run_figures(record.path, record.label, span, rows)
         for written in write_comparison(path, records, raw.get("targets") or (), title=str(raw.get("name", ""))):
             print(written)
         return 0
     if not (path / "metrics.csv").is_file():
         raise ConfigError(f"{path}: not a run directory (no metrics.csv) nor a sweep directory (no study.yaml).")
-    print(plot_accuracy_vs_time(path))
-    for written in render_run_figures(path):
+    for written in render_run_figures(path, window=span, clients=rows):
         print(written)
     return 0
 

@@ -12,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from asyncfl.plots import accuracy_limits  # noqa: E402
+
 XLABELS = {
     "time": "virtual wall-clock time (s)",
     "round": "aggregations (sync rounds / async versions)",
@@ -51,7 +53,8 @@ def plot_comparison(
         ax.axhline(target, color="0.3", lw=0.8, ls="--", label=f"target accuracy {names}" if j == 0 else None)
     ax.set_xlabel(XLABELS[axis])
     ax.set_ylabel("test accuracy (mean ± std over seeds)")
-    ax.set_ylim(0, 1)
+    band = [float(r["accuracy_mean"]) + sign * float(r["accuracy_std"] or 0) for r in rows for sign in (-1, 0, 1)]
+    ax.set_ylim(*accuracy_limits(band + list(targets)))  # the data's range, not 0-1
     ax.set_xlim(left=0)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=9)

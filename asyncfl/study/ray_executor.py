@@ -20,11 +20,11 @@ from asyncfl.config import ConfigError
 from asyncfl.study.sweep import Job, describe, run_job
 
 
-def run_in_scratch(scenario: dict, plot: bool) -> tuple[dict, dict[str, bytes]]:
+def run_in_scratch(scenario: dict) -> tuple[dict, dict[str, bytes]]:
     """The body of a Ray task: one run in a temporary directory, returned as {relative path: bytes}."""
     with tempfile.TemporaryDirectory(prefix="asyncfl-") as tmp:
         run_dir = Path(tmp) / "run"
-        summary = run_job(scenario, run_dir, plot)
+        summary = run_job(scenario, run_dir)
         files = {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     return summary, files
 
@@ -58,7 +58,7 @@ def run_on_ray(
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     try:
         task = ray.remote(run_in_scratch).options(num_cpus=cpus_per_task, num_gpus=gpus_per_task)
-        pending = {task.remote(job.scenario, job.plot): job for job in jobs}
+        pending = {task.remote(job.scenario): job for job in jobs}
         failures: list[tuple[Job, str]] = []
         done = 0
         while pending:

@@ -41,7 +41,6 @@ class Job:
     seed: int
     scenario: dict  # the validated scenario as plain JSON data (what crosses to a Ray worker)
     run_dir: Path
-    plot: bool
     resume: bool = False  # continue the partial run in run_dir from its checkpoint
 
 
@@ -118,11 +117,11 @@ def plan_jobs(study: Study, sweep_dir: Path, keep_checkpoints: bool = False) -> 
             continue
         if keep_checkpoints and (run_dir / CHECKPOINT).is_file():
             _check_same(run_dir, scenario)
-            jobs.append(Job(spec.variant, spec.seed, scenario, run_dir, spec.scenario.output.plot, resume=True))
+            jobs.append(Job(spec.variant, spec.seed, scenario, run_dir, resume=True))
             continue
         if run_dir.exists():
             shutil.rmtree(run_dir)
-        jobs.append(Job(spec.variant, spec.seed, scenario, run_dir, spec.scenario.output.plot))
+        jobs.append(Job(spec.variant, spec.seed, scenario, run_dir))
     return jobs, skipped
 
 
@@ -148,8 +147,9 @@ def _differences(a: object, b: object, prefix: str = "") -> list[str]:
     return [] if a == b else [prefix.rstrip(".")]
 
 
-def run_job(scenario: dict, run_dir: Path, plot: bool, resume: bool = False) -> dict:
-    """One run from plain scenario data (or its checkpoint) to a finished run directory and figures."""
+def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
+    """One run from plain scenario data (or its checkpoint) to a finished run directory (with its
+    figures when ``output.plot``: the run draws them)."""
     from asyncfl.config import validate_scenario
     from asyncfl.runner import resume_run, run_scenario
 
@@ -157,10 +157,6 @@ def run_job(scenario: dict, run_dir: Path, plot: bool, resume: bool = False) -> 
         resume_run(run_dir, quiet=True)
     else:
         run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
-    if plot:
-        from asyncfl.study.straggler import render_run_figures
-
-        render_run_figures(run_dir)
     return read_summary(run_dir)
 
 
@@ -168,7 +164,7 @@ def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, 
     failures = []
     for i, job in enumerate(jobs, start=1):
         try:
-            summary = run_job(job.scenario, job.run_dir, job.plot, job.resume)
+            summary = run_job(job.scenario, job.run_dir, job.resume)
         except Exception as exc:  # one broken run must not lose the others
             failures.append((job, f"{type(exc).__name__}: {exc}"))
             log(f"[{i}/{len(jobs)}] {job.variant} seed{job.seed}: FAILED: {exc}")
