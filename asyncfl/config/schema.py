@@ -112,8 +112,10 @@ class Training(Section):
 class Trainer(Section):
     """How training jobs are executed (results are the same either way, to float tolerance)."""
 
-    executor: Literal["auto", "batched", "sequential"] = Field(
-        default="auto", description="batched: torch.func vmap over clients; auto: whichever is faster here"
+    executor: Literal["auto", "fused", "batched", "sequential"] = Field(
+        default="auto",
+        description="fused: batched matrix products (Linear/ReLU models); batched: torch.func vmap over clients "
+        "(any model); auto: the fastest of these for the model and device (asyncfl.learn.executors)",
     )
     chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")
 

@@ -2,8 +2,13 @@
 
 The timing world submits a job when a task that will deliver starts; the result is computed only
 when the server aggregates it.  A trainer with ``batched = True`` then gets every outstanding job
-with the same base version in one call; a sequential trainer gets just the one asked for.  Base
-parameter vectors are kept only while some outstanding job still needs them.
+not yet computed in one call, whatever base version each started from (a job's result depends
+only on its inputs, and a batched trainer takes one base row per job); a sequential trainer gets
+just the one asked for.  Base parameter vectors are kept only while some outstanding job still
+needs them.
+
+Every submitted job delivers in the timing world, so a computed result is used unless the K-async
+server drops it for staleness (``server.max_staleness``) or the run stops while it is in flight.
 """
 
 from __future__ import annotations
@@ -51,14 +56,13 @@ class JobBook:
     def result(self, client: int, attempt: int) -> TrainingResult:
         key = (client, attempt)
         if key not in self.done:
-            job = self.pending[key]
             if self.trainer.batched:
-                batch = [j for j in self.pending.values() if j.base_version == job.base_version and
-                         (j.client, j.attempt) not in self.done]  # fmt: skip
+                batch = [job for k, job in self.pending.items() if k not in self.done]
             else:
-                batch = [job]
-            for j, result in zip(batch, self.trainer.run(self.bases[job.base_version], batch)):
-                self.done[(j.client, j.attempt)] = result
+                batch = [self.pending[key]]
+            bases = [self.bases[job.base_version] for job in batch]
+            for job, result in zip(batch, self.trainer.run(bases, batch)):
+                self.done[(job.client, job.attempt)] = result
             self.computed += len(batch)
         return self._take(key)
 
