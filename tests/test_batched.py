@@ -19,7 +19,7 @@ from asyncfl.config import ConfigError
 from asyncfl.config.loading import validate_scenario
 from asyncfl.config.schema import Data, Trainer, Training
 from asyncfl.learn import executors
-from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers
+from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers, width_groups
 from asyncfl.learn.executors import auto_executor, make_trainer
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.jobs import JobBook
@@ -146,6 +146,34 @@ def test_job_book_trains_across_base_versions(digits):
     assert calls[1] == [(5, 1)] and book.computed == 5
     book.result(3, 0)
     assert 0 not in book.bases and not book.pending and not book.done
+
+
+def test_width_groups_least_padding_plus_calls():
+    """Widths 1, 2, 3, 5, 5, 30, 31, 32 with 4 rows per extra call: {1, 2} 4 + 2 * 2, {3, 5, 5} 4 + 3 * 5,
+    {30, 31, 32} 4 + 3 * 32 = 127, less than any other split (one group: 4 + 8 * 32 = 260)."""
+    widths = [30, 1, 5, 2, 32, 3, 31, 5]
+    assert width_groups(widths, 4) == [[1, 3], [2, 5, 7], [0, 4, 6]]
+    assert width_groups(widths, 1000) == [list(range(8))]  # calls too dear: one group
+    assert width_groups(widths, None) == [list(range(8))]  # None: never split (CUDA)
+    assert width_groups([7, 7, 7], 0) == [[0, 1, 2]]
+
+
+def test_width_groups_keep_results(digits):
+    """A cohort split into width groups gives every job its own reference delta."""
+    model, base = _model("mlp", digits)
+    training = Training(batch_size=64, lr=0.2, momentum=0.5)
+    fed = dataclasses.replace(digits, client_train=[idx[: 3 + 4 * c] for c, idx in enumerate(digits.client_train)])
+    jobs = [TrainingJob(c, 0, 1, 3) for c in range(8)]  # widths 3, 7, 11, ... (capped by the client's size)
+    trainer = FusedTrainer(model, fed, training, 0)  # one chunk would hold them all
+    trainer.CALL_OVERHEAD_ROWS = 8
+    widths = []
+    run_chunk = trainer._run_chunk
+    trainer._run_chunk = lambda base, chunk: (
+        widths.append(trainer.cohort_batches(chunk)[0].shape[2]) or run_chunk(base, chunk)
+    )
+    seq = SequentialTrainer(model, fed, training, 0).run(base, jobs)
+    assert max(_max_gap(seq, trainer.run(base, jobs))) <= TOL
+    assert len(widths) > 1 and min(widths) < max(widths)  # split by width: narrow jobs ran in narrower calls
 
 
 @pytest.mark.parametrize("kernel", [BatchedTrainer, FusedTrainer])

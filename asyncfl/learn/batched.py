@@ -77,11 +77,26 @@ class BatchedTrainer:
     def run(self, base: Bases, jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
         """Train ``jobs``; ``base`` is one flat parameter vector for all of them or one per job."""
         self.model.train()
-        out: list[TrainingResult] = []
-        for start in range(0, len(jobs), self.chunk_size):
-            chunk = slice(start, start + self.chunk_size)
-            out.extend(self._run_chunk(base if isinstance(base, torch.Tensor) else base[chunk], jobs[chunk]))
+        out: list[TrainingResult | None] = [None] * len(jobs)
+        widths = [min(self.training.batch_size, len(self.train_np[job.client])) for job in jobs]
+        for group in width_groups(widths, self.call_overhead_rows()):
+            for start in range(0, len(group), self.chunk_size):
+                chunk = group[start : start + self.chunk_size]
+                chunk_base = base if isinstance(base, torch.Tensor) else [base[j] for j in chunk]
+                for j, result in zip(chunk, self._run_chunk(chunk_base, [jobs[j] for j in chunk])):
+                    out[j] = result
         return out
+
+    def call_overhead_rows(self) -> int | None:
+        """What one more call per local step costs, in padded sample rows (see :func:`width_groups`);
+        None: never split a cohort by batch width.  Measured on the 2-core CPU (about 0.2 ms per
+        fused call, 3 ms per vmap call, 1.7 us per row of the MLP); on CUDA per-row work is nearly
+        free next to a kernel launch, so cohorts are not split there."""
+        if self.federation.features.device.type != "cpu":
+            return None
+        return self.CALL_OVERHEAD_ROWS
+
+    CALL_OVERHEAD_ROWS = 2048
 
     def _run_chunk(self, base: Bases, jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
         """Parameters stay stacked per tensor ([J, *shape]) during the steps -- gradients of slices of
@@ -144,6 +159,7 @@ class FusedTrainer(BatchedTrainer):
     """
 
     kernel = "fused"
+    CALL_OVERHEAD_ROWS = 128
 
     def __init__(
         self, model: nn.Module, federation, training: Training, seed: int, chunk_size: int | None = None
@@ -184,6 +200,29 @@ class FusedTrainer(BatchedTrainer):
             if i > 0:
                 grad_out = torch.bmm(grad_out, w[weight_name])
         return grads, loss
+
+
+def width_groups(widths: Sequence[int], overhead_rows: int | None) -> list[list[int]]:
+    """Job indices grouped by batch width, so that ``sum(overhead_rows + len(g) * max width of g)``
+    over the groups is least: a cohort's batches are padded to its widest one, so narrow clients in
+    a wide cohort cost padding, and each extra group costs one more call per local step.  Exact, by
+    dynamic programming over the distinct widths in increasing order (at most batch_size of them).
+    ``overhead_rows`` None: one group.  Groups change no result (a job depends only on its inputs)."""
+    if overhead_rows is None or len(set(widths)) < 2:
+        return [list(range(len(widths)))]
+    distinct = sorted(set(widths))
+    below = np.searchsorted(np.sort(widths), distinct, side="right")  # jobs with width <= distinct[i]
+    best, cut = [0.0], [0]
+    for i, width in enumerate(distinct):
+        options = [best[k] + overhead_rows + (below[i] - (below[k - 1] if k else 0)) * width for k in range(i + 1)]
+        k = int(np.argmin(options))
+        best.append(options[k])
+        cut.append(k)
+    bounds, i = [], len(distinct)
+    while i > 0:
+        bounds.append((distinct[cut[i]], distinct[i - 1]))
+        i = cut[i]
+    return [[j for j, w in enumerate(widths) if low <= w <= high] for low, high in reversed(bounds)]
 
 
 def fused_layers(model: nn.Module) -> list[tuple] | None:
