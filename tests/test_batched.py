@@ -305,3 +305,33 @@ def test_whole_run_same_metrics_with_either_executor(tmp_path, mode):
                 x, y = float(a[key] or "nan"), float(b[key] or "nan")
                 assert (math.isnan(x) and math.isnan(y)) or abs(x - y) <= TOL
     assert float(seq[-1]["test_accuracy"]) > float(seq[0]["test_accuracy"])  # it did learn
+
+
+def test_jobs_dropped_as_too_stale_are_forgotten(tmp_path, monkeypatch):
+    """K-async with max_staleness: a job whose base is more than max_staleness versions old can only be
+    dropped when it arrives, so the job book forgets it (its result and its base vector) at once
+    instead of holding them, and writing them into every checkpoint, to the end of the run."""
+    raw = {
+        "name": "stale",
+        "data": {"clients": 12},
+        "model": {"name": "logreg"},
+        "training": {"local_steps": 2},
+        "population": {"compute": {"samples_per_s": {"dist": "pareto", "scale": 20, "shape": 1.2}}},
+        "server": {"mode": "k_async", "k": 2, "concurrency": 8, "max_staleness": 1},
+        "stop": {"rounds": 30},
+        "output": {"plot": False, "events": "none"},
+    }
+    books = []
+    publish = JobBook.publish
+
+    def watch(self, version, params):
+        publish(self, version, params)
+        books.append((self, version, len(self.pending), len(self.bases)))
+
+    monkeypatch.setattr(JobBook, "publish", watch)
+    run_dir = run_scenario(validate_scenario(raw), tmp_path / "run")
+    dropped = sum(int(r["dropped_stale"]) for r in read_csv(run_dir / "rounds.csv"))
+    assert dropped > 5  # the scenario does drop stale updates
+    book, version = books[-1][0], books[-1][1]
+    assert all(version - job.base_version <= 1 for job in book.pending.values())
+    assert max(n for _, _, n, _ in books) <= 8 and max(b for _, _, _, b in books) <= 3  # concurrency, staleness + 2

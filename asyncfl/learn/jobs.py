@@ -9,6 +9,9 @@ needs them.
 
 Every submitted job delivers in the timing world, so a computed result is used unless the K-async
 server drops it for staleness (``server.max_staleness``) or the run stops while it is in flight.
+A job whose base is more than ``max_staleness`` versions behind can only be dropped (the K-async
+server aggregates every accepted update at the next aggregation, and versions only grow), so the
+book forgets it, with its result and, once unused, its base vector, when that version is published.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from asyncfl.learn.trainer import TrainingJob, TrainingResult
 
 
 class JobBook:
-    def __init__(self, trainer) -> None:
-        self.trainer = trainer
+    def __init__(self, trainer, max_staleness: int | None = None) -> None:
+        """``max_staleness``: the K-async server's (None: no job is ever dropped as stale)."""
+        self.trainer, self.max_staleness = trainer, max_staleness
         self.bases: dict[int, torch.Tensor] = {}
         self.current_version = -1
         self.pending: dict[tuple[int, int], TrainingJob] = {}  # (client, attempt) -> job
@@ -44,6 +48,9 @@ class JobBook:
         """A new global model exists; older bases are dropped once no job needs them."""
         self.bases[version] = params
         self.current_version = version
+        if self.max_staleness is not None:
+            for key in [k for k, job in self.pending.items() if version - job.base_version > self.max_staleness]:
+                self._take(key)
         for old in [v for v in self.bases if v != version and self.users[v] == 0]:
             del self.bases[old]
 
@@ -66,9 +73,10 @@ class JobBook:
             self.computed += len(batch)
         return self._take(key)
 
-    def _take(self, key: tuple[int, int]) -> TrainingResult:
+    def _take(self, key: tuple[int, int]) -> TrainingResult | None:
+        """Remove a job (and its result, if computed) from the book."""
         job = self.pending.pop(key)
         self.users[job.base_version] -= 1
         if self.users[job.base_version] == 0 and job.base_version != self.current_version:
             self.bases.pop(job.base_version, None)
-        return self.done.pop(key)
+        return self.done.pop(key, None)
