@@ -8,7 +8,7 @@ torch threads (default 1, FLGo's own default).
 
 * ``FLGo`` -- the anchor's ``run_flgo.py`` (FLGo 0.4.4 from PyPI, ideal simulator), run with
   ``--flgo-python`` (a Python with ``flgo`` installed; it is not a dependency of asyncfl:
-  ``python -m venv --system-site-packages .flgo-venv && .flgo-venv/bin/pip install flgo scikit-learn``);
+  ``python -m venv --system-site-packages ~/flgo-venv && ~/flgo-venv/bin/pip install flgo scikit-learn``);
   skipped, and said so, when that Python cannot import flgo;
 * ``plain loop`` / ``bare vmap`` -- the anchor's ``plain_loop.py`` and ``vmap_fedavg.py``;
 * ``asyncfl (in process)`` -- ``run_scenario`` of the anchor's ``asyncfl_flgo_mlp.yaml`` in a child
@@ -23,7 +23,7 @@ process, start to exit, measured here.  The anchor scripts use the anchor's froz
 (clients of 12-20 samples); asyncfl partitions digits itself (Dirichlet 0.3 over 100 clients), so its
 clients hold different numbers of samples: the table prints both mean client sizes.
 
-    python benchmarks/bench_flgo.py [--flgo-python .flgo-venv/bin/python] [--repeats 3] [--device cuda]
+    python benchmarks/bench_flgo.py [--flgo-python ~/flgo-venv/bin/python] [--repeats 3] [--device cuda]
 """
 
 from __future__ import annotations

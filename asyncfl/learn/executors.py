@@ -5,9 +5,11 @@ about speed only.  ``auto`` follows a fixed rule, decided from ``benchmarks/benc
 rather than timed at run start, so that a scenario always runs the same code path (same numbers
 to the last bit) on the same kind of device:
 
-* fused, on any device, when the model is a chain of Flatten / Linear / ReLU (logreg, mlp): its
-  hand-written batched forward and backward beat the ``torch.func`` path at every cohort size
-  measured, most at small cohorts where ``vmap``'s per-step dispatch dominates;
+* fused, on any device, when the model is a chain of Flatten / Linear / ReLU (logreg, mlp): on the
+  CPU its hand-written batched forward and backward beat the ``torch.func`` path at every cohort
+  size measured, most at small cohorts where ``vmap``'s per-step dispatch dominates.  On CUDA it was
+  not measured (no GPU where this was written); it is chosen there because it launches a fixed
+  twenty-odd kernels per step, fewer than ``vmap`` over the same layers;
 * otherwise batched (``torch.func.vmap``) on CUDA for every model -- one kernel launch for the
   whole cohort instead of one per client and layer;
 * otherwise, on the CPU, batched for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters.  On the
