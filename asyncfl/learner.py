@@ -33,7 +33,13 @@ class AggregationReport:
 
 class Learner:
     def __init__(
-        self, model: nn.Module, federation, strategy: Strategy, trainer, training: Training, max_staleness=None
+        self,
+        model: nn.Module,
+        federation,
+        strategy: Strategy,
+        trainer,
+        training: Training,
+        max_staleness: int | None = None,
     ) -> None:
         """``max_staleness``: the K-async server's, so that jobs it will drop are not kept (JobBook)."""
         self.model, self.federation, self.strategy, self.training = model, federation, strategy, training
