@@ -19,7 +19,15 @@ from asyncfl.config import ConfigError
 from asyncfl.config.loading import validate_scenario
 from asyncfl.config.schema import Data, Trainer, Training
 from asyncfl.learn import executors
-from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers, width_groups
+from asyncfl.learn.batched import (
+    CHUNK_BUDGET_BYTES,
+    CPU_CACHE_CHUNK_BYTES,
+    BatchedTrainer,
+    FusedTrainer,
+    bytes_per_client,
+    fused_layers,
+    width_groups,
+)
 from asyncfl.learn.executors import auto_executor, make_trainer
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.jobs import JobBook
@@ -202,6 +210,18 @@ def test_fused_layers_recognises_linear_relu_chains(digits):
     assert fused_layers(nn.Sequential(nn.Flatten(), nn.Linear(64, 8), nn.ReLU())) is None  # must end in Linear
     with pytest.raises(ValueError, match="Flatten, Linear and ReLU"):
         FusedTrainer(_model("lenet5", digits)[0], digits, Training(), 0)
+
+
+def test_default_chunk_sizes(digits):
+    """vmap: as many clients as fit in CHUNK_BUDGET_BYTES; fused on the CPU: CPU_CACHE_CHUNK_BYTES
+    (about 44 MLP-200 clients on digits); an explicit chunk_size wins."""
+    model = build_model("mlp", digits.input_shape, digits.num_classes)  # hidden 200
+    training = Training()
+    per_client = bytes_per_client(model, digits, training)
+    assert BatchedTrainer(model, digits, training, 0).chunk_size == CHUNK_BUDGET_BYTES // per_client
+    fused = FusedTrainer(model, digits, training, 0)
+    assert fused.chunk_size == CPU_CACHE_CHUNK_BYTES // per_client and 30 <= fused.chunk_size <= 64
+    assert FusedTrainer(model, digits, training, 0, chunk_size=500).chunk_size == 500
 
 
 def test_fused_without_bias_and_nested(digits):

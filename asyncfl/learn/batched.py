@@ -23,7 +23,8 @@ Two kernels compute the per-client gradients of a step:
 The minibatch order comes from :func:`asyncfl.learn.trainer.minibatch_positions`, keyed by
 (seed, client, attempt): a client's result never depends on who shares its batch.  Cohorts are
 split into chunks of at most ``chunk_size`` clients to bound memory (default: as many as fit in
-``CHUNK_BUDGET_BYTES`` by the estimate in :func:`bytes_per_client`).
+``CHUNK_BUDGET_BYTES`` by the estimate in :func:`bytes_per_client`; for the fused kernel on the CPU,
+``CPU_CACHE_CHUNK_BYTES``, which is faster).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from asyncfl.config.schema import Training
 from asyncfl.learn.trainer import TrainingJob, TrainingResult, minibatch_positions
 
 CHUNK_BUDGET_BYTES = 1 << 30  # default memory bound of one batched call (parameters + activations)
+CPU_CACHE_CHUNK_BYTES = 16 << 20  # the fused kernel's default bound on the CPU (FusedTrainer.chunk_budget_bytes)
 
 Bases = torch.Tensor | Sequence[torch.Tensor]  # one flat base shared by all jobs, or one per job
 
@@ -55,7 +57,9 @@ class BatchedTrainer:
         self.layout = [(name, p.numel(), p.shape) for name, p in model.named_parameters()]
         self.dim = sum(n for _, n, _ in self.layout)
         self.train_np = [idx.cpu().numpy() for idx in federation.client_train]
-        self.chunk_size = chunk_size or max(1, CHUNK_BUDGET_BYTES // bytes_per_client(model, federation, training))
+        self.chunk_size = chunk_size or max(
+            1, self.chunk_budget_bytes() // bytes_per_client(model, federation, training)
+        )
         self._vmap_step = None
 
     def gradients(self, w: dict, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> tuple[dict, torch.Tensor]:
@@ -97,6 +101,10 @@ class BatchedTrainer:
         return self.CALL_OVERHEAD_ROWS
 
     CALL_OVERHEAD_ROWS = 2048
+
+    def chunk_budget_bytes(self) -> int:
+        """Memory one batched call may use by :func:`bytes_per_client` (the default chunk size)."""
+        return CHUNK_BUDGET_BYTES
 
     def _run_chunk(self, base: Bases, jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
         """Parameters stay stacked per tensor ([J, *shape]) during the steps -- gradients of slices of
@@ -160,6 +168,14 @@ class FusedTrainer(BatchedTrainer):
 
     kernel = "fused"
     CALL_OVERHEAD_ROWS = 128
+
+    def chunk_budget_bytes(self) -> int:
+        """On the CPU, chunks that stay near the cache: the fused MLP on the 2-core CPU ran 1.4-1.7x
+        faster in chunks of 32-64 clients (12-24 MB) than in one call of 100 or 1,000 (logreg,
+        46 KB a client, gained nothing from smaller chunks; this budget leaves it at 350)."""
+        if self.federation.features.device.type == "cpu":
+            return min(CPU_CACHE_CHUNK_BYTES, CHUNK_BUDGET_BYTES)
+        return CHUNK_BUDGET_BYTES
 
     def __init__(
         self, model: nn.Module, federation, training: Training, seed: int, chunk_size: int | None = None
