@@ -32,11 +32,20 @@ class AggregationReport:
 
 
 class Learner:
-    def __init__(self, model: nn.Module, federation, strategy: Strategy, trainer, training: Training) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        federation,
+        strategy: Strategy,
+        trainer,
+        training: Training,
+        max_staleness: int | None = None,
+    ) -> None:
+        """``max_staleness``: the K-async server's, so that jobs it will drop are not kept (JobBook)."""
         self.model, self.federation, self.strategy, self.training = model, federation, strategy, training
         self.params = parameters_to_vector(model.parameters()).detach().clone()
         self.version = 0
-        self.jobs = JobBook(trainer)
+        self.jobs = JobBook(trainer, max_staleness)
         self.jobs.publish(0, self.params)
         self.seen: set[int] = set()
         self.participation: tuple[float, ...] | None = None  # p_i of the availability model (set by the runner)

@@ -139,7 +139,8 @@ class Simulation:
         initial = torch.nn.utils.parameters_to_vector(self.model.parameters()).detach()
         strategy = make_strategy(s.algorithm, s.data.clients, initial)
         trainer = make_trainer(self.model, self.federation, s.training, s.seed, s.trainer, self.device)
-        return Learner(self.model, self.federation, strategy, trainer, s.training)
+        max_staleness = s.server.max_staleness if s.server.mode == "k_async" else None
+        return Learner(self.model, self.federation, strategy, trainer, s.training, max_staleness)
 
     def run(self) -> Progress:
         s = self.scenario

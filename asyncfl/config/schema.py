@@ -112,10 +112,11 @@ class Training(Section):
 class Trainer(Section):
     """How training jobs are executed (results are the same either way, to float tolerance)."""
 
-    executor: Literal["auto", "batched", "sequential"] = Field(
+    executor: Literal["auto", "fused", "batched", "sequential"] = Field(
         default="auto",
-        description="batched: torch.func vmap over clients; auto: a fixed rule, not timed: batched on CUDA, "
-        "and on CPU for models up to 1M parameters (asyncfl/learn/executors.py)",
+        description="fused: batched matrix products (Linear/ReLU models); batched: torch.func vmap over clients "
+        "(any model); auto: a fixed rule, not timed: fused for Linear/ReLU models, else batched on CUDA and on "
+        "CPU up to 1M parameters (asyncfl/learn/executors.py)",
     )
     chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")
 

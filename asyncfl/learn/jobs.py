@@ -2,8 +2,16 @@
 
 The timing world submits a job when a task that will deliver starts; the result is computed only
 when the server aggregates it.  A trainer with ``batched = True`` then gets every outstanding job
-with the same base version in one call; a sequential trainer gets just the one asked for.  Base
-parameter vectors are kept only while some outstanding job still needs them.
+not yet computed in one call, whatever base version each started from (a job's result depends
+only on its inputs, and a batched trainer takes one base row per job); a sequential trainer gets
+just the one asked for.  Base parameter vectors are kept only while some outstanding job still
+needs them.
+
+Every submitted job delivers in the timing world, so a computed result is used unless the K-async
+server drops it for staleness (``server.max_staleness``) or the run stops while it is in flight.
+A job whose base is more than ``max_staleness`` versions behind can only be dropped (the K-async
+server aggregates every accepted update at the next aggregation, and versions only grow), so the
+book forgets it, with its result and, once unused, its base vector, when that version is published.
 """
 
 from __future__ import annotations
@@ -16,8 +24,9 @@ from asyncfl.learn.trainer import TrainingJob, TrainingResult
 
 
 class JobBook:
-    def __init__(self, trainer) -> None:
-        self.trainer = trainer
+    def __init__(self, trainer, max_staleness: int | None = None) -> None:
+        """``max_staleness``: the K-async server's (None: no job is ever dropped as stale)."""
+        self.trainer, self.max_staleness = trainer, max_staleness
         self.bases: dict[int, torch.Tensor] = {}
         self.current_version = -1
         self.pending: dict[tuple[int, int], TrainingJob] = {}  # (client, attempt) -> job
@@ -39,6 +48,9 @@ class JobBook:
         """A new global model exists; older bases are dropped once no job needs them."""
         self.bases[version] = params
         self.current_version = version
+        if self.max_staleness is not None:
+            for key in [k for k, job in self.pending.items() if version - job.base_version > self.max_staleness]:
+                self._take(key)
         for old in [v for v in self.bases if v != version and self.users[v] == 0]:
             del self.bases[old]
 
@@ -51,20 +63,20 @@ class JobBook:
     def result(self, client: int, attempt: int) -> TrainingResult:
         key = (client, attempt)
         if key not in self.done:
-            job = self.pending[key]
             if self.trainer.batched:
-                batch = [j for j in self.pending.values() if j.base_version == job.base_version and
-                         (j.client, j.attempt) not in self.done]  # fmt: skip
+                batch = [job for k, job in self.pending.items() if k not in self.done]
             else:
-                batch = [job]
-            for j, result in zip(batch, self.trainer.run(self.bases[job.base_version], batch)):
-                self.done[(j.client, j.attempt)] = result
+                batch = [self.pending[key]]
+            bases = [self.bases[job.base_version] for job in batch]
+            for job, result in zip(batch, self.trainer.run(bases, batch)):
+                self.done[(job.client, job.attempt)] = result
             self.computed += len(batch)
         return self._take(key)
 
-    def _take(self, key: tuple[int, int]) -> TrainingResult:
+    def _take(self, key: tuple[int, int]) -> TrainingResult | None:
+        """Remove a job (and its result, if computed) from the book."""
         job = self.pending.pop(key)
         self.users[job.base_version] -= 1
         if self.users[job.base_version] == 0 and job.base_version != self.current_version:
             self.bases.pop(job.base_version, None)
-        return self.done.pop(key)
+        return self.done.pop(key, None)

@@ -18,7 +18,6 @@ from typing import Sequence
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call
 from torch.nn.utils import vector_to_parameters
 
 from asyncfl.config.schema import Training
@@ -79,11 +78,15 @@ class SequentialTrainer:
     def __init__(self, model: nn.Module, federation, training: Training, seed: int) -> None:
         self.model, self.federation, self.training, self.seed = model, federation, training, seed
 
-    def run(self, base: torch.Tensor, jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
+    def run(self, base: torch.Tensor | Sequence[torch.Tensor], jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
+        """Train ``jobs``; ``base`` is one flat parameter vector for all of them or one per job."""
         self.model.train()
-        return [self._train_one(base, job) for job in jobs]
+        bases = [base] * len(jobs) if isinstance(base, torch.Tensor) else base
+        return [self._train_one(b, job) for b, job in zip(bases, jobs)]
 
     def _train_one(self, base: torch.Tensor, job: TrainingJob) -> TrainingResult:
+        from torch.func import functional_call  # imports torch._dynamo (~1 s): only when training
+
         fed, cfg = self.federation, self.training
         train_idx = fed.client_train[job.client]
         positions = minibatch_positions(self.seed, job.client, job.attempt, len(train_idx), job.steps, cfg.batch_size)
