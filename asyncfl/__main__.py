@@ -1,5 +1,6 @@
 """Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``,
-``compare RUN_DIR...``, ``reference``.  Files with ``compare:``/``seeds:`` run as sweeps (asyncfl.study)."""
+``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``.  Files with ``compare:``/``seeds:`` run as
+sweeps (asyncfl.study)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ import sys
 from pathlib import Path
 
 from asyncfl.config import ConfigError, load_scenario
-from asyncfl.study.cli import add_compare_parser, add_sweep_options, compare_dirs, plot_dir, route
+from asyncfl.study.cli import (
+    add_compare_parser,
+    add_report_parser,
+    add_sweep_options,
+    compare_dirs,
+    plot_dir,
+    report_dir,
+    route,
+)
 
-COMMANDS = ("run", "validate", "plot", "compare", "reference")
+COMMANDS = ("run", "validate", "plot", "compare", "report", "reference")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     plot = sub.add_parser("plot", help="re-render the figures of a run (or sweep) directory")
     plot.add_argument("run_dir", type=Path)
     add_compare_parser(sub)
+    add_report_parser(sub)
     reference = sub.add_parser("reference", help="print every scenario key with its default and allowed values")
     reference.add_argument("--update", type=Path, metavar="README", help="rewrite the reference block in this file")
     return parser
@@ -64,6 +74,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return plot_dir(args.run_dir)
     if args.command == "compare":
         return compare_dirs(args)
+    if args.command == "report":
+        return report_dir(args.sweep_dir, args.baseline)
     overrides = list(args.overrides)
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")
