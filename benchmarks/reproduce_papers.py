@@ -319,14 +319,15 @@ def main(argv: list[str] | None = None) -> int:
     for paper, text in verdict_tables(tables).items():
         (PLOTS / f"papers_{paper}.md").write_text(text)
         print(f"wrote plots/papers_{paper}.md")
-    extras = extra_tables(excl, compute)
-    (PLOTS / "papers_extras.md").write_text(extras)
+    for name, text in extra_tables(excl, compute).items():
+        (PLOTS / f"papers_{name}.md").write_text(text)
+        print(f"wrote plots/papers_{name}.md")
     return 0
 
 
-def extra_tables(excl: list[dict], compute: list[dict]) -> str:
-    """FedAR's exclusions, the central baselines and the compute per study, as Markdown."""
-    parts = []
+def extra_tables(excl: list[dict], compute: list[dict]) -> dict[str, str]:
+    """FedAR's exclusions, the central baselines and the compute per study, as Markdown tables by name."""
+    parts = {}
     if excl:
         lines = ["| study | rounds with an exclusion (of 150) | excluded client-rounds | clients ever excluded "
                  "| mean N_t |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
@@ -337,8 +338,7 @@ def extra_tables(excl: list[dict], compute: list[dict]) -> str:
             lines.append(
                 f"| {study} | " + " | ".join(format_interval(c.mean, c.half_width, 1, 1) for c in cells) + " |"
             )
-        parts.append("FedAR's cutoff g(t) = 20 + t/4, mean ± 95 % CI over the 5 seeds (`fedar_exclusions.csv`):\n\n"
-                     + "\n".join(lines))  # fmt: skip
+        parts["fedar_exclusions"] = "\n".join(lines) + "\n"
     central = RESULTS / "central_baselines.csv"
     if central.is_file():
         with open(central, newline="") as handle:
@@ -346,15 +346,13 @@ def extra_tables(excl: list[dict], compute: list[dict]) -> str:
         lines = ["| model | SGD steps (batch 100) | test accuracy | paper |", "| --- | --- | --- | --- |"]
         lines += [f"| {r['model']} | {int(r['steps']):,} | {100 * float(r['test_accuracy']):.1f} % | {r['paper']} |"
                   for r in rows]  # fmt: skip
-        parts.append("MNIST-1D central baselines (one client with the 4,000 training signals, 1,000 test):\n\n"
-                     + "\n".join(lines))  # fmt: skip
+        parts["central"] = "\n".join(lines) + "\n"
     if compute:
         lines = ["| study | runs | run seconds, total | longest run (s) |", "| --- | --- | --- | --- |"]
         lines += [f"| {c['study']} | {c['runs']} | {c['run_seconds_total']:,.0f} | {c['run_seconds_max']:.0f} |"
                   for c in compute]  # fmt: skip
-        parts.append("Compute (sum of the runs' real seconds, one process, 2-core machine shared with other jobs):"
-                     "\n\n" + "\n".join(lines))  # fmt: skip
-    return "\n\n".join(parts) + "\n"
+        parts["compute"] = "\n".join(lines) + "\n"
+    return parts
 
 
 if __name__ == "__main__":
