@@ -130,3 +130,39 @@ def test_sweep_writes_the_report_and_the_command_rewrites_it(tmp_path):
     assert "Traceback" not in bad.stderr
     missing = subprocess.run([sys.executable, "-m", "asyncfl", "report", str(tmp_path)], capture_output=True, text=True)
     assert missing.returncode == 2 and "not a sweep directory" in missing.stderr
+
+
+def _reproduce_papers():
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "reproduce_papers.py"
+    spec = importlib.util.spec_from_file_location("reproduce_papers", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_verdict_rules_of_the_paper_tables():
+    rp = _reproduce_papers()
+    higher = rp.Claim("p", "s", "A > B", "a", "b", "last-quarter accuracy", "1 vs 0")
+    sooner = rp.Claim("p", "s", "A sooner", "a", "b", "time to 0.4 (virtual s)", "", "lower")
+    as_good = rp.Claim("p", "s", "A ≥ B", "a", "b", "last-quarter accuracy", "", "not_lower")
+    base = {s: 0.4 + 0.05 * s for s in range(5)}
+    up = {s: v + 0.02 + 0.002 * (s % 2) for s, v in base.items()}  # +2 points every seed
+    noisy = {s: v + (0.03 if s % 2 else -0.03) for s, v in base.items()}
+    assert rp.verdict(higher, paired_difference(up, base), "")[0] == "reproduced"
+    assert rp.verdict(higher, paired_difference(base, up), "")[0] == "not reproduced"
+    word, why = rp.verdict(higher, paired_difference(noisy, base), "")
+    assert word == "inconclusive" and "contains 0" in why
+    assert rp.verdict(sooner, paired_difference({0: 5.0, 1: 6.0, 2: 5.5}, {0: 7.0, 1: 8.0, 2: 7.4}), "")[0] == (
+        "reproduced"
+    )  # fewer virtual seconds is the paper's direction for a time
+    assert rp.verdict(as_good, paired_difference(up, base), "")[0] == "reproduced"
+    slightly_lower = {s: v - 0.004 - 0.001 * (s % 2) for s, v in base.items()}  # -0.45 points: within the margin
+    assert rp.verdict(as_good, paired_difference(slightly_lower, base), "")[0] == "reproduced"
+    much_lower = {s: v - 0.05 - 0.002 * (s % 2) for s, v in base.items()}
+    assert rp.verdict(as_good, paired_difference(much_lower, base), "")[0] == "not reproduced"
+    assert rp.verdict(higher, paired_difference({0: 1.0}, {0: 0.0}), "")[0] == "inconclusive"
+    studies = {c.study for c in rp.claims()}
+    assert studies == set(rp.STUDIES)  # every study has claims, and every claim names a study the script runs
