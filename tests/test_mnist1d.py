@@ -96,6 +96,7 @@ def central_scenario(model: str) -> dict:
         "data": {"dataset": "mnist1d", "clients": 1, "test_fraction": 0.0},
         "model": {"name": model, "hidden": 100},
         "training": {"local_steps": 500, "batch_size": 100, "momentum": 0.9, **training},
+        "trainer": {"executor": "sequential"},  # one client: vmap's per-step overhead would only slow it down
         "stop": {"rounds": rounds},
         "eval": {"every_rounds": rounds, "per_client": False},
         "output": {"events": "none", "plot": False},
