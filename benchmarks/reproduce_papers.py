@@ -122,9 +122,10 @@ def claims() -> list[Claim]:
         ]
     for study, nk in (("fedhist_nk10_mnist1d", "10"), ("fedhist_nk100_mnist1d", "100")):
         speed = "1.8–2.0× fewer rounds than K-async FedAvg to 40 % (CIFAR-10, Table II)"
+        target = study_targets(study)[0]
         out += [
-            Claim("fedhist", study, f"N/K = {nk}: FedHist reaches 40 % sooner than FedBuff", "fedhist", "fedbuff",
-                  "time to 0.4 (virtual s)", speed, "lower"),
+            Claim("fedhist", study, f"N/K = {nk}: FedHist reaches {100 * target:.0f} % sooner than FedBuff", "fedhist",
+                  "fedbuff", f"time to {target:g} (virtual s)", speed, "lower"),
             Claim("fedhist", study, f"N/K = {nk}: FedHist > FedBuff", "fedhist", "fedbuff", TAIL, "Fig. 3 (curves)"),
             Claim("fedhist", study, f"N/K = {nk}: FedHist > FedAsync", "fedhist", "fedasync", TAIL, "Fig. 3 (curves)"),
             Claim("fedhist", study, f"N/K = {nk}: FedHist > deadline-sync FedAvg", "fedhist", "fedavg_deadline",
@@ -137,6 +138,11 @@ def claims() -> list[Claim]:
         out.append(Claim("fedhist", "fedhist_fairness_study", f"fairness: FedHist > {name} on class 9", "fedhist",
                          other, CLASS9, "Fig. 5: FedHist highest on the slow clients' class"))  # fmt: skip
     return out
+
+
+def study_targets(name: str) -> list[float]:
+    """The targets of a study file as it is now (they only select rows of the report: no run depends on them)."""
+    return [float(t) for t in read_yaml(ROOT / "scenarios" / "papers" / f"{name}.yaml").get("targets") or ()]
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -270,7 +276,7 @@ def study_table(name: str) -> tuple[dict, list[RunRecord]] | None:
     records = [r for r in sweep_records(sweep_dir) if is_finished(r.path)]  # a sweep still running: its done runs
     if not records:
         return None
-    targets = raw.get("targets") or ()
+    targets = study_targets(name)
     out = RESULTS / name
     out.mkdir(parents=True, exist_ok=True)
     variants = {r.label for r in records}
