@@ -163,6 +163,9 @@ def test_verdict_rules_of_the_paper_tables():
     assert rp.verdict(as_good, paired_difference(slightly_lower, base), "")[0] == "reproduced"
     much_lower = {s: v - 0.05 - 0.002 * (s % 2) for s, v in base.items()}
     assert rp.verdict(as_good, paired_difference(much_lower, base), "")[0] == "not reproduced"
+    # significantly lower, but the interval (about -1.5 to -0.4 points) straddles the 1-point margin
+    straddling = {s: v - 0.009 + (0.004 if s % 2 else -0.004) for s, v in base.items()}
+    assert rp.verdict(as_good, paired_difference(straddling, base), "")[0] == "inconclusive"
     assert rp.verdict(higher, paired_difference({0: 1.0}, {0: 0.0}), "")[0] == "inconclusive"
     studies = {c.study for c in rp.claims()}
     assert studies == set(rp.STUDIES)  # every study has claims, and every claim names a study the script runs
