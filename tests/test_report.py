@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from asyncfl.config import ConfigError
 from asyncfl.results import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.aggregate import RunRecord
 from asyncfl.study.report import direction, paired_difference, report_rows, t_interval, tail_accuracy, write_report
+from asyncfl.study.spec import load_study
 from asyncfl.study.sweep import run_sweep
 
 T_975_2 = 4.302652729749462  # Student t quantile 0.975 with 2 degrees of freedom (tables: 4.303)
@@ -169,3 +172,20 @@ def test_verdict_rules_of_the_paper_tables():
     assert rp.verdict(higher, paired_difference({0: 1.0}, {0: 0.0}), "")[0] == "inconclusive"
     studies = {c.study for c in rp.claims()}
     assert studies == set(rp.STUDIES)  # every study has claims, and every claim names a study the script runs
+
+
+def test_a_study_reads_trace_files_relative_to_its_own_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    rows = ["client,samples_per_s,uplink_mbps,downlink_mbps,latency_s"] + [f"{c},50,10,10,0.1" for c in range(4)]
+    (folder / "devices.csv").write_text("\n".join(rows) + "\n")
+    raw = tiny_study(tmp_path, population={"device_trace": "devices.csv"})
+    (folder / "study.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)  # not the study's folder: a path relative to the working directory would fail
+    study = load_study(folder / "study.yaml")
+    assert {r.scenario.population.device_trace for r in study.runs} == {folder / "devices.csv"}
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncfl", str(folder / "study.yaml"), "--set", "seeds=[0]", "--quiet"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from asyncfl.config import ConfigError, apply_override, read_yaml
+from asyncfl.config.loading import _resolve_trace_paths as resolve_trace_paths
 from asyncfl.study.spec import Study, build_study, is_study
 
 
@@ -71,6 +72,7 @@ def load_raw(path: Path | None, overrides: list[str], resume: Path | None) -> tu
         if not path.is_file():
             raise ConfigError(f"--resume {resume}: not a sweep directory (no study.yaml).")
     raw = read_yaml(path)
+    resolve_trace_paths(raw, Path(path).parent)  # trace files are relative to the scenario file
     for item in overrides:
         apply_override(raw, item)
     return raw, str(path)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from asyncfl.config import ConfigError, Scenario, apply_override, read_yaml, validate_scenario
+from asyncfl.config.loading import _resolve_trace_paths as resolve_trace_paths
 from asyncfl.config.loading import dotted_parent
 
 STUDY_KEYS = ("compare", "seeds", "targets", "baseline")
@@ -71,6 +72,7 @@ def is_study(raw: Mapping[str, Any]) -> bool:
 
 def load_study(path: str | Path, overrides: Iterable[str] = ()) -> Study:
     raw = read_yaml(path)
+    resolve_trace_paths(raw, Path(path).parent)  # relative to the study file, as for a single scenario
     for item in overrides:
         apply_override(raw, item)
     return build_study(raw, source=str(path))
