@@ -69,6 +69,7 @@ STUDIES = (  # in the order they are run: the headline comparisons first, the sl
     "fedhist_fairness_study",
     "fedhist_nk100_mnist1d",
 )
+WALL_FILE = "wall_seconds.json"  # written by run_study when it ran a whole study in one process
 TAIL = "last-quarter accuracy"
 CLASS9 = "class-9 accuracy, last quarter"
 EQUIVALENCE_MARGIN = 0.01  # "at least as good": the paired interval must stay above -1 point
@@ -156,7 +157,10 @@ def run_study(name: str) -> None:
     resume = sweep_dir if (sweep_dir / STUDY_FILE).is_file() else None
     started = time.perf_counter()
     result = run_sweep(study, resume=resume, out=None if resume else sweep_dir)
-    print(f"{name}: {result.ran} run(s) in {time.perf_counter() - started:.0f} s, {result.skipped} reused")
+    wall = time.perf_counter() - started
+    print(f"{name}: {result.ran} run(s) in {wall:.0f} s, {result.skipped} reused")
+    if result.skipped == 0 and not result.failures:  # the whole study in one go: its wall time means something
+        (sweep_dir / WALL_FILE).write_text(json.dumps({"wall_seconds": wall, "runs": result.ran}))
 
 
 def central_baselines() -> list[dict]:
@@ -291,11 +295,14 @@ def study_table(name: str) -> tuple[dict, list[RunRecord]] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global RUNS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables-only", action="store_true", help="no runs: tables from runs/papers as it is")
     parser.add_argument("--central", action="store_true", help="also run the MNIST-1D central baselines")
     parser.add_argument("--only", nargs="*", default=None, metavar="STUDY", help="run only these studies")
+    parser.add_argument("--runs-dir", type=Path, default=RUNS, help=f"where the sweeps go (default {RUNS})")
     args = parser.parse_args(argv)
+    RUNS = args.runs_dir.resolve()
     torch.set_num_threads(1)
     if not args.tables_only:
         for name in args.only if args.only is not None else STUDIES:
@@ -311,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         tables[name], records = found
         seconds = [json.loads((r.path / "summary.json").read_text()).get("real_seconds", 0.0) for r in records]
-        compute.append({"study": name, "runs": len(records), "run_seconds_total": sum(seconds),
+        wall_file = RUNS / name / WALL_FILE
+        wall = json.loads(wall_file.read_text())["wall_seconds"] if wall_file.is_file() else math.nan
+        compute.append({"study": name, "runs": len(records), "wall_seconds": wall, "run_seconds_total": sum(seconds),
                         "run_seconds_max": max(seconds)})  # fmt: skip
         for r in records:
             if (r.path / "fedar_exclusions.csv").is_file():
@@ -356,11 +365,16 @@ def extra_tables(excl: list[dict], compute: list[dict]) -> dict[str, str]:
                   for r in rows]  # fmt: skip
         parts["central"] = "\n".join(lines) + "\n"
     if compute:
-        lines = ["| study | runs | run seconds, total | longest run (s) |", "| --- | --- | --- | --- |"]
-        lines += [f"| {c['study']} | {c['runs']} | {c['run_seconds_total']:,.0f} | {c['run_seconds_max']:.0f} |"
-                  for c in compute]  # fmt: skip
+        lines = ["| study | runs | wall time of the study (s) | run seconds, total | longest run (s) |",
+                 "| --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines += [f"| {c['study']} | {c['runs']} | {_seconds(c['wall_seconds'])} | {c['run_seconds_total']:,.0f} "
+                  f"| {c['run_seconds_max']:.0f} |" for c in compute]  # fmt: skip
         parts["compute"] = "\n".join(lines) + "\n"
     return parts
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.0f}" if math.isfinite(value) else "— (not recorded)"
 
 
 if __name__ == "__main__":
