@@ -1,5 +1,6 @@
 """Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``,
-``compare RUN_DIR...``, ``reference``.  Files with ``compare:``/``seeds:`` run as sweeps (asyncfl.study)."""
+``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``.  Files with ``compare:``/``seeds:`` run as
+sweeps (asyncfl.study)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,17 @@ from pathlib import Path
 
 from asyncfl.config import ConfigError, load_scenario
 from asyncfl.config.loading import check_trace_files
-from asyncfl.study.cli import add_compare_parser, add_sweep_options, compare_dirs, plot_dir, route
+from asyncfl.study.cli import (
+    add_compare_parser,
+    add_report_parser,
+    add_sweep_options,
+    compare_dirs,
+    plot_dir,
+    report_dir,
+    route,
+)
 
-COMMANDS = ("run", "validate", "plot", "compare", "reference")
+COMMANDS = ("run", "validate", "plot", "compare", "report", "reference")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--clients", metavar="N|ID,ID,...",
                       help="timeline.png: how many recorded clients (default 16), or which ones")  # fmt: skip
     add_compare_parser(sub)
+    add_report_parser(sub)
     reference = sub.add_parser("reference", help="print every scenario key with its default and allowed values")
     reference.add_argument("--update", type=Path, metavar="README", help="rewrite the reference block in this file")
     return parser
@@ -74,6 +84,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return plot_dir(args.run_dir, args.window, args.clients)
     if args.command == "compare":
         return compare_dirs(args)
+    if args.command == "report":
+        return report_dir(args.sweep_dir, args.baseline)
     overrides = list(args.overrides)
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")

@@ -362,6 +362,7 @@ class Simulation:
 # (input shape, classes) of each data set, for timing_only runs that never load the data
 TIMING_INPUTS = {
     "digits": ((1, 8, 8), 10),
+    "mnist1d": ((1, 40), 10),
     "mnist": ((1, 28, 28), 10),
     "fashion_mnist": ((1, 28, 28), 10),
     "cifar10": ((3, 32, 32), 10),

@@ -2,6 +2,10 @@
 
 * ``digits``: scikit-learn's 8x8 digits (offline), pixels scaled to [0, 1]; the global test set is
   a stratified 20% hold-out drawn with the seed.
+* ``mnist1d``: MNIST-1D (Greydanus 2020, "Scaling down deep learning"), generated procedurally by the
+  ``mnist1d`` package's ``make_dataset`` (never its download path): 40-point signals of shape ``[1, 40]``,
+  the first ``train_samples`` of the shuffled set for training and the next ``test_samples`` as the
+  global test set.  With the defaults (4,000 / 1,000, generator seed 42) this is the published split.
 * ``synthetic``: FedProx's Synthetic(alpha, beta) (Li et al. 2020, "Federated Optimization in
   Heterogeneous Networks", section 5.1), with a natural client for every sample.
 * ``mnist``, ``fashion_mnist``, ``cifar10``, ``svhn``: torchvision's on-disk formats under
@@ -12,8 +16,10 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import pickle
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +72,9 @@ def load_arrays(data: Data, seed: int) -> RawData:
         return _digits(seed)
     if data.dataset == "synthetic":
         return _synthetic(data, seed)
+    if data.dataset == "mnist1d":
+        cfg = data.mnist1d
+        return _mnist1d(cfg.train_samples, cfg.test_samples, cfg.seed)
     return _torchvision(data)
 
 
@@ -84,6 +93,38 @@ def _digits(seed: int) -> RawData:
         idx = rng.permutation(np.flatnonzero(y == c))
         is_test[idx[: round(DIGITS_TEST_SHARE * len(idx))]] = True
     return RawData(x[~is_test], y[~is_test], x[is_test], y[is_test], num_classes=10)
+
+
+# --- MNIST-1D ----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def _mnist1d(train_samples: int, test_samples: int, generator_seed: int) -> RawData:
+    """Generate MNIST-1D once per (sizes, seed) in this process (about a second per 1,000 samples).
+
+    ``make_dataset`` draws an equal number of samples per class, so the total is rounded up to a multiple
+    of ten and the surplus dropped.  It seeds Python's and numpy's global generators; their states are
+    restored afterwards so the data set never shifts another component's random numbers.
+    """
+    from mnist1d.data import get_dataset_args, make_dataset  # local: it imports matplotlib
+
+    args = get_dataset_args()
+    total = train_samples + test_samples
+    args.num_samples = -(-total // 10) * 10
+    args.train_split = 1.0  # split here: the first train_samples are the published training set
+    args.seed = generator_seed
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    try:
+        generated = make_dataset(args)
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+    x = generated["x"].astype(np.float32)[:, None, :]
+    y = generated["y"].astype(np.int64)
+    for array in (x, y):
+        array.setflags(write=False)  # shared by every run of the process through the cache
+    train, test = slice(0, train_samples), slice(train_samples, total)
+    return RawData(x[train], y[train], x[test], y[test], num_classes=10)
 
 
 # --- synthetic (FedProx) -----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Models of the learning world: logistic regression, MLP, LeNet-5 and ResNet-18 (GroupNorm).
+"""Models of the learning world: logistic regression, MLP, LeNet-5, ResNet-18 (GroupNorm) and a 1-D CNN.
 
 ResNet-18 uses GroupNorm instead of BatchNorm: batch statistics would mix clients in a batched
 trainer and are a known problem under non-IID federated data (Hsieh et al., 2020).
@@ -22,7 +22,34 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, hidde
         return _lenet5(input_shape, num_classes)
     if name == "resnet18":
         return _resnet18(input_shape, num_classes)
-    raise ValueError(f"unknown model {name!r}; available: logreg, mlp, lenet5, resnet18")
+    if name == "cnn1d":
+        return _cnn1d(input_shape, num_classes)
+    raise ValueError(f"unknown model {name!r}; available: logreg, mlp, lenet5, resnet18, cnn1d")
+
+
+class _AsSignal(nn.Module):
+    """``[n, length]`` or ``[n, 1, length]`` to ``[n, 1, length]``: the channel axis a Conv1d needs."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(x.shape[0], 1, x.shape[-1])
+
+
+def _cnn1d(input_shape: tuple[int, ...], num_classes: int, channels: int = 25) -> nn.Module:
+    """The MNIST-1D paper's convolutional baseline (Greydanus 2020, ``ConvBase`` of its code): three
+    ReLU convolutions of 25 channels (kernel 5 then 3, 3; stride 2, padding 1) and a linear layer;
+    5,210 parameters on 40-point signals."""
+    if len(input_shape) not in (1, 2) or (len(input_shape) == 2 and input_shape[0] != 1):
+        raise ValueError(f"cnn1d needs one-channel 1-D signals (length,) or (1, length), got shape {input_shape}")
+    body = nn.Sequential(
+        _AsSignal(),
+        nn.Conv1d(1, channels, 5, stride=2, padding=1), nn.ReLU(),
+        nn.Conv1d(channels, channels, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv1d(channels, channels, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Flatten(),
+    )  # fmt: skip
+    with torch.no_grad():
+        flat = body(torch.zeros(1, *input_shape)).shape[1]
+    return nn.Sequential(body, nn.Linear(flat, num_classes))
 
 
 def _lenet5(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:

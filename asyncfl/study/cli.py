@@ -36,6 +36,35 @@ def add_compare_parser(sub) -> None:
                          help="target accuracy for the time-to-target table (repeatable)")  # fmt: skip
 
 
+def add_report_parser(sub) -> None:
+    report = sub.add_parser("report", help="mean ± 95%% CI over seeds and paired differences vs a baseline variant")
+    report.add_argument("sweep_dir", type=Path, metavar="SWEEP_DIR")
+    report.add_argument("--baseline", help="the variant to pair against (default: the study's baseline: key)")
+
+
+def report_dir(sweep_dir: Path, baseline: str | None) -> int:
+    """Write report.csv / report.md of a sweep directory and print the table."""
+    from asyncfl.study.compare import STUDY_FILE, sweep_records
+    from asyncfl.study.report import write_report
+
+    if not (sweep_dir / STUDY_FILE).is_file():
+        raise ConfigError(f"{sweep_dir}: not a sweep directory (no {STUDY_FILE}); report needs a study's runs.")
+    raw = read_yaml(sweep_dir / STUDY_FILE)
+    records = sweep_records(sweep_dir)
+    if not records:
+        raise ConfigError(f"{sweep_dir}: no finished runs to report (no <variant>/seed<N>/metrics.csv).")
+    variants = list(dict.fromkeys(r.label for r in records))
+    chosen = baseline if baseline is not None else raw.get("baseline")
+    if chosen is not None and chosen not in variants:
+        where = "--baseline" if baseline is not None else f"{sweep_dir / STUDY_FILE}: baseline"
+        raise ConfigError(f"{where}: {chosen!r} is not a variant with finished runs; allowed: {', '.join(variants)}.")
+    written = write_report(sweep_dir, records, chosen, raw.get("targets") or ())
+    print(written[1].read_text(encoding="utf-8"), end="")
+    for path in written:
+        print(path)
+    return 0
+
+
 def load_raw(path: Path | None, overrides: list[str], resume: Path | None) -> tuple[dict, str]:
     """The scenario file (or, resuming without one, the sweep's study.yaml) with overrides applied."""
     if path is None:

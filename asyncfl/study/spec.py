@@ -5,6 +5,7 @@ scenario that every variant starts from::
 
     seeds: [0, 1, 2]                 # every variant runs once per seed (sets the key ``seed``)
     targets: [0.9]                   # optional: accuracies for the time-to-target table
+    baseline: no_deadline            # optional: the variant the report compares every other one with
     compare:
       - name: no_deadline            # names the variant's directory and its legend entry
       - name: deadline_12s
@@ -32,7 +33,7 @@ from typing import Any, Iterable, Mapping
 from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario, validate_scenario
 from asyncfl.config.loading import dotted_parent
 
-STUDY_KEYS = ("compare", "seeds", "targets")
+STUDY_KEYS = ("compare", "seeds", "targets", "baseline")
 VARIANT_KEYS = ("name", "set")
 TAGS = ("name", "kind", "dist")
 NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -58,6 +59,7 @@ class Study:
     variants: tuple[str, ...]
     seeds: tuple[int, ...]
     targets: tuple[float, ...]
+    baseline: str | None  # the variant the report's paired differences are taken against
     runs: tuple[RunSpec, ...]
     raw: dict[str, Any]  # the study as written (after --set), saved as study.yaml in the sweep directory
     output_dir: Path
@@ -82,6 +84,7 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
     seeds = _seeds(spec["seeds"], base, problems)
     targets = _targets(spec["targets"], problems)
     variants = _variants(spec["compare"], problems)
+    baseline = _baseline(spec["baseline"], [name for name, _ in variants], problems)
     runs: list[RunSpec] = []
     for index, (name, changes) in enumerate(variants):
         runs.extend(_expand(base, index, name, changes, seeds, problems))
@@ -94,6 +97,7 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
         variants=tuple(name for name, _ in variants),
         seeds=tuple(seeds),
         targets=tuple(targets),
+        baseline=baseline,
         runs=tuple(runs),
         raw=copy.deepcopy(dict(raw)),
         output_dir=first.output.dir,
@@ -124,6 +128,15 @@ def _targets(value: Any, problems: list[str]) -> list[float]:
     if len(ok) != len(items) or not items:
         problems.append(f"targets: expected accuracies in (0, 1], e.g. [0.8, 0.9] (got {value!r}).")
     return [float(t) for t in ok]
+
+
+def _baseline(value: Any, names: list[str], problems: list[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in names:
+        problems.append(f"baseline: must name one of the compare: variants ({', '.join(names)}); got {value!r}.")
+        return None
+    return value
 
 
 def _variants(value: Any, problems: list[str]) -> list[tuple[str, dict[str, Any]]]:

@@ -6,6 +6,7 @@ Layout (the same whichever executor ran it)::
         study.yaml                        the study as run (compare, seeds, targets, base keys)
         <variant>/seed<N>/                one ordinary run directory per variant x seed
         comparison.csv, runs.csv, time_to_target.csv/.md, client_accuracy.csv/.md, *.png
+        report.csv, report.md             mean ± 95 % CI over seeds, paired differences vs ``baseline:``
 
 A run is finished when its summary.json holds a final status (finished, target_reached,
 diverged).  ``--resume SWEEP_DIR`` skips finished runs; with the local executor an unfinished run
@@ -30,6 +31,7 @@ from asyncfl.config import ConfigError
 from asyncfl.results import new_run_dir, write_atomic
 from asyncfl.study.aggregate import RunRecord, read_summary
 from asyncfl.study.compare import STUDY_FILE, write_comparison
+from asyncfl.study.report import write_report
 from asyncfl.study.spec import Study
 
 FINAL_STATUSES = ("finished", "target_reached", "diverged")
@@ -85,6 +87,9 @@ def run_sweep(
         raise
     records = [RunRecord(r.variant, r.seed, sweep_dir / r.rel_dir) for r in study.runs]
     write_comparison(sweep_dir, records, study.targets, title=study.name)
+    finished = [r for r in records if (r.path / "metrics.csv").is_file()]
+    write_report(sweep_dir, finished, study.baseline if study.baseline in {r.label for r in finished} else None,
+                 study.targets)  # fmt: skip
     return SweepResult(sweep_dir, len(jobs) - len(failures), skipped, failures)
 
 

@@ -1,0 +1,198 @@
+"""The verdict-style report of a study: mean ± 95 % confidence interval over seeds, and differences
+against a baseline variant paired by seed.
+
+For every variant and measure (final accuracy, accuracy averaged over the last quarter of the run, best
+accuracy, time and rounds to each target) the report gives the mean over seeds with a Student-t 95 %
+interval (mean ± t_{0.975, n-1} · s / √n, s the sample standard deviation).  With a ``baseline:`` the
+difference variant − baseline is formed seed by seed over the seeds both have (for time to target:
+both reached it), and its mean gets the same t interval.  Pairing removes what the seeds share (data
+split, device profiles, availability draws), so a paired interval is usually much narrower than the
+two unpaired ones.  "higher" / "lower" means the paired interval excludes 0; "no difference" that it
+does not — which says the seeds cannot separate the two, not that they are equal.
+
+Writes ``report.csv`` (numbers) and ``report.md`` (the table) into the sweep directory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from asyncfl.config import ConfigError
+from asyncfl.study.aggregate import RunRecord, accuracy_points, first_reach, group, read_summary
+from asyncfl.study.tables import write_csv, write_markdown
+
+CONFIDENCE = 0.95
+TAIL_SHARE = 0.25  # "last quarter": evaluations at x >= 0.75 x the run's last evaluated x
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Mean of ``n`` values with the half-width of its confidence interval (NaN when n < 2)."""
+
+    n: int
+    mean: float
+    half_width: float
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.half_width
+
+
+def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Mean ± t_{(1+c)/2, n-1} · s / √n over the finite ``values``."""
+    v = np.array([x for x in values if x is not None and math.isfinite(x)], dtype=np.float64)
+    if not len(v):
+        return Interval(0, math.nan, math.nan)
+    if len(v) == 1:
+        return Interval(1, float(v[0]), math.nan)
+    quantile = stats.t.ppf(0.5 + confidence / 2, len(v) - 1)
+    return Interval(len(v), float(v.mean()), float(quantile * v.std(ddof=1) / math.sqrt(len(v))))
+
+
+def paired_difference(
+    values: Mapping[int, float], baseline: Mapping[int, float], confidence: float = CONFIDENCE
+) -> Interval:
+    """The t interval of ``values[s] - baseline[s]`` over the seeds s where both are finite."""
+    common = sorted(s for s in values.keys() & baseline.keys() if _finite(values[s]) and _finite(baseline[s]))
+    return t_interval([values[s] - baseline[s] for s in common], confidence)
+
+
+def direction(diff: Interval) -> str:
+    """``higher`` / ``lower`` when the paired interval excludes 0, ``no difference`` otherwise."""
+    if diff.n < 2 or math.isnan(diff.half_width):
+        return "too few seeds"
+    if diff.low > 0:
+        return "higher"
+    if diff.high < 0:
+        return "lower"
+    return "no difference"
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def tail_accuracy(run_dir: Path, share: float = TAIL_SHARE) -> float:
+    """Mean of the evaluated accuracies in the last ``share`` of the run (by virtual time); less noisy than
+    the single final evaluation."""
+    x, y = accuracy_points(run_dir, "time")
+    if not len(x):
+        return math.nan
+    return float(np.mean(y[x >= (1 - share) * x[-1]]))
+
+
+def run_measures(run_dir: Path, targets: Sequence[float]) -> dict[str, float]:
+    """Every measure the report uses, for one run (NaN where a run has no value, e.g. target not reached)."""
+    summary = read_summary(run_dir)
+    out = {
+        "final accuracy": _number(summary.get("final_accuracy")),
+        "last-quarter accuracy": tail_accuracy(run_dir),
+        "best accuracy": _number(summary.get("best_accuracy")),
+    }
+    for target in targets:
+        hit = first_reach(run_dir, target)
+        out[f"time to {target:g} (virtual s)"] = hit[0] if hit else math.nan
+        out[f"rounds to {target:g}"] = float(hit[1]) if hit else math.nan
+    return out
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def measure_table(records: Sequence[RunRecord], targets: Sequence[float]) -> dict[str, dict[str, dict[int, float]]]:
+    """variant -> measure -> seed -> value."""
+    table: dict[str, dict[str, dict[int, float]]] = {}
+    for label, runs in group(records).items():
+        per_measure: dict[str, dict[int, float]] = {}
+        for index, run in enumerate(runs):
+            seed = run.seed if run.seed is not None else index
+            for measure, value in run_measures(run.path, targets).items():
+                per_measure.setdefault(measure, {})[seed] = value
+        table[label] = per_measure
+    return table
+
+
+def report_rows(
+    table: Mapping[str, Mapping[str, Mapping[int, float]]], baseline: str | None, confidence: float = CONFIDENCE
+) -> list[dict]:
+    """report.csv: per variant and measure, the mean and CI over seeds and (with a baseline) the paired
+    difference against the baseline with its CI."""
+    if baseline is not None and baseline not in table:
+        raise ConfigError(f"baseline: {baseline!r} is not a variant of this study ({', '.join(table)}).")
+    rows = []
+    for variant, measures in table.items():
+        for measure, by_seed in measures.items():
+            own = t_interval(list(by_seed.values()), confidence)
+            row = {
+                "variant": variant, "measure": measure, "seeds": len(by_seed), "n": own.n,
+                "mean": own.mean, "ci_half_width": own.half_width,
+            }  # fmt: skip
+            if baseline is not None:
+                diff = paired_difference(by_seed, table[baseline].get(measure, {}), confidence)
+                row.update({
+                    "baseline": baseline, "paired_seeds": diff.n, "diff_mean": diff.mean,
+                    "diff_ci_half_width": diff.half_width,
+                    "vs_baseline": "baseline" if variant == baseline else direction(diff),
+                })  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def format_interval(mean: float, half: float, scale: float = 1.0, digits: int = 1, signed: bool = False) -> str:
+    """``mean ± half`` (scaled), ``mean`` alone when the half-width is NaN, ``—`` when the mean is."""
+    if not _finite(mean):
+        return "—"
+    sign = "+" if signed else ""
+    text = f"{mean * scale:{sign},.{digits}f}"
+    return text if not _finite(half) else f"{text} ± {half * scale:,.{digits}f}"
+
+
+def _is_accuracy(measure: str) -> bool:
+    return measure.endswith("accuracy")
+
+
+def markdown_rows(rows: Sequence[Mapping]) -> list[dict[str, str]]:
+    """One Markdown row per variant and measure; accuracies in percent (points), times in virtual s."""
+    out = []
+    for r in rows:
+        scale, digits = (100.0, 1) if _is_accuracy(r["measure"]) else (1.0, 1)
+        cells = {
+            "variant": r["variant"],
+            "measure": r["measure"] + (" (%)" if _is_accuracy(r["measure"]) else ""),
+            "seeds": f"{r['n']}/{r['seeds']}",
+            "mean ± 95% CI": format_interval(r["mean"], r["ci_half_width"], scale, digits),
+        }
+        if "baseline" in r:
+            is_base = r["variant"] == r["baseline"]
+            cells["paired difference vs " + r["baseline"]] = (
+                "—" if is_base else format_interval(r["diff_mean"], r["diff_ci_half_width"], scale, digits, True)
+            )
+            cells["pairs"] = "" if is_base else str(r["paired_seeds"])
+            cells["verdict"] = r["vs_baseline"]
+        out.append(cells)
+    return out
+
+
+def write_report(
+    out_dir: Path, records: Sequence[RunRecord], baseline: str | None, targets: Sequence[float] = ()
+) -> list[Path]:
+    """report.csv and report.md for ``records`` (every run of a study) into ``out_dir``."""
+    table = measure_table(records, targets)
+    rows = report_rows(table, baseline)
+    intro = (
+        f"Mean ± {CONFIDENCE:.0%} confidence interval (Student t) over seeds"
+        + (f"; paired differences against `{baseline}`, seed by seed" if baseline else "")
+        + ". Accuracies in percent; the verdict says whether the paired interval excludes 0."
+    )
+    return [write_csv(out_dir / "report.csv", rows), write_markdown(out_dir / "report.md", markdown_rows(rows), intro)]

@@ -1,0 +1,191 @@
+"""The study report: t intervals, paired differences by seed, the baseline: key and the report command."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from asyncfl.config import ConfigError
+from asyncfl.results import read_csv
+from asyncfl.study import build_study
+from asyncfl.study.aggregate import RunRecord
+from asyncfl.study.report import direction, paired_difference, report_rows, t_interval, tail_accuracy, write_report
+from asyncfl.study.spec import load_study
+from asyncfl.study.sweep import run_sweep
+
+T_975_2 = 4.302652729749462  # Student t quantile 0.975 with 2 degrees of freedom (tables: 4.303)
+T_975_3 = 3.1824463052837078  # ... with 3 degrees of freedom (tables: 3.182)
+
+
+def test_t_interval_by_hand():
+    got = t_interval([1.0, 2.0, 3.0])  # mean 2, sample std 1
+    assert got.n == 3 and got.mean == 2.0
+    assert got.half_width == pytest.approx(T_975_2 / math.sqrt(3), rel=1e-9)
+    four = t_interval([0.2, 0.4, 0.4, 0.6, math.nan])  # NaN ignored; mean 0.4, s = sqrt(0.08 / 3)
+    assert four.n == 4 and four.mean == pytest.approx(0.4)
+    assert four.half_width == pytest.approx(T_975_3 * math.sqrt(0.08 / 3) / 2, rel=1e-9)
+    one = t_interval([0.7])
+    assert one.n == 1 and one.mean == 0.7 and math.isnan(one.half_width)
+    assert t_interval([]).n == 0 and math.isnan(t_interval([]).mean)
+
+
+def test_paired_difference_uses_only_common_seeds():
+    variant = {0: 0.5, 1: 0.7, 2: 0.6, 3: 0.9}  # seed 3 has no baseline, seed 4 no variant value
+    baseline = {0: 0.4, 1: 0.5, 2: 0.6, 4: 0.1}
+    diff = paired_difference(variant, baseline)  # differences 0.1, 0.2, 0.0
+    assert diff.n == 3 and diff.mean == pytest.approx(0.1)
+    assert diff.half_width == pytest.approx(T_975_2 * 0.1 / math.sqrt(3), rel=1e-9)
+    assert direction(diff) == "no difference"  # 0.1 ± 0.248 straddles 0
+    # Paired by seed, a small consistent gain is "higher" although the unpaired intervals overlap widely.
+    base = {s: 0.5 + 0.1 * s for s in range(5)}
+    better = {s: v + 0.01 + 0.001 * (s % 2) for s, v in base.items()}
+    assert direction(paired_difference(better, base)) == "higher"
+    assert t_interval(list(better.values())).low < t_interval(list(base.values())).high
+    assert direction(paired_difference(base, better)) == "lower"
+    assert direction(paired_difference({0: 1.0}, {0: 0.0})) == "too few seeds"
+
+
+def fake_run(path: Path, accuracies: list[float]) -> Path:
+    """A run evaluated at virtual times 0, 10, 20, ...; final accuracy = the last one."""
+    path.mkdir(parents=True)
+    rows = ["time,round,test_accuracy"] + [f"{10 * i},{i},{a}" for i, a in enumerate(accuracies)]
+    (path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    summary = {"status": "finished", "final_accuracy": accuracies[-1], "best_accuracy": max(accuracies)}
+    (path / "summary.json").write_text(json.dumps(summary))
+    return path
+
+
+def test_report_rows_and_files_by_hand(tmp_path):
+    runs = {  # variant -> seed -> evaluated accuracies at t = 0, 10, 20, 30, 40
+        "base": {0: [0.1, 0.2, 0.3, 0.4, 0.5], 1: [0.1, 0.3, 0.4, 0.5, 0.6], 2: [0.1, 0.2, 0.3, 0.5, 0.7]},
+        "new": {0: [0.1, 0.4, 0.5, 0.6, 0.6], 1: [0.1, 0.5, 0.6, 0.7, 0.7], 2: [0.1, 0.3, 0.6, 0.8, 0.8]},
+    }
+    records = [
+        RunRecord(v, s, fake_run(tmp_path / v / f"seed{s}", acc))
+        for v, seeds in runs.items()
+        for s, acc in seeds.items()
+    ]
+    # last quarter of a run ending at t = 40: evaluations at t >= 30
+    assert tail_accuracy(records[0].path) == pytest.approx(0.45)
+    files = write_report(tmp_path, records, "base", targets=[0.6])
+    assert [f.name for f in files] == ["report.csv", "report.md"]
+    rows = {(r["variant"], r["measure"]): r for r in read_csv(tmp_path / "report.csv")}
+    final = rows[("new", "final accuracy")]  # new 0.6, 0.7, 0.8 vs base 0.5, 0.6, 0.7: +0.1 every seed
+    assert float(final["mean"]) == pytest.approx(0.7)
+    assert float(final["ci_half_width"]) == pytest.approx(T_975_2 * 0.1 / math.sqrt(3), rel=1e-5)
+    assert float(final["diff_mean"]) == pytest.approx(0.1)
+    assert float(final["diff_ci_half_width"]) == pytest.approx(0, abs=1e-6)
+    assert final["vs_baseline"] == "higher" and final["paired_seeds"] == "3"
+    tail = rows[("new", "last-quarter accuracy")]  # new: 0.6, 0.7, 0.8; base: 0.45, 0.55, 0.6
+    assert float(tail["diff_mean"]) == pytest.approx((0.15 + 0.15 + 0.2) / 3, abs=1e-6)
+    time_new = rows[("new", "time to 0.6 (virtual s)")]  # new reaches 0.6 at 30, 20, 20; base at -, 40, 40
+    assert time_new["n"] == "3" and float(time_new["mean"]) == pytest.approx(70 / 3, abs=1e-6)
+    assert time_new["paired_seeds"] == "2" and float(time_new["diff_mean"]) == pytest.approx(-20)
+    assert rows[("base", "time to 0.6 (virtual s)")]["n"] == "2"
+    assert rows[("base", "final accuracy")]["vs_baseline"] == "baseline"
+    md = (tmp_path / "report.md").read_text()
+    assert "| new | final accuracy (%) | 3/3 | 70.0 ± 24.8 | +10.0 ± 0.0 | 3 | higher |" in md
+    with pytest.raises(ConfigError, match="baseline: 'nope' is not a variant"):
+        report_rows({"a": {}}, "nope")
+
+
+def tiny_study(tmp_path: Path, **extra) -> dict:
+    return {
+        "name": "tiny", "seeds": [0, 1], "data": {"dataset": "digits", "clients": 4}, "model": {"name": "logreg"},
+        "training": {"local_steps": 2}, "stop": {"rounds": 2}, "checkpoint": {"every_rounds": None},
+        "output": {"plot": False, "events": "none", "dir": str(tmp_path / "runs")},
+        "compare": [{"name": "plain"}, {"name": "fast", "set": {"training.lr": 0.2}}], **extra,
+    }  # fmt: skip
+
+
+def test_baseline_must_name_a_variant(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        build_study(tiny_study(tmp_path, baseline="fedbuff"), source="s.yaml")
+    assert "baseline: must name one of the compare: variants (plain, fast); got 'fedbuff'" in str(err.value)
+    assert build_study(tiny_study(tmp_path, baseline="fast")).baseline == "fast"
+    assert build_study(tiny_study(tmp_path)).baseline is None
+
+
+def test_sweep_writes_the_report_and_the_command_rewrites_it(tmp_path):
+    result = run_sweep(build_study(tiny_study(tmp_path, baseline="plain")), quiet=True)
+    rows = read_csv(result.sweep_dir / "report.csv")
+    fast = next(r for r in rows if r["variant"] == "fast" and r["measure"] == "final accuracy")
+    finals = {
+        v: {s: json.loads((result.sweep_dir / v / f"seed{s}" / "summary.json").read_text())["final_accuracy"]
+            for s in (0, 1)}
+        for v in ("plain", "fast")
+    }  # fmt: skip
+    assert fast["baseline"] == "plain" and fast["paired_seeds"] == "2"
+    expected = sum(finals["fast"][s] - finals["plain"][s] for s in (0, 1)) / 2
+    assert float(fast["diff_mean"]) == pytest.approx(expected, abs=1e-6)
+    cli = [sys.executable, "-m", "asyncfl", "report", str(result.sweep_dir)]
+    done = subprocess.run([*cli, "--baseline", "fast"], capture_output=True, text=True)
+    assert done.returncode == 0 and "paired difference vs fast" in done.stdout
+    bad = subprocess.run([*cli, "--baseline", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--baseline: 'nope' is not a variant" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    missing = subprocess.run([sys.executable, "-m", "asyncfl", "report", str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 2 and "not a sweep directory" in missing.stderr
+
+
+def _reproduce_papers():
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "reproduce_papers.py"
+    spec = importlib.util.spec_from_file_location("reproduce_papers", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_verdict_rules_of_the_paper_tables():
+    rp = _reproduce_papers()
+    higher = rp.Claim("p", "s", "A > B", "a", "b", "last-quarter accuracy", "1 vs 0")
+    sooner = rp.Claim("p", "s", "A sooner", "a", "b", "time to 0.4 (virtual s)", "", "lower")
+    as_good = rp.Claim("p", "s", "A ≥ B", "a", "b", "last-quarter accuracy", "", "not_lower")
+    base = {s: 0.4 + 0.05 * s for s in range(5)}
+    up = {s: v + 0.02 + 0.002 * (s % 2) for s, v in base.items()}  # +2 points every seed
+    noisy = {s: v + (0.03 if s % 2 else -0.03) for s, v in base.items()}
+    assert rp.verdict(higher, paired_difference(up, base), "")[0] == "reproduced"
+    assert rp.verdict(higher, paired_difference(base, up), "")[0] == "not reproduced"
+    word, why = rp.verdict(higher, paired_difference(noisy, base), "")
+    assert word == "inconclusive" and "contains 0" in why
+    assert rp.verdict(sooner, paired_difference({0: 5.0, 1: 6.0, 2: 5.5}, {0: 7.0, 1: 8.0, 2: 7.4}), "")[0] == (
+        "reproduced"
+    )  # fewer virtual seconds is the paper's direction for a time
+    assert rp.verdict(as_good, paired_difference(up, base), "")[0] == "reproduced"
+    slightly_lower = {s: v - 0.004 - 0.001 * (s % 2) for s, v in base.items()}  # -0.45 points: within the margin
+    assert rp.verdict(as_good, paired_difference(slightly_lower, base), "")[0] == "reproduced"
+    much_lower = {s: v - 0.05 - 0.002 * (s % 2) for s, v in base.items()}
+    assert rp.verdict(as_good, paired_difference(much_lower, base), "")[0] == "not reproduced"
+    # significantly lower, but the interval (about -1.5 to -0.4 points) straddles the 1-point margin
+    straddling = {s: v - 0.009 + (0.004 if s % 2 else -0.004) for s, v in base.items()}
+    assert rp.verdict(as_good, paired_difference(straddling, base), "")[0] == "inconclusive"
+    assert rp.verdict(higher, paired_difference({0: 1.0}, {0: 0.0}), "")[0] == "inconclusive"
+    studies = {c.study for c in rp.claims()}
+    assert studies == set(rp.STUDIES)  # every study has claims, and every claim names a study the script runs
+
+
+def test_a_study_reads_trace_files_relative_to_its_own_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    rows = ["client,samples_per_s,uplink_mbps,downlink_mbps,latency_s"] + [f"{c},50,10,10,0.1" for c in range(4)]
+    (folder / "devices.csv").write_text("\n".join(rows) + "\n")
+    raw = tiny_study(tmp_path, population={"device_trace": "devices.csv"})
+    (folder / "study.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)  # not the study's folder: a path relative to the working directory would fail
+    study = load_study(folder / "study.yaml")
+    assert {r.scenario.population.device_trace for r in study.runs} == {folder / "devices.csv"}
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncfl", str(folder / "study.yaml"), "--set", "seeds=[0]", "--quiet"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
