@@ -15,7 +15,8 @@ NUM_CLIENTS, DIM = 4, 5
 
 def _first_aggregate(name: str, like: torch.Tensor) -> torch.Tensor:
     mode = "sync" if "sync" in REGISTRY[name].modes else "k_async"
-    server = {"mode": mode, "k": 1 if name == "fedasync" else 2}
+    # server.k belongs to k_async only: a sync scenario refuses it
+    server = {"mode": mode} if mode == "sync" else {"mode": mode, "k": 1 if name == "fedasync" else 2}
     params = validate_scenario({"server": server, "algorithm": {"name": name}, "data": {"clients": NUM_CLIENTS}})
     strategy = make_strategy(params.algorithm, NUM_CLIENTS, like)
     w = torch.linspace(-1, 1, DIM)  # the global model the run starts from

@@ -18,7 +18,8 @@ NUM_CLIENTS, DIM = 6, 5
 def _strategy(name: str):
     cls = REGISTRY[name]
     mode = "sync" if "sync" in cls.modes else "k_async"
-    server = {"mode": mode, "k": 1 if name == "fedasync" else 3}
+    # server.k belongs to k_async only: a sync scenario refuses it
+    server = {"mode": mode} if mode == "sync" else {"mode": mode, "k": 1 if name == "fedasync" else 3}
     params = validate_scenario({"server": server, "algorithm": {"name": name}, "data": {"clients": NUM_CLIENTS}})
     return make_strategy(params.algorithm, NUM_CLIENTS, torch.zeros(DIM)), mode
 
