@@ -133,7 +133,7 @@ class Simulation:
         with torch.random.fork_rng(devices=[]):  # model init must not touch the global generator
             torch.manual_seed(int(stream(s.seed, "model_init").integers(2**62)))
             self.model = build_model(
-                s.model.name, self.federation.input_shape, self.federation.num_classes, s.model.hidden
+                s.model.name, self.federation.input_shape, self.federation.num_classes, s.model.hidden, s.model.layers
             )
         self.model.to(self.device)
         initial = torch.nn.utils.parameters_to_vector(self.model.parameters()).detach()
@@ -379,7 +379,8 @@ def timing_input(s: Scenario) -> tuple[tuple[int, ...], int]:
 def timing_model_bytes(s: Scenario) -> int:
     """Bytes of the float32 model a full run would train: its real parameter count x 4."""
     shape, classes = timing_input(s)
-    return sum(p.numel() for p in build_model(s.model.name, shape, classes, s.model.hidden).parameters()) * 4
+    model = build_model(s.model.name, shape, classes, s.model.hidden, s.model.layers)
+    return sum(p.numel() for p in model.parameters()) * 4
 
 
 class TimingLearner:

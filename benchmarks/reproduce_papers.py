@@ -174,7 +174,7 @@ def central_baselines() -> list[dict]:
     for model, (lr, rounds, paper) in settings.items():
         scenario = validate_scenario({
             "name": f"central_{model}", "data": {"dataset": "mnist1d", "clients": 1, "test_fraction": 0.0},
-            "model": {"name": model, "hidden": 100},
+            "model": {"name": model, "hidden": 100, "layers": 2},  # the paper's MLP: two hidden layers of 100
             "training": {"local_steps": 500, "batch_size": 100, "lr": lr, "momentum": 0.9},
             "trainer": {"executor": "sequential"},  # one client: vmap's per-step overhead would only slow it down
             "stop": {"rounds": rounds}, "eval": {"every_rounds": rounds, "per_client": False},

@@ -46,8 +46,10 @@ def digits():
 
 
 def _model(name, fed, seed=0):
+    """``mlp2``: the mlp with two hidden layers (``model.layers: 2``)."""
     torch.manual_seed(seed)
-    model = build_model(name, fed.input_shape, fed.num_classes, hidden=32)
+    name, layers = ("mlp", 2) if name == "mlp2" else (name, 1)
+    model = build_model(name, fed.input_shape, fed.num_classes, hidden=32, layers=layers)
     return model, torch.nn.utils.parameters_to_vector(model.parameters()).detach()
 
 
@@ -63,7 +65,7 @@ def _max_gap(a, b):
 
 
 @pytest.mark.parametrize("kernel", [BatchedTrainer, FusedTrainer])
-@pytest.mark.parametrize("name", ["logreg", "mlp"])
+@pytest.mark.parametrize("name", ["logreg", "mlp", "mlp2"])
 def test_batched_equals_sequential_dense(digits, name, kernel):
     model, base = _model(name, digits)
     training = Training(batch_size=16, lr=0.1, momentum=0.9, weight_decay=1e-3)

@@ -107,7 +107,8 @@ class Data(Section):
 
 class Model(Section):
     name: Literal[MODELS] = "mlp"  # type: ignore[valid-type]
-    hidden: int = Field(default=200, ge=1, description="hidden units of the mlp")
+    hidden: int = Field(default=200, ge=1, description="hidden units of the mlp (per hidden layer)")
+    layers: int = Field(default=1, ge=1, description="hidden layers of the mlp (MNIST-1D paper's MLP: 2 of 100)")
 
 
 class Training(Section):

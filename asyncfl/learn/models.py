@@ -12,12 +12,18 @@ import torch
 from torch import nn
 
 
-def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, hidden: int = 200) -> nn.Module:
+def build_model(
+    name: str, input_shape: tuple[int, ...], num_classes: int, hidden: int = 200, layers: int = 1
+) -> nn.Module:
+    """``hidden`` and ``layers`` shape the mlp only: ``layers`` ReLU layers of ``hidden`` units each."""
     features = math.prod(input_shape)
     if name == "logreg":
         return nn.Sequential(nn.Flatten(), nn.Linear(features, num_classes))
     if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+        body: list[nn.Module] = [nn.Flatten()]
+        for width_in in [features] + [hidden] * (layers - 1):
+            body += [nn.Linear(width_in, hidden), nn.ReLU()]
+        return nn.Sequential(*body, nn.Linear(hidden, num_classes))
     if name == "lenet5":
         return _lenet5(input_shape, num_classes)
     if name == "resnet18":
