@@ -24,7 +24,7 @@ from asyncfl.checkpoint import FILE as CHECKPOINT_FILE
 from asyncfl.checkpoint import FINAL
 from asyncfl.config import ConfigError
 from asyncfl.config.schema import Scenario
-from asyncfl.learn.executors import make_trainer
+from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model
@@ -97,6 +97,7 @@ class Simulation:
         self.device = resolve_device(scenario.device)
         self.started = time.perf_counter()
         s = scenario
+        self.threads: int | None = None  # torch CPU threads while running (trainer.threads)
         if s.timing_only:  # no data, no model: see TimingLearner
             self.federation, self.learner, histograms = None, TimingLearner(timing_model_bytes(s)), None
             num_classes = timing_input(s)[1]
@@ -139,10 +140,21 @@ class Simulation:
         initial = torch.nn.utils.parameters_to_vector(self.model.parameters()).detach()
         strategy = make_strategy(s.algorithm, s.data.clients, initial)
         trainer = make_trainer(self.model, self.federation, s.training, s.seed, s.trainer, self.device)
+        self.threads = training_threads(self.model, self.device, s.trainer)
         max_staleness = s.server.max_staleness if s.server.mode == "k_async" else None
         return Learner(self.model, self.federation, strategy, trainer, s.training, max_staleness)
 
     def run(self) -> Progress:
+        """Play the scenario to its end with ``trainer.threads`` torch threads; the caller's setting is restored."""
+        previous = torch.get_num_threads()
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            return self._play()
+        finally:
+            torch.set_num_threads(previous)
+
+    def _play(self) -> Progress:
         s = self.scenario
         env = simpy.Environment()
         limit = s.stop.virtual_time_s if s.stop.virtual_time_s is not None else math.inf

@@ -131,6 +131,12 @@ class Trainer(Section):
         "CPU up to 1M parameters (asyncfl/learn/executors.py)",
     )
     chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")
+    threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="torch CPU threads while the run trains; null: 1 for models up to 1M parameters on the CPU "
+        "(small models only lose to thread contention), else torch's default",
+    )
 
 
 class Server(Section):

@@ -42,6 +42,21 @@ def auto_executor(model: nn.Module, device: torch.device) -> str:
     return "batched" if small else "sequential"
 
 
+def training_threads(model: nn.Module, device: torch.device, spec: Trainer) -> int | None:
+    """Torch CPU threads for a run (``trainer.threads``), or None to leave torch's default.
+
+    null (the default) pins one thread for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters on the CPU: their
+    operations are too small to split, and with a second busy process on a 2-core machine torch's
+    default of one thread per core made ``scenarios/k_async.yaml`` over four times slower (25.5 s
+    against 5.9 s; ``benchmarks/bench_threads.py``).  One thread also keeps results independent of
+    the machine's core count.  Larger models, and the GPU, keep torch's default."""
+    if spec.threads is not None:
+        return spec.threads
+    if device.type == "cpu" and sum(p.numel() for p in model.parameters()) <= CPU_BATCHED_MAX_PARAMS:
+        return 1
+    return None
+
+
 def make_trainer(model: nn.Module, federation, training: Training, seed: int, spec: Trainer, device: torch.device):
     """The trainer ``spec`` asks for (``auto`` resolved by :func:`auto_executor`)."""
     executor = auto_executor(model, device) if spec.executor == "auto" else spec.executor
