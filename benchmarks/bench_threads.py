@@ -4,7 +4,8 @@ Runs ``python -m asyncfl scenarios/k_async.yaml`` as whole processes with ``trai
 at its default (null: one thread for this model) and with torch's default (one thread per core),
 alternating, with nothing else started and next to one busy process (a pure-Python loop on one core:
 another job, a browser, a second run).  The table gives the load average before each, since
-"nothing else started" is idle only on an otherwise quiet machine.  Prints the table and writes ``benchmarks/results/threads.md``.
+"nothing else started" is idle only on an otherwise quiet machine.  Prints the table and writes
+``benchmarks/results/threads.md``.
 
     python benchmarks/bench_threads.py [--repeats 2] [--scenario scenarios/k_async.yaml]
 """
@@ -69,7 +70,8 @@ def main() -> None:
         f"`{name}` as a user runs it, on the CPU ({cores} cores), best of {args.repeats} alternating runs per "
         "setting; `python benchmarks/bench_threads.py`.",
         "",
-        "| machine (1-minute load average before) | trainer.threads | whole command s | run s (summary.json) | time / default |",
+        "| machine (1-minute load average before) | trainer.threads | whole command s | run s (summary.json) "
+        "| time / default |",
         "|---|---|---|---|---|",
         *rows,
     ]) + "\n"  # fmt: skip
