@@ -187,6 +187,12 @@ class MarkovRounds:
         return t
 
 
+def cyclic_on_rounds(p: float, period: int) -> int:
+    """Online rounds per period of :class:`CyclicRounds`: max(1, round(p * period)) for p > 0, 0 for
+    p = 0.  The realised participation rate is this over ``period``, not p itself."""
+    return min(period, max(1, round(p * period))) if p > 0 else 0
+
+
 class CyclicRounds:
     """FedAU's cyclic participation: online in ``on_rounds`` consecutive rounds of every ``period``
     rounds, shifted by a per-client integer phase.  ``on_rounds`` = max(1, round(p * period)) for p > 0
@@ -194,7 +200,7 @@ class CyclicRounds:
 
     def __init__(self, p: float, period: int, phase: int) -> None:
         self.period, self.phase = period, phase
-        self.on_rounds = min(period, max(1, round(p * period))) if p > 0 else 0
+        self.on_rounds = cyclic_on_rounds(p, period)
 
     def online(self, t: float, rnd: int) -> bool:
         return (rnd + self.phase) % self.period < self.on_rounds
@@ -255,28 +261,43 @@ class ClusterDropout:
 
 
 class Cyclic:
-    """Online during the first p*period of every period, shifted by a per-client phase."""
+    """Online during the first p*period of every period, shifted by a per-client phase.
+
+    Window k is [k*period - phase, k*period - phase + p*period).  Every answer compares t with
+    window edges computed by that one formula, so ``online`` and the next switch times agree to the
+    last bit: with ``(t + phase) % period`` a client could be online at t while its window's end,
+    rounded, was t itself (a zero-length online stretch that never ended; found by
+    tests/test_availability_contract.py)."""
 
     def __init__(self, p: float, period_s: float, phase_s: float) -> None:
         self.on_s, self.period, self.phase = p * period_s, period_s, phase_s
 
-    def _position(self, t: float) -> float:
-        return (t + self.phase) % self.period
+    def _start(self, k: int) -> float:
+        return k * self.period - self.phase
+
+    def _window(self, t: float) -> int:
+        """The k with start(k) <= t < start(k + 1) (floor's rounding corrected at the edges)."""
+        k = math.floor((t + self.phase) / self.period)
+        if t < self._start(k):
+            k -= 1
+        elif t >= self._start(k + 1):
+            k += 1
+        return k
 
     def online(self, t: float, rnd: int) -> bool:
-        return self._position(t) < self.on_s
+        return t < self._start(self._window(t)) + self.on_s
 
     def next_offline(self, t: float, rnd: int) -> float:
         if self.on_s >= self.period:
             return INF
-        pos = self._position(t)
-        return t + (self.on_s - pos) if pos < self.on_s else t
+        end = self._start(self._window(t)) + self.on_s
+        return end if t < end else t
 
     def next_online(self, t: float) -> float:
         if self.on_s <= 0:
             return INF
-        pos = self._position(t)
-        return t if pos < self.on_s else t + (self.period - pos)
+        k = self._window(t)
+        return t if t < self._start(k) + self.on_s else self._start(k + 1)
 
 
 class Trace:

@@ -87,7 +87,9 @@ def participation_probabilities(
 ) -> list[float]:
     """The per-client p_i of a spec: the drawn (or label-correlated) p of Bernoulli/Markov/cyclic,
     1 - alpha for cluster dropout (approximate when clusters protect clients), 1 for always-on and
-    NaN for traces."""
+    NaN for traces.  Cyclic over whole rounds gives the rate it realises, on-rounds / period (a
+    client with p * period < 1 still shows up once a period); building its model from that rate
+    gives the same on-rounds (the rule is idempotent)."""
     if spec.kind == "always":
         return [1.0] * num_clients
     if spec.kind == "trace":
@@ -95,8 +97,12 @@ def participation_probabilities(
     if spec.kind == "cluster_dropout":
         return [1.0 - round(spec.alpha * num_clients) / num_clients] * num_clients
     if spec.p.dist == "label_correlated":
-        return label_correlated_p(spec.p, label_histograms, seed)
-    return [float(p) for p in spec.p.sample(stream(seed, "availability"), num_clients)]
+        p = label_correlated_p(spec.p, label_histograms, seed)
+    else:
+        p = [float(x) for x in spec.p.sample(stream(seed, "availability"), num_clients)]
+    if spec.kind == "cyclic" and spec.period_rounds is not None:  # whole rounds: the rate it realises
+        return [av.cyclic_on_rounds(x, spec.period_rounds) / spec.period_rounds for x in p]
+    return p
 
 
 def label_correlated_p(spec: LabelCorrelated, label_histograms: np.ndarray | None, seed: int) -> list[float]:
