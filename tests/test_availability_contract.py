@@ -73,7 +73,8 @@ def _spec(spec: dict, trace_file, **changes):
     spec = {**spec, **changes}
     if spec.get("file") == "TRACE":
         spec["file"] = str(trace_file)
-    return validate_scenario({"data": {"clients": CLIENTS}, "population": {"availability": spec}}).population.availability
+    scenario = validate_scenario({"data": {"clients": CLIENTS}, "population": {"availability": spec}})
+    return scenario.population.availability
 
 
 def _models(spec, seed: int) -> list:
