@@ -1,5 +1,5 @@
 """Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``,
-``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``, ``traces convert IN``.
+``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``, ``traces convert IN``, ``advise FILE.yaml``.
 Files with ``compare:``/``seeds:`` run as sweeps (asyncfl.study)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from asyncfl.study.cli import (
     report_dir,
     route,
 )
-from asyncfl.tools import add_traces_parser, traces_command
+from asyncfl.tools import add_advise_parser, add_traces_parser, advise_command, traces_command
 
-COMMANDS = ("run", "validate", "plot", "compare", "report", "reference", "traces")
+COMMANDS = ("run", "validate", "plot", "compare", "report", "reference", "traces", "advise")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     add_compare_parser(sub)
     add_report_parser(sub)
     add_traces_parser(sub)
+    add_advise_parser(sub)
     reference = sub.add_parser("reference", help="print every scenario key with its default and allowed values")
     reference.add_argument("--update", type=Path, metavar="README", help="rewrite the reference block in this file")
     return parser
@@ -90,6 +91,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return report_dir(args.sweep_dir, args.baseline)
     if args.command == "traces":
         return traces_command(args)
+    if args.command == "advise":
+        return advise_command(args)
     overrides = list(args.overrides)
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")
