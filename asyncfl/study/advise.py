@@ -336,7 +336,8 @@ def draw_advice(path: Path, rows: list[dict[str, Any]]) -> None:
         ax.grid(alpha=0.3)
         if len(groups) > 1:
             ax.legend(fontsize=8)
-    axes[1].set_ylim(bottom=0)
+    axes[0].set_ylim(bottom=0)
+    axes[1].set_ylim(0, max(5.0, 110.0 * max(r["never_heard_share"] for r in rows)))
     fig.suptitle("advice: " + ("sync deadline" if sync else "K-async K") + " (timing-only runs, no training)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
