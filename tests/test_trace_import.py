@@ -209,11 +209,13 @@ def test_converted_traces_run_in_a_scenario(tmp_path, capsys):
         (["--from", "fedscale-capacity", "--kbit", "999"], ["--kbit", "1000, 1024"]),
         (["--from", "fedscale-behavior"], ["no usable fedscale-behavior entry", "'active'"]),  # a capacity file
         (["--from", "flash"], ["not a readable JSON file"]),
+        (["--from", "fedscale-capacity", "--out", "/proc/x/y.csv"], ["--out /proc/x/y.csv", "cannot write"]),
     ],
 )
 def test_bad_input_is_one_clear_error(tmp_path, capsys, args, words):
     src = _pickle(tmp_path, "cap.pkl", CAPACITY)
-    code, _, err = _convert(tmp_path, capsys, src, *args, "--out", tmp_path / "x.csv")
+    out = [] if "--out" in args else ["--out", tmp_path / "x.csv"]
+    code, _, err = _convert(tmp_path, capsys, src, *args, *out)
     assert code == 2 and err.startswith("error: ") and "Traceback" not in err
     for word in words:
         assert word in err

@@ -333,16 +333,19 @@ def mapping_path(out: Path) -> Path:
 
 def write_converted(result: Converted, out: Path) -> list[Path]:
     """Write the trace CSV and its ``.mapping.csv``; numbers with repr precision (exact round trip)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(result.header)
-        writer.writerows(tuple(_text(v) for v in row) for row in result.rows)
     side = mapping_path(out)
-    with open(side, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(("client", "trace_key"))
-        writer.writerows(result.mapping)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(result.header)
+            writer.writerows(tuple(_text(v) for v in row) for row in result.rows)
+        with open(side, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(("client", "trace_key"))
+            writer.writerows(result.mapping)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot write the file: {exc.strerror}.") from None
     return [out, side]
 
 
