@@ -231,3 +231,20 @@ def test_unknown_format_and_unpickleable_file_exit_2_without_traceback(tmp_path)
         command = [sys.executable, "-m", "asyncfl", "traces", "convert", *args, "--out", str(tmp_path / "o.csv")]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and word in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unroll_matches_fedscales_modulo_rule_at_random_times():
+    """Online in the unrolled intervals <=> active[i] <= t mod finish_time < inactive[i] for some i."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        period = float(rng.integers(50, 500))
+        cuts = np.sort(rng.choice(np.arange(1, int(period)), size=2 * int(rng.integers(1, 5)), replace=False))
+        windows = [(float(a), float(b)) for a, b in zip(cuts[::2], cuts[1::2])]
+        horizon = float(rng.uniform(period, 6 * period))
+        intervals = unroll(windows, period, horizon)
+        assert all(a < b <= c for (a, b), (c, _) in zip(intervals, intervals[1:]))  # sorted, disjoint
+        for t in rng.uniform(0, horizon, size=200):
+            expected = any(a <= t % period < b for a, b in windows)
+            assert any(a <= t < b for a, b in intervals) == expected

@@ -154,15 +154,14 @@ def behavior_windows(entry: Any) -> tuple[list[tuple[float, float]], float] | st
     return windows, period
 
 
-def unroll(windows: list[tuple[float, float]], period: float, horizon: float, origin: float = 0.0) -> list:
+def unroll(windows: list[tuple[float, float]], period: float, horizon: float) -> list:
     """Online intervals over [0, horizon) of windows that repeat with ``period``: a window (s, e) is
-    online at every s + k period .. e + k period (integer k), measured from ``origin``.  Sorted, merged;
-    a client whose first online time is at or after the horizon gets that one window (the readers need
-    one interval per client)."""
+    online at every s + k period .. e + k period (integer k).  Sorted, merged; a client whose first
+    online time is at or after the horizon gets that one window (the readers need one interval per
+    client)."""
     out: list[list[float]] = []
     shifted = []
     for s, e in windows:
-        s, e = s - origin, e - origin
         k = math.floor(-e / period)  # the earliest repetition that can reach t >= 0
         while s + k * period < horizon:
             lo, hi = max(s + k * period, 0.0), min(e + k * period, horizon)
@@ -175,7 +174,7 @@ def unroll(windows: list[tuple[float, float]], period: float, horizon: float, or
         else:
             out.append([lo, hi])
     if not out:  # first online at or after the horizon: keep that one window
-        starts = [(s - origin + math.ceil((origin - s) / period) * period, e - s) for s, e in windows]
+        starts = [(s + math.ceil(-s / period) * period, e - s) for s, e in windows]
         lo, length = min(starts)
         out = [[lo, lo + length]]
     return [(lo, hi) for lo, hi in out]
