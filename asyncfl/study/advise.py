@@ -105,10 +105,7 @@ def grid(mode: str, deadline: str | None, k: str | None, concurrency: str | None
         if concurrency is not None:
             raise ConfigError("--concurrency: only with --k (k_async); a sync scenario has no concurrency.")
         if mode != "sync":
-            raise ConfigError(
-                f"--deadline: applies to sync scenarios; this one has server.mode {mode} (use --k, or "
-                "--set server.mode=sync with its sync keys)."
-            )
+            raise ConfigError(f"--deadline: applies to sync scenarios; this one has server.mode {mode} (use --k).")
         return [
             Setting(f"deadline_{_num(d)}", {"deadline_s": d}, {"server.deadline_s": d})
             for d in parse_deadlines(deadline)
