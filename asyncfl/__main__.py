@@ -1,6 +1,6 @@
 """Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``,
-``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``.  Files with ``compare:``/``seeds:`` run as
-sweeps (asyncfl.study)."""
+``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``, ``traces convert IN``, ``advise FILE.yaml``.
+Files with ``compare:``/``seeds:`` run as sweeps (asyncfl.study)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from asyncfl.study.cli import (
     report_dir,
     route,
 )
+from asyncfl.tools import add_advise_parser, add_traces_parser, advise_command, traces_command
 
-COMMANDS = ("run", "validate", "plot", "compare", "report", "reference")
+COMMANDS = ("run", "validate", "plot", "compare", "report", "reference", "traces", "advise")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="timeline.png: how many recorded clients (default 16), or which ones")  # fmt: skip
     add_compare_parser(sub)
     add_report_parser(sub)
+    add_traces_parser(sub)
+    add_advise_parser(sub)
     reference = sub.add_parser("reference", help="print every scenario key with its default and allowed values")
     reference.add_argument("--update", type=Path, metavar="README", help="rewrite the reference block in this file")
     return parser
@@ -86,6 +89,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return compare_dirs(args)
     if args.command == "report":
         return report_dir(args.sweep_dir, args.baseline)
+    if args.command == "traces":
+        return traces_command(args)
+    if args.command == "advise":
+        return advise_command(args)
     overrides = list(args.overrides)
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")

@@ -1,0 +1,126 @@
+"""``advise``: timing-only runs over a grid of deadlines or K, advice read back from the run files.
+
+Constant speeds make the numbers checkable by hand: with full batches of 10 samples and one local
+step, a slow client (1 sample/s) needs 10 s of compute and a fast one (10 samples/s) 1 s, plus
+two 1 ms latencies and transfers of microseconds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from asyncfl.__main__ import main
+from tests.conftest import table
+
+SYNC = {
+    "name": "advice",
+    "data": {"dataset": "digits", "clients": 8},
+    "model": {"name": "logreg"},
+    "training": {"local_steps": 1, "batch_size": 10},
+    "population": {"device_trace": "devices.csv"},  # clients 0, 1 at 1 sample/s, the others at 10
+    "server": {"mode": "sync", "deadline_s": 30},
+    "stop": {"rounds": 3},
+}
+K_ASYNC = {**SYNC, "server": {"mode": "k_async", "k": 4, "concurrency": 4}, "algorithm": {"name": "fedbuff"}}
+
+
+def _scenario(tmp_path, raw, name="scenario.yaml"):
+    rows = [f"{c},{1 if c < 2 else 10},1000,1000,0.001" for c in range(8)]
+    (tmp_path / "devices.csv").write_text(
+        "client,samples_per_s,uplink_mbps,downlink_mbps,latency_s\n" + "\n".join(rows)
+    )
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _advise(tmp_path, capsys, *args):
+    code = main(["advise", *map(str, args), "--quiet"])
+    return code, capsys.readouterr()
+
+
+def test_deadline_below_the_slow_tiers_task_time_never_hears_it(tmp_path, capsys):
+    path = _scenario(tmp_path, SYNC)
+    out = tmp_path / "advice"
+    code, captured = _advise(tmp_path, capsys, path, "--deadline", "4:12:4", "--out", out)
+    assert code == 0 and str(out) in captured.out and "| deadline_s |" in captured.out
+    rows = table(out / "advice.csv")
+    assert [float(r["deadline_s"]) for r in rows] == [4.0, 8.0, 12.0]
+    # the slow tier (2 of 8 clients) needs 10 s: cut off at 4 and 8 s, heard at 12 s
+    assert [float(r["never_heard_share"]) for r in rows] == [0.25, 0.25, 0.0]
+    assert [int(r["updates"]) for r in rows] == [18, 18, 24]  # 6 or 8 updates in each of 3 rounds
+    assert float(rows[0]["mean_round_s"]) == 4.0 and float(rows[1]["mean_round_s"]) == 8.0  # closed at the deadline
+    assert float(rows[2]["mean_round_s"]) == pytest.approx(10.0, abs=0.01)  # closed when the slow tier answered
+    assert float(rows[0]["updates_per_hour"]) == pytest.approx(18 / (12 / 3600))
+    assert float(rows[2]["updates_per_hour"]) == pytest.approx(24 / (float(rows[2]["virtual_time_s"]) / 3600))
+    # speed quartiles of 8 clients = pairs; the slowest pair is the slow tier
+    assert [float(rows[0][f"share_q{q}"]) for q in (1, 2, 3, 4)] == pytest.approx([0, 1 / 3, 1 / 3, 1 / 3])
+    assert [float(rows[2][f"share_q{q}"]) for q in (1, 2, 3, 4)] == pytest.approx([0.25] * 4)
+    assert {r["staleness_max"] for r in rows} == {"0.0"}
+    for r in rows:  # each setting is an ordinary timing-only run directory
+        run = out / r["run_dir"]
+        assert (run / "summary.json").is_file() and not (run / "events.jsonl").exists()
+    md = (out / "advice.md").read_text()
+    assert "| 4 | 5,400 | 4.00 | 0 / 33 / 33 / 33 |" in md
+    assert (out / "advice.png").stat().st_size > 10_000
+
+
+def test_k_async_grid_with_concurrency(tmp_path, capsys):
+    path = _scenario(tmp_path, K_ASYNC)
+    out = tmp_path / "k"
+    code, _ = _advise(
+        tmp_path, capsys, path, "--k", "2,4", "--concurrency", "4,8", "--set", "stop.rounds=2", "--out", out
+    )
+    assert code == 0
+    rows = table(out / "advice.csv")
+    assert [(int(r["k"]), int(r["concurrency"])) for r in rows] == [(2, 4), (4, 4), (2, 8), (4, 8)]
+    assert [r["run_dir"] for r in rows] == ["k2_c4", "k4_c4", "k2_c8", "k4_c8"]
+    updates = {r["run_dir"]: table(out / r["run_dir"] / "updates.csv") for r in rows}
+    for r in rows:
+        staleness = sorted(int(u["staleness"]) for u in updates[r["run_dir"]])
+        assert int(r["updates"]) == len(staleness) == 2 * int(r["k"])
+        assert float(r["staleness_max"]) == staleness[-1]
+        assert float(r["staleness_mean"]) == pytest.approx(sum(staleness) / len(staleness))
+    # 8 in flight, K = 4: all 8 start at 0; the 6 fast ones arrive at ~1.002 s and 4 of them make version 1;
+    # those that restart at that instant still get version 0 (dispatched before the aggregation), so
+    # version 2 at ~2.004 s aggregates 4 updates one version stale; the slow pair never arrives
+    k4c8 = rows[3]
+    assert float(k4c8["mean_round_s"]) == pytest.approx(1.002, abs=1e-3)
+    assert float(k4c8["never_heard_share"]) == 0.25 and float(k4c8["share_q1"]) == 0.0
+    assert float(k4c8["staleness_mean"]) == 0.5
+    assert float(k4c8["staleness_p50"]) == 0.5 and float(k4c8["staleness_p90"]) == 1.0
+    assert float(k4c8["updates_per_hour"]) == pytest.approx(8 / (float(k4c8["virtual_time_s"]) / 3600))
+
+
+@pytest.mark.parametrize(
+    "raw, args, words",
+    [
+        (SYNC, ["--deadline", "10:5:1"], ["--deadline '10:5:1'", "START:STOP:STEP", "5:60:5"]),
+        (SYNC, ["--deadline", "5-60"], ["--deadline", "START:STOP:STEP"]),
+        (SYNC, ["--deadline", "1:1000:1"], ["--deadline", "at most 200"]),
+        (SYNC, ["--k", "1,5"], ["--k", "k_async", "--deadline"]),
+        (SYNC, ["--deadline", "5:10:5", "--concurrency", "4"], ["--concurrency", "only with --k"]),
+        (SYNC, [], ["exactly one of --deadline", "--k"]),
+        (K_ASYNC, ["--deadline", "5:10:5"], ["--deadline", "sync", "--k"]),
+        (K_ASYNC, ["--k", "0,5"], ["--k '0,5'", "integers >= 1"]),
+        (K_ASYNC, ["--k", "2", "--concurrency", "x"], ["--concurrency 'x'", "integers >= 1"]),
+        (K_ASYNC, ["--k", "4,9"], ["with --k 9:", "server.k (9)", "population"]),
+    ],
+)
+def test_bad_grids_are_one_clear_error(tmp_path, capsys, raw, args, words):
+    path = _scenario(tmp_path, raw)
+    code, captured = _advise(tmp_path, capsys, path, *args, "--out", tmp_path / "o")
+    assert code == 2 and captured.err.startswith("error: ")
+    for word in words:
+        assert word in captured.err
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_grid_from_the_command_line_has_no_traceback(tmp_path):
+    path = _scenario(tmp_path, SYNC)
+    command = [sys.executable, "-m", "asyncfl", "advise", str(path), "--deadline", "0:5:1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "--deadline" in done.stderr and "Traceback" not in done.stderr
