@@ -195,6 +195,39 @@ class Checkpoint(Section):
     every_virtual_s: float | None = Field(default=None, gt=0, description="also save every N virtual seconds")
 
 
+class Clock(Section):
+    """Wall-clock time of day on the virtual clock: virtual second 0 is ``start_time``.  Diurnal
+    processes read each client's local time from it (with ``population.timezones``); metrics.csv
+    gains a ``utc_time`` column and the figures label virtual time as time of day."""
+
+    start_time: str | None = Field(
+        default=None,
+        description="ISO date and time at virtual second 0, UTC unless it names an offset, e.g. 2026-01-05T00:00 "
+        "(null: no time of day; diurnal processes then take virtual second 0 as midnight UTC)",
+    )
+
+    @model_validator(mode="after")
+    def _parse(self) -> Clock:
+        if self.start_time is not None:
+            start_datetime(self.start_time)
+        return self
+
+
+def start_datetime(text: str):
+    """``clock.start_time`` as an aware UTC datetime."""
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"start_time {text!r} is not an ISO date and time; write e.g. 2026-01-05T00:00 or 2026-01-05T08:30+02:00"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
 class Scenario(Section):
     name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$", description="names the run directory")
     seed: int = Field(default=0, ge=0, description="every random stream is keyed by it")
@@ -204,6 +237,7 @@ class Scenario(Section):
     training: Training = Training()
     trainer: Trainer = Trainer()
     timing_only: bool = Field(default=False, description="simulate the clock world only, no training")
+    clock: Clock = Clock()
     population: Population = Population()
     server: Server = Server()
     algorithm: Algorithm = Field(default=None, description="defaults to fedavg (sync) or fedbuff (k_async)")
