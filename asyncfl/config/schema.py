@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from asyncfl.config.async_algorithms import ASYNC_ALGORITHMS
 from asyncfl.config.base import Distribution, Section
@@ -206,11 +206,20 @@ class Clock(Section):
         "(null: no time of day; diurnal processes then take virtual second 0 as midnight UTC)",
     )
 
-    @model_validator(mode="after")
-    def _parse(self) -> Clock:
-        if self.start_time is not None:
-            start_datetime(self.start_time)
-        return self
+    @field_validator("start_time", mode="before")
+    @classmethod
+    def _yaml_timestamp(cls, value: object) -> object:
+        """YAML reads an unquoted 2026-01-05T00:00:00 (or a bare date) as a timestamp: keep it as text."""
+        from datetime import date
+
+        return value.isoformat() if isinstance(value, date) else value
+
+    @field_validator("start_time")
+    @classmethod
+    def _parse(cls, value: str | None) -> str | None:
+        if value is not None:
+            start_datetime(value)
+        return value
 
 
 def start_datetime(text: str):
@@ -221,7 +230,7 @@ def start_datetime(text: str):
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(
-            f"start_time {text!r} is not an ISO date and time; write e.g. 2026-01-05T00:00 or 2026-01-05T08:30+02:00"
+            f"{text!r} is not an ISO date and time; write e.g. 2026-01-05T00:00 or 2026-01-05T08:30+02:00"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
