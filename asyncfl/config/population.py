@@ -315,17 +315,21 @@ def _apply_presets(raw: object) -> object:
     names = raw["preset"] if isinstance(raw["preset"], list) else [raw["preset"]]
     merged: dict = {}
     for name in names:
-        if name not in PRESETS:
+        if not isinstance(name, str) or name not in PRESETS:
             return raw  # the field's own check names the allowed values
         merged = merge(merged, PRESETS[name].values)
     return {**merge(merged, {k: v for k, v in raw.items() if k != "preset"}), "preset": raw["preset"]}
+
+
+def _one_or_many(value: object) -> object:
+    return [value] if isinstance(value, str) else value
 
 
 class Population(Section):
     """The client system model.  ``preset`` fills keys from a published distribution (see the README's
     presets table); any key set here overrides the preset's."""
 
-    preset: PresetNames | list[PresetNames] | None = Field(
+    preset: Annotated[list[PresetNames], BeforeValidator(_one_or_many)] | None = Field(
         default=None,
         description="fill keys from published distributions (a name or a list, applied in order); keys set here "
         "override the preset's, key by key (presets table below)",
