@@ -273,6 +273,8 @@ def test_presets_fill_keys_and_yield_to_the_scenario_key_by_key():
         ({"eligibility": {}}, {}, "requires nothing"),
         ({"eligibility": {"unmetered": {"kind": "bernoulli", "p": 0.5}}}, {}, "slot_s"),
         ({}, {"start_time": "Monday morning"}, "clock.start_time"),
+        ({"availability": {"kind": "bernoulli", "p": 0.5}, "eligibility": {"unmetered": {"kind": "markov", "mean_cycle_s": 9}}},
+         {}, "counts sync rounds"),
     ],
 )
 def test_bad_time_of_day_input_names_the_yaml_path(population, clock, needle):

@@ -376,6 +376,19 @@ class Population(Section):
                 "remove timezones or use one"
             )
         e = self.eligibility
+        a = self.availability
+        by_round = (
+            (a.kind == "bernoulli" and a.slot_s is None)
+            or (a.kind == "markov" and a.mean_cycle_rounds is not None)
+            or (a.kind == "cyclic" and a.period_rounds is not None)
+            or a.kind == "cluster_dropout"
+        )
+        if e is not None and by_round:
+            raise ValueError(
+                "eligibility: its conditions run in virtual time and are combined with an availability process in "
+                f"virtual time; availability kind {a.kind} here counts sync rounds: use bernoulli with slot_s, markov "
+                "with mean_cycle_s, cyclic with period_s, diurnal, trace or always"
+            )
         if e is not None and e.charging and (self.battery is None or self.battery.charging is None):
             raise ValueError(
                 "eligibility.charging: needs the plugged-in windows of population.battery.charging; set them "
