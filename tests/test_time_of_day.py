@@ -294,3 +294,32 @@ def test_diurnal_runs_are_deterministic(tmp_path):
     b = run_scenario(validate_scenario(ELIGIBLE), tmp_path / "b")
     for name in ("events.jsonl", "rounds.csv", "clients.csv"):
         assert (a / name).read_text() == (b / name).read_text()
+
+
+def test_figures_show_time_of_day_and_the_breakdown(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from asyncfl.plots import plot_accuracy_vs_time
+    from asyncfl.study.straggler import draw_time_breakdown, draw_timeline, draw_timezones
+
+    run = run_scenario(validate_scenario(ELIGIBLE), tmp_path / "run")
+    fig = draw_timezones(run)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    lo, hi = ax.get_xlim()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
+    assert labels[0].startswith("22:00") and any(label.startswith("00:00\nTue") for label in labels)
+    assert "UTC" in ax.get_xlabel() and len(ax.get_legend().get_texts()) >= 2
+    plt.close(fig)
+    fig = draw_timeline(run)
+    fig.canvas.draw()
+    assert ":" in fig.axes[0].get_xticklabels()[0].get_text() and "time of day" in fig.axes[0].get_xlabel()
+    plt.close(fig)
+    fig = draw_time_breakdown(run)
+    ax = fig.axes[0]
+    stacked = {}  # the five shares of every speed group add up to 1 (the columns add up to the run length)
+    for bar in ax.patches:
+        stacked[round(bar.get_x(), 6)] = stacked.get(round(bar.get_x(), 6), 0.0) + bar.get_height()
+    assert len(stacked) == 5 and all(v == pytest.approx(1.0, abs=1e-6) for v in stacked.values())
+    plt.close(fig)
+    assert plot_accuracy_vs_time(run).name == "updates_vs_time.png"  # timing only

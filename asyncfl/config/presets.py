@@ -26,14 +26,15 @@ def _fit(low_kbps: float, high_kbps: float) -> dict[str, Any]:
 
 
 # FLGo (Wang et al., "FLGo: a fully customizable federated learning platform", 2023), availability mode
-# SLN (sin_lognormal_client_availability in flgo/simulator/default_simulator.py): in round R the client
-# is available with probability q_i * f(R mod 24), f = 0.4 sin(np.linspace(0, 2 pi, 24)) + 0.5, and
+# SLN (``sin_lognormal_client_availability`` in FLGo's default simulator): in round R client i is
+# available with probability fts[R % 24] * q_i, fts = 0.4 * sin(np.linspace(0, 2 pi, 24)) + 0.5 and
 # q_i = c_i / max_j c_j, c ~ LogNormal(0, -ln(1 - beta)), beta = 0.1.  We read FLGo's round index mod 24
-# as the local hour: the hourly weights below are FLGo's table f (mean 0.5), so client i's hourly
-# probabilities q_i f(h) are FLGo's exactly when p_i = 0.5 q_i.  q_i depends on the population's
-# maximum; p_i ~ U[0.29, 0.43] is *our fit*: the 5th..95th percentiles of 0.5 q_i for 100 to 10^4
-# clients (simulated).  FLGo redraws availability independently every round; mean_cycle_s = 600 (the
-# on/off cycle within an hour) is *our choice*.
+# as the local hour: the hourly weights below are FLGo's table fts (mean 0.5), so client i's hourly
+# probabilities are FLGo's q_i * fts[h] exactly when p_i = 0.5 q_i.  q_i depends on the population's
+# maximum; p_i ~ U[0.29, 0.43] is *our fit*: it spans the simulated 5th..95th percentiles of 0.5 q_i for
+# 1,000 clients (0.31..0.42) and 10,000 clients (0.29..0.41); 100 clients sit higher (0.35..0.48).
+# FLGo redraws availability independently every round; mean_cycle_s = 600 (the on/off cycle within an
+# hour) is *our choice*.
 FLGO_HOURLY = [round(0.4 * math.sin(2 * math.pi * h / 23) + 0.5, 6) for h in range(24)]
 
 
