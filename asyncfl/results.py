@@ -316,6 +316,13 @@ class OfflineMeter:
             return self._rounds(model) - self._busy_in_offline_rounds(model, late_spans)
         if isinstance(model, (av.Markov, av.Diurnal)):
             return _switch_offline(model, self.until)
+        if isinstance(model, av.Bernoulli):  # per slot: count the offline draws (a day of 1-minute slots is 1440)
+            slot = model.slot_s
+            last = int(self.until // slot)
+            model.draws[last]  # draws every slot up to the one holding ``until``
+            states = np.frombuffer(bytes(model.draws.draws[: last + 1]), dtype=np.uint8)
+            partial = self.until - last * slot if not states[last] else 0.0
+            return float(np.count_nonzero(states[:last] == 0)) * slot + partial
         total, t = 0.0, 0.0  # any other pure function of time: walk its on/off periods
         while t < self.until:
             if model.online(t, 0):

@@ -23,33 +23,33 @@ SINE = [1 + 0.8 * math.cos(2 * math.pi * (h + 0.5 - 20) / 24) for h in range(24)
 
 
 class ScriptedRng:
-    """Hands out given numbers: ``random()`` from one list, ``exponential(scale)`` from another
-    (recording the scales asked for), so the diurnal path can be computed by hand."""
+    """Hands out given numbers (the diurnal process asks for blocks: the script comes first, then
+    padding that ends every hold and keeps every state), so the path can be computed by hand."""
 
     def __init__(self, uniforms, exponentials):
-        self.uniforms, self.exponentials, self.scales = list(uniforms), list(exponentials), []
+        self.uniforms, self.exponentials = list(uniforms), list(exponentials)
 
-    def random(self):
-        return self.uniforms.pop(0)
+    def random(self, size):
+        out, self.uniforms = (self.uniforms + [0.5] * size)[:size], self.uniforms[size:]
+        return np.array(out)
 
-    def exponential(self, scale):
-        self.scales.append(scale)
-        return self.exponentials.pop(0)
+    def standard_exponential(self, size):
+        out, self.exponentials = (self.exponentials + [1e9] * size)[:size], self.exponentials[size:]
+        return np.array(out)
 
 
 def test_diurnal_switch_times_by_hand_within_an_hour():
-    # pi = 0.5 in every hour, cycle 3600 s: mean online and offline periods 1800 s each.  Local time 0
-    # at t = 0.  First state: u = 0.1 < 0.5, online.  Hour 0: holds of 1000 (-> offline at 1000), 500
-    # (-> online at 1500), 5000 (past the hour's end at 3600: cut).  Boundary: online stays online with
-    # probability min(1, 0.5 / 0.5) = 1 (u = 0.9).  Hour 1: holds 4000 (past 7200), boundary u = 0.2;
-    # hour 2: hold 100 -> offline at 7300 ...
-    rng = ScriptedRng([0.1, 0.9, 0.2, 0.3], [1000.0, 500.0, 5000.0, 4000.0, 100.0, 9000.0])
-    m = av.Diurnal(0.5, [0.5] * 24, 3600.0, 0.0, rng)
+    # pi = 0.5 in every hour, cycle 4 s: mean online and offline periods 2 s, so a hold is 2 x the
+    # standard exponential given.  Local time 0 at t = 0.  First state: u = 0.1 < 0.5, online.  Hour 0:
+    # holds of 1000 (-> offline at 1000), 500 (-> online at 1500), 5000 (past the hour's end at 3600:
+    # cut).  Boundary: online stays online with probability min(1, 0.5 / 0.5) = 1 (u = 0.9).  Hour 1:
+    # hold 4000 (past 7200), boundary u = 0.2; hour 2: hold 100 -> offline at 7300 ...
+    rng = ScriptedRng([0.1, 0.9, 0.2, 0.3], [500.0, 250.0, 2500.0, 2000.0, 50.0, 4500.0])
+    m = av.Diurnal(0.5, [0.5] * 24, 4.0, 0.0, rng)
     assert m.online(0.0, 0) and m.next_offline(0.0, 0) == 1000.0
     assert not m.online(1000.0, 0) and m.next_online(1000.0) == 1500.0 and m.next_offline(1200.0, 0) == 1200.0
     assert m.online(1500.0, 0) and m.next_offline(1500.0, 0) == 7300.0  # no flip at 3600 (coupling kept it)
     assert not m.online(7300.0, 0) and m.online(7299.0, 0)
-    assert rng.scales[:3] == [1800.0, 1800.0, 1800.0]
 
 
 def test_diurnal_hour_boundaries_follow_local_time():
@@ -198,6 +198,8 @@ def _breakdown_ok(run) -> float:
         {"population": {"availability": {"kind": "markov", "p": 0.5, "mean_cycle_rounds": 4}},
          "server": {"deadline_s": 30, "late_updates": "next_round"}, "stop": {"rounds": 30}},
         {"population": {"availability": {"kind": "cyclic", "p": 0.5, "period_s": 900}}},
+        {"population": {"availability": {"kind": "bernoulli", "p": 0.5, "slot_s": 70}},
+         "server": {"mode": "k_async", "k": 3, "concurrency": 6}},
     ],
 )
 def test_time_breakdown_adds_up_to_the_run_length(tmp_path, changes):
@@ -230,6 +232,19 @@ def test_time_breakdown_by_hand(tmp_path):
     rounds = read_csv(run / "rounds.csv")
     assert float(rounds[0]["wait_slowest_s"]) == pytest.approx(float(rounds[0]["time"]) - float(rounds[0]["started"]))
     assert all(float(r["lost_s"]) == 0 for r in rounds)
+
+
+def test_offline_meter_counts_slots_like_the_walk_does():
+    model = av.Bernoulli(0.4, np.random.default_rng(3), 60.0)
+    meter = OfflineMeter(10_000.5, [])
+    walked, t = 0.0, 0.0
+    while t < 10_000.5:
+        if model.online(t, 0):
+            t = model.next_offline(t, 0)
+        else:
+            nxt = model.next_online(t)
+            walked, t = walked + min(nxt, 10_000.5) - t, nxt
+    assert meter(model) == pytest.approx(walked, abs=1e-9) and 4000 < walked < 8000
 
 
 def test_offline_meter_round_indexed_skips_busy_late_tasks():

@@ -353,8 +353,9 @@ class Diurnal:
     exponential, so cutting one at the boundary and drawing afresh is exact (memorylessness).
 
     ``local0_s``: the client's local time of day (seconds after local midnight) at virtual time 0.
-    Answers are exact switch times (no discretisation); the path is drawn lazily, in order, from the
-    client's own stream, so answers never depend on the order of the questions.
+    Answers are exact switch times (no discretisation); the path is drawn lazily, in time order, from
+    the client's own stream (uniforms and exponentials taken in blocks), so answers never depend on
+    the order of the questions.
     """
 
     def __init__(self, p: float, pis: list[float], mean_cycle_s: float, local0_s: float, rng) -> None:
@@ -367,11 +368,28 @@ class Diurnal:
         self.switches: list[float] = [0.0]  # state i holds on [s_i, s_{i+1}); state 0 = first_online
         self.segment = 0  # segments [0, b_1), [b_1, b_2), ... known so far: the path is drawn up to b_segment
         self.state = False  # state at the end of the drawn path
+        self._u: list[float] = []  # uniforms and standard exponentials drawn ahead, BLOCK at a time: a
+        self._e: list[float] = []  # day of one client takes ~75 numbers, one Generator call each costs more
+        self._next_u = self._next_e = 0
+
+    BLOCK = 32
+
+    def _uniform(self) -> float:
+        if self._next_u >= len(self._u):
+            self._u, self._next_u = self.rng.random(self.BLOCK).tolist(), 0
+        self._next_u += 1
+        return self._u[self._next_u - 1]
+
+    def _exponential(self, mean: float) -> float:
+        if self._next_e >= len(self._e):
+            self._e, self._next_e = self.rng.standard_exponential(self.BLOCK).tolist(), 0
+        self._next_e += 1
+        return mean * self._e[self._next_e - 1]
 
     @property
     def first_online(self) -> bool:
         if self._first_online is None:
-            self._first_online = bool(self.rng.random() < self.pis[self.hour0])
+            self._first_online = bool(self._uniform() < self.pis[self.hour0])
             self.state = self._first_online
         return self._first_online
 
@@ -389,13 +407,13 @@ class Diurnal:
         if 0.0 < pi < 1.0:
             on, off = pi * self.cycle, (1.0 - pi) * self.cycle
             while True:
-                t += self.rng.exponential(on if state else off)
+                t += self._exponential(on if state else off)
                 if t >= end:
                     break
                 state = not state
                 self.switches.append(t)
         nxt = self.pis[(self.hour0 + n + 1) % 24]
-        u = self.rng.random()
+        u = self._uniform()
         if state:
             stay = 1.0 if pi <= 0 else min(1.0, nxt / pi)
             new = u < stay
