@@ -338,3 +338,20 @@ def test_figures_show_time_of_day_and_the_breakdown(tmp_path):
     assert len(stacked) == 5 and all(v == pytest.approx(1.0, abs=1e-6) for v in stacked.values())
     plt.close(fig)
     assert plot_accuracy_vs_time(run).name == "updates_vs_time.png"  # timing only
+
+
+def test_a_diurnal_unmetered_network_follows_local_time():
+    # on Wi-Fi exactly during local hours 0..11 (pi = 1 there, 0 elsewhere); everybody at UTC+6, so
+    # eligible from 18:00 to 06:00 UTC
+    population = validate_scenario({"population": {
+        "timezones": 6,
+        "eligibility": {"unmetered": {"kind": "diurnal", "p": 0.5, "hourly": [1] * 12 + [0] * 12}},
+    }}).population  # fmt: skip
+    clients = build_clients(population, 3, seed=0)
+    for hour in range(48):
+        t = hour * 3600 + 1800.0
+        expected = (hour % 24) >= 18 or (hour % 24) < 6
+        assert all(clients[i].availability.online(t, 0) == expected for i in range(3)), hour
+    model = clients[0].availability
+    assert model.why_not(12 * 3600.0, 0) == "network" and model.next_online(7 * 3600.0) == 18 * 3600.0
+    assert model.next_cut(0.0, 0) == (6 * 3600.0, "network")
