@@ -118,6 +118,7 @@ class RunDirectory:
         extra_metrics: Iterable[str] = (),
         offsets: Mapping[str, int] | None = None,
         timeline: Iterable[int] = (),
+        extra_rounds: Iterable[str] = (),
     ) -> None:
         """``events``: ``all`` logs every client, ``sample`` clients 0 .. event_sample-1 (server events
         are always kept), ``none`` writes no events.jsonl at all.  ``offsets`` (from
@@ -128,7 +129,7 @@ class RunDirectory:
         self.path = path
         at = dict(offsets or {})
         self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
-        self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS, at.get("rounds.csv"))
+        self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS + tuple(extra_rounds), at.get("rounds.csv"))
         self.updates = CsvLog(path / "updates.csv", UPDATES_COLUMNS, at.get("updates.csv"))
         self.tasks = CsvLog(path / "timeline_tasks.csv", TASKS_COLUMNS, at.get("timeline_tasks.csv"))
         self.timeline = frozenset(timeline)
@@ -289,6 +290,98 @@ def offline_periods(model: Any, until: float, rounds: list[tuple[float, float, i
             out.append((t, min(nxt, until)))
         t = nxt
     return out
+
+
+class OfflineMeter:
+    """Seconds each client spent unable to take work (offline, or not eligible) in [0, until]:
+    the ``offline_s`` column of clients.csv.  Continuous-time models are measured along their own
+    switch times; round-indexed ones per round span (start, close, round), minus the parts of
+    offline rounds in which the client was still busy with a task of an earlier round
+    (``late_spans``: such a task runs on whatever the later round's draw says)."""
+
+    def __init__(self, until: float, rounds: list[tuple[float, float, int]]) -> None:
+        self.until = until
+        spans = [(s, min(e, until), r) for s, e, r in rounds if s < until]
+        self.rounds = spans
+        self.round_ids = np.array([r for _, _, r in spans], dtype=np.int64)
+        self.lengths = np.array([e - s for s, e, _ in spans], dtype=np.float64)
+        self._dropped: dict[int, float] | None = None
+
+    def __call__(self, model: Any, late_spans: Sequence[tuple[float, float]] = ()) -> float:
+        from asyncfl.sim import availability as av
+
+        if isinstance(model, av.Always):
+            return 0.0
+        if _round_indexed(model):
+            return self._rounds(model) - self._busy_in_offline_rounds(model, late_spans)
+        if isinstance(model, (av.Markov, av.Diurnal)):
+            return _switch_offline(model, self.until)
+        if isinstance(model, av.Bernoulli):  # per slot: count the offline draws (a day of 1-minute slots is 1440)
+            slot = model.slot_s
+            last = int(self.until // slot)
+            model.draws[last]  # draws every slot up to the one holding ``until``
+            states = np.frombuffer(bytes(model.draws.draws[: last + 1]), dtype=np.uint8)
+            partial = self.until - last * slot if not states[last] else 0.0
+            return float(np.count_nonzero(states[:last] == 0)) * slot + partial
+        total, t = 0.0, 0.0  # any other pure function of time: walk its on/off periods
+        while t < self.until:
+            if model.online(t, 0):
+                nxt = model.next_offline(t, 0)
+                if nxt <= t:
+                    break
+            else:
+                nxt = model.next_online(t)
+                total += min(nxt, self.until) - t
+            t = nxt
+        return total
+
+    def _rounds(self, model: Any) -> float:
+        from asyncfl.sim import availability as av
+
+        if not len(self.round_ids):
+            return 0.0
+        if isinstance(model, av.ClusterDropout):
+            if self._dropped is None:  # one pass over the rounds for every client
+                self._dropped = {}
+                for (_, _, rnd), length in zip(self.rounds, self.lengths.tolist()):
+                    for client in model.schedule.dropped(rnd):
+                        self._dropped[client] = self._dropped.get(client, 0.0) + length
+            return self._dropped.get(model.client, 0.0)
+        last = int(self.round_ids.max())
+        if isinstance(model, av.Bernoulli):
+            model.draws[last]
+            states = np.frombuffer(bytes(model.draws.draws), dtype=np.uint8)[self.round_ids]
+        elif isinstance(model, av.MarkovRounds):
+            model._state(last)
+            states = np.frombuffer(bytes(model.states), dtype=np.uint8)[self.round_ids]
+        else:  # CyclicRounds
+            states = (self.round_ids + model.phase) % model.period < model.on_rounds
+        return float(self.lengths[states == 0].sum())
+
+    def _busy_in_offline_rounds(self, model: Any, late_spans: Sequence[tuple[float, float]]) -> float:
+        busy = 0.0
+        for a, b in late_spans:
+            for s, e, rnd in self.rounds:
+                lo, hi = max(a, s), min(b, e)
+                if hi > lo and not model.online(s, rnd):
+                    busy += hi - lo
+        return busy
+
+
+def _switch_offline(model: Any, until: float) -> float:
+    """Offline time in [0, until] of a model that keeps its flips in ``switches`` (state i on
+    [s_i, s_{i+1}), alternating from ``first_online``)."""
+    model.online(until, 0)  # draws the path past ``until``
+    switches, total = model.switches, 0.0
+    offline = not model.first_online
+    for i, start in enumerate(switches):
+        if start >= until:
+            break
+        if offline:
+            end = switches[i + 1] if i + 1 < len(switches) else until
+            total += min(end, until) - start
+        offline = not offline
+    return total
 
 
 def _round_indexed(model: Any) -> bool:

@@ -23,17 +23,17 @@ from asyncfl.algorithms import make_strategy
 from asyncfl.checkpoint import FILE as CHECKPOINT_FILE
 from asyncfl.checkpoint import FINAL
 from asyncfl.config import ConfigError
-from asyncfl.config.schema import Scenario
+from asyncfl.config.schema import Scenario, start_datetime
 from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import AggregationReport, Learner
-from asyncfl.results import RunDirectory, new_run_dir, timeline_sample, write_atomic
+from asyncfl.results import OfflineMeter, RunDirectory, new_run_dir, timeline_sample, write_atomic
 from asyncfl.seeding import stream
-from asyncfl.sim.clients import ClientDevice, Work
-from asyncfl.sim.population import build_clients, participation_probabilities
+from asyncfl.sim.clients import ClientDevice, Work, phase_seconds
+from asyncfl.sim.population import build_clients, participation_probabilities, utc_offsets
 from asyncfl.sim.servers import RoundInfo, k_async_server, sync_server
 
 
@@ -108,7 +108,13 @@ class Simulation:
             num_classes = self.federation.num_classes
         part = s.data.partition
         clusters = cluster_of_clients(s.data.clients, part.clusters) if part.kind == "clusters" else None
-        self.clients = build_clients(s.population, s.data.clients, s.seed, histograms, clusters)
+        self.start = start_datetime(s.clock.start_time) if s.clock.start_time else None
+        start_s_of_day = (
+            0.0
+            if self.start is None
+            else (self.start.hour * 3600 + self.start.minute * 60 + self.start.second + self.start.microsecond / 1e6)
+        )
+        self.clients = build_clients(s.population, s.data.clients, s.seed, histograms, clusters, start_s_of_day)
         self.probabilities = participation_probabilities(s.population.availability, s.data.clients, s.seed, histograms)
         self.learner.participation = tuple(self.probabilities)
         for client, idx in zip(self.clients, self.federation.client_train if self.federation else []):
@@ -124,7 +130,12 @@ class Simulation:
         self.class_columns = [f"accuracy_class_{c}" for c in range(num_classes)] if s.eval.per_class else []
         offsets = resume["offsets"] if resume else None
         timeline = timeline_sample([c.profile.samples_per_s for c in self.clients])
-        self.out = RunDirectory(run_dir, s.output.events, s.output.event_sample, self.class_columns, offsets, timeline)
+        self.eligibility_reasons = eligibility_reasons(s)
+        extra_metrics = self.class_columns + (["utc_time"] if self.start is not None else [])
+        extra_rounds = list(ROUND_TIME_COLUMNS) + [f"failed_{r}" for r in self.eligibility_reasons]
+        self.out = RunDirectory(
+            run_dir, s.output.events, s.output.event_sample, extra_metrics, offsets, timeline, extra_rounds
+        )
         self.round_spans: list[tuple[float, float, int]] = []  # (start, close, round) for offline_periods.csv
         self.progress = Progress()
         self.bar = None
@@ -215,7 +226,7 @@ class Simulation:
         self.progress.rounds = report.version
         self.progress.staleness.extend(report.staleness)
         self.out.event(info.time, None, "aggregate", report.version, None)
-        self.out.rounds.write(_rounds_row(info, report))
+        self.out.rounds.write(_rounds_row(info, report, self.eligibility_reasons))
         self.out.aggregated(report.version, [u.client for u in updates], report.staleness)
         self.out.weight_rows(report.weight_rows)
         nonfinite_loss = bool(report.staleness) and not math.isfinite(report.train_loss)
@@ -300,6 +311,7 @@ class Simulation:
             "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
             "wall_seconds": time.perf_counter() - self.started,
             **dict(zip(self.class_columns, per_class)),
+            **({"utc_time": utc_time(self.start, now)} if self.start is not None else {}),
         })  # fmt: skip
         if self.bar is not None and report is not None:
             self.bar.update(1)
@@ -324,6 +336,14 @@ class Simulation:
             _client_row(c, self.probabilities[c.id], accuracies[c.id] if accuracies else math.nan)
             for c in self.clients.for_report()  # clients that never acted are read without being built
         ]
+        add_time_breakdown(rows, self.clients, now, self.round_spans, always_online=self._always_online())
+        for row, c in zip(rows, self.clients.for_report()):
+            for reason in self.eligibility_reasons:
+                row[f"failed_{reason}"] = c.stats.failures[reason]
+        if s.population.timezones is not None:
+            offsets = utc_offsets(s.population.timezones, s.data.clients, s.seed)
+            for row in rows:
+                row["utc_offset_h"] = offsets[row["client"]]
         if s.timing_only:  # no data set: clients hold no samples (their tasks use full batches)
             for row in rows:
                 row["train_samples"] = math.nan
@@ -344,6 +364,10 @@ class Simulation:
             self.out.write_json("summary.json", {**summary, "figures_seconds": time.perf_counter() - started})
         if p.status in FINAL:
             (self.out.path / CHECKPOINT_FILE).unlink(missing_ok=True)
+
+    def _always_online(self) -> bool:
+        population = self.scenario.population
+        return population.availability.kind == "always" and population.eligibility is None
 
     def summary(self, now: float) -> dict:
         p, s = self.progress, self.scenario
@@ -429,8 +453,59 @@ class TimingLearner:
         return []
 
 
-def _rounds_row(info: RoundInfo, report: AggregationReport) -> dict:
+ROUND_TIME_COLUMNS = ("wait_slowest_s", "slowest_task_s", "lost_s", "lost_compute_s")
+TIME_BREAKDOWN = ("download_s", "compute_s", "upload_s", "idle_s", "offline_s")
+
+
+def eligibility_reasons(s: Scenario) -> list[str]:
+    """The failure reasons ``population.eligibility`` adds (their failed_* columns exist only then)."""
+    rules = s.population.eligibility
+    if rules is None:
+        return []
+    return (["charging"] if rules.charging else []) + (["network"] if rules.unmetered is not None else [])
+
+
+def utc_time(start, now: float) -> str:
+    """``clock.start_time`` + ``now`` virtual seconds, as ISO UTC to the second."""
+    from datetime import timedelta
+
+    return (start + timedelta(seconds=now)).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def add_time_breakdown(rows: list[dict], clients, now: float, rounds: list, always_online: bool = False) -> None:
+    """clients.csv's where-the-time-went columns: seconds downloading, computing, uploading, idle and
+    offline in [0, now].  Phases are those of every task planned (a failed one up to its cut, one
+    still running trimmed at ``now``); offline is the time the client could not take work (not
+    available, or with ``population.eligibility`` not eligible) while not busy; idle is the rest
+    (online, no task, including time waiting to be selected or for a battery to charge), so the
+    five add up to ``now`` for every client."""
+    meter = OfflineMeter(now, rounds)
+    availability_of = getattr(clients, "availability_of", None)
+    for row, c in zip(rows, clients.for_report()):
+        stats = c.stats
+        download, compute, upload = stats.download_s, stats.compute_s, stats.upload_s
+        plan = stats.last_plan
+        if plan is not None and plan.end > now:  # still running: count it up to now only
+            full, cut = phase_seconds(plan), phase_seconds(plan, now)
+            download, compute, upload = (
+                download - full[0] + cut[0],
+                compute - full[1] + cut[1],
+                upload - full[2] + cut[2],
+            )
+        if always_online:
+            offline = 0.0
+        else:
+            model = c.availability if isinstance(c, ClientDevice) else availability_of(c.id)
+            offline = meter(model, stats.late_spans)
+        row.update({
+            "download_s": download, "compute_s": compute, "upload_s": upload,
+            "idle_s": now - download - compute - upload - offline, "offline_s": offline,
+        })  # fmt: skip
+
+
+def _rounds_row(info: RoundInfo, report: AggregationReport, reasons: list[str] = ()) -> dict:
     staleness = report.staleness
+    arrivals = [p.end for p in info.received]
     return {
         "time": info.time,
         "round": report.version,
@@ -444,6 +519,11 @@ def _rounds_row(info: RoundInfo, report: AggregationReport) -> dict:
         "dropped_stale": info.dropped_stale,
         "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
         "staleness_max": max(staleness) if staleness else math.nan,
+        "wait_slowest_s": max(arrivals) - info.started if arrivals else math.nan,
+        "slowest_task_s": max(p.end - p.start for p in info.received) if arrivals else math.nan,
+        "lost_s": info.lost_s,
+        "lost_compute_s": info.lost_compute_s,
+        **{f"failed_{r}": info.failures[r] for r in reasons},
     }
 
 

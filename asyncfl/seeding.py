@@ -18,6 +18,7 @@ PURPOSES = {
     "minibatch": 6,  # local SGD sample order, per (client, attempt)
     "model_init": 7,
     "phases": 8,  # cyclic phases, plug phases
+    "timezones": 9,  # per-client UTC offsets (population.timezones)
 }
 
 

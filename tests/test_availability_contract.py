@@ -44,11 +44,20 @@ EXAMPLES: dict[str, list[tuple[str, dict, str]]] = {
         ("cyclic_rounds", {"kind": "cyclic", "p": UNIFORM, "period_rounds": 8}, "rounds"),
     ],
     "cluster_dropout": [("cluster_dropout", {"kind": "cluster_dropout", "alpha": 0.3}, "rounds")],
+    "diurnal": [
+        ("diurnal_sinusoid", {"kind": "diurnal", "p": UNIFORM, "amplitude": 0.6, "mean_cycle_s": 600.0}, "time"),
+        (
+            "diurnal_hourly",
+            {"kind": "diurnal", "p": 0.4, "hourly": [0.2] * 8 + [1.0] * 16, "mean_cycle_s": 900.0},
+            "time",
+        ),
+    ],
     "trace": [("trace", {"kind": "trace", "file": "TRACE"}, "time")],
 }
 CASES = [case for cases in EXAMPLES.values() for case in cases]
 IDS = [name for name, _, _ in CASES]
 HORIZON_S, ROUNDS = 20_000.0, 2_000
+DAYS_S = 4 * 86_400.0  # diurnal kinds: p_i is the mean over whole days
 
 
 def _kinds_in_schema() -> set[str]:
@@ -139,23 +148,24 @@ def test_determinism_by_seed(name, spec, clock, trace_file):
     assert (first != other) == random_kind
 
 
-def _fraction_online(model, clock: str) -> float:
+def _fraction_online(model, clock: str, horizon: float) -> float:
     if clock == "rounds":
         return sum(model.online(r * 3.0, r) for r in range(ROUNDS)) / ROUNDS
     on, t = 0.0, 0.0
-    while t < HORIZON_S:
+    while t < horizon:
         if model.online(t, 0):
-            end = min(model.next_offline(t, 0), HORIZON_S)
+            end = min(model.next_offline(t, 0), horizon)
             on, t, before = on + end - t, end, t
         else:
             t, before = model.next_online(t), t
         assert t > before, f"no progress at t = {before}"  # a zero-length stretch would loop forever
-    return on / HORIZON_S
+    return on / horizon
 
 
 def _check_fractions(spec, clock: str, seed: int, tolerance: float) -> np.ndarray:
     p = np.array(participation_probabilities(spec, CLIENTS, seed))
-    fractions = np.array([_fraction_online(m, clock) for m in _models(spec, seed)])
+    horizon = DAYS_S if spec.kind == "diurnal" else HORIZON_S
+    fractions = np.array([_fraction_online(m, clock, horizon) for m in _models(spec, seed)])
     if np.isnan(p).all():  # traces: no p_i, the file says it all
         return fractions
     assert abs(fractions.mean() - p.mean()) <= tolerance / 2, (fractions.mean(), p.mean())
@@ -179,7 +189,7 @@ def test_tiny_p_is_rarely_online_but_comes_back(name, spec, clock, trace_file):
     _check_fractions(spec, clock, seed=9, tolerance=0.05)
     if clock == "time":  # the dispatcher waits for the next online time: it must exist and be soon enough
         for model in _models(spec, seed=9):
-            assert model.next_online(0.0) < HORIZON_S
+            assert model.next_online(0.0) < DAYS_S
 
 
 @pytest.mark.parametrize("name, spec, clock", P_KEYED, ids=[n for n, _, _ in P_KEYED])

@@ -175,6 +175,23 @@ def test_readme_reference_is_current():
     assert block == reference_markdown().strip()
 
 
+def test_reference_update_keeps_the_file_when_the_reference_cannot_be_built(tmp_path, monkeypatch):
+    """`reference --update` used to open the file for writing before building the table: an error
+    while building it left the README empty."""
+    from asyncfl.config import reference
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{reference.START}\nold\n{reference.END}\noutro\n")
+
+    def broken():
+        raise RuntimeError("schema walk failed")
+
+    monkeypatch.setattr(reference, "reference_markdown", broken)
+    with pytest.raises(RuntimeError):
+        reference.update_block(readme)
+    assert readme.read_text() == f"intro\n{reference.START}\nold\n{reference.END}\noutro\n"
+
+
 @pytest.mark.parametrize(
     "availability",
     [

@@ -284,6 +284,7 @@ def test_every_straggler_figure_is_written(markov_run):
     files = render_run_figures(markov_run)
     assert [f.name for f in files] == [
         "accuracy_vs_time.png", "timeline.png", "staleness.png", "participation.png", "client_accuracy.png",
+        "time_breakdown.png",  # timezones.png only with population.timezones
     ]  # fmt: skip
     assert all(f.stat().st_size > 10_000 for f in files)
     assert "Mean (%)" in (markov_run / "client_accuracy.md").read_text()

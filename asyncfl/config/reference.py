@@ -45,8 +45,9 @@ def update_block(path) -> None:
     _, sep2, tail = rest.partition(END)
     if not sep or not sep2:
         raise ValueError(f"{path}: no {START} ... {END} block")
+    table = reference_markdown()  # before the file is opened for writing: an error must not truncate it
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(f"{head}{START}\n{reference_markdown()}\n{END}{tail}")
+        handle.write(f"{head}{START}\n{table}\n{END}{tail}")
 
 
 def _walk(
@@ -63,6 +64,14 @@ def _walk(
         if name == skip:
             continue
         path = f"{prefix}{name}"
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if "allowed" in extra:  # a field that spells out its own allowed values
+            lines.append(_row(path, when, extra["allowed"], _default(field), _doc(field)))
+            for arg in typing.get_args(_strip(field.annotation)):  # the keys of a list of mappings
+                item = typing.get_args(arg)[0] if typing.get_origin(arg) is list else None
+                if isinstance(item, type) and issubclass(item, BaseModel):
+                    _walk(item, f"{path}.", lines, when, distributions)
+            continue
         annotation = _strip(field.annotation)
         members = _union_members(annotation)
         if members is not None and "dist" in members[0].model_fields:  # a number or {dist: ...}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from asyncfl.config.async_algorithms import ASYNC_ALGORITHMS
 from asyncfl.config.base import Distribution, Section
@@ -202,6 +202,48 @@ class Checkpoint(Section):
     every_virtual_s: float | None = Field(default=None, gt=0, description="also save every N virtual seconds")
 
 
+class Clock(Section):
+    """Wall-clock time of day on the virtual clock: virtual second 0 is ``start_time``.  Diurnal
+    processes read each client's local time from it (with ``population.timezones``); metrics.csv
+    gains a ``utc_time`` column and the figures label virtual time as time of day."""
+
+    start_time: str | None = Field(
+        default=None,
+        description="ISO date and time at virtual second 0, UTC unless it names an offset, e.g. 2026-01-05T00:00 "
+        "(null: no time of day; diurnal processes then take virtual second 0 as midnight UTC)",
+    )
+
+    @field_validator("start_time", mode="before")
+    @classmethod
+    def _yaml_timestamp(cls, value: object) -> object:
+        """YAML reads an unquoted 2026-01-05T00:00:00 (or a bare date) as a timestamp: keep it as text."""
+        from datetime import date
+
+        return value.isoformat() if isinstance(value, date) else value
+
+    @field_validator("start_time")
+    @classmethod
+    def _parse(cls, value: str | None) -> str | None:
+        if value is not None:
+            start_datetime(value)
+        return value
+
+
+def start_datetime(text: str):
+    """``clock.start_time`` as an aware UTC datetime."""
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not an ISO date and time; write e.g. 2026-01-05T00:00 or 2026-01-05T08:30+02:00"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
 class Scenario(Section):
     name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$", description="names the run directory")
     seed: int = Field(default=0, ge=0, description="every random stream is keyed by it")
@@ -211,6 +253,7 @@ class Scenario(Section):
     training: Training = Training()
     trainer: Trainer = Trainer()
     timing_only: bool = Field(default=False, description="simulate the clock world only, no training")
+    clock: Clock = Clock()
     population: Population = Population()
     server: Server = Server()
     algorithm: Algorithm = Field(default=None, description="defaults to fedavg (sync) or fedbuff (k_async)")

@@ -323,3 +323,203 @@ class Trace:
             return t
         i = bisect.bisect_right(self.starts, t)
         return self.starts[i] if i < len(self.starts) else INF
+
+
+HOUR_S = 3600.0
+DAY_S = 86400.0
+
+
+def hourly_probabilities(p: float, weights: list[float]) -> list[float]:
+    """The 24 hourly online probabilities pi_h = min(1, c * w_h) whose mean is exactly p.
+
+    ``weights`` (24 non-negative numbers, mean 1) give the shape of the day.  Without clipping c = p;
+    when p * max(w) > 1 the busiest hours saturate at 1 and c is raised until the mean is p again
+    (water filling: with the j largest weights saturated, c = (24 p - j) / sum of the others).  A p
+    larger than the share of hours with a positive weight cannot be reached; the caller refuses it."""
+    if p <= 0:
+        return [0.0] * len(weights)
+    if p >= 1:
+        return [1.0 if w > 0 else 0.0 for w in weights]
+    n = len(weights)
+    if p * max(weights) <= 1:
+        return [p * w for w in weights]
+    ranked = sorted(weights, reverse=True)
+    rest = sum(ranked)
+    for saturated in range(n):
+        rest -= ranked[saturated]  # the ``saturated + 1`` largest weights sit at 1
+        c = (n * p - (saturated + 1)) / rest if rest > 0 else math.inf
+        nxt = ranked[saturated + 1] if saturated + 1 < n else 0.0
+        if c * nxt <= 1:
+            return [min(1.0, c * w) for w in weights]
+    return [1.0 if w > 0 else 0.0 for w in weights]  # unreachable for p < share of positive hours
+
+
+class Diurnal:
+    """Online with a probability that follows the hour of the client's *local* day.
+
+    The process is a chain of one-hour segments aligned to local clock hours.  Within local hour h
+    the client is a two-state on/off Markov chain in continuous time whose stationary online
+    probability is pi_h (mean online period pi_h * C, offline (1 - pi_h) * C, C = ``mean_cycle_s``);
+    at every hour boundary the state moves from the law Bernoulli(pi_h) to Bernoulli(pi_{h+1}) by
+    the *maximal coupling*: an online client stays online with probability min(1, pi_{h+1}/pi_h), an
+    offline one comes online with probability max(0, (pi_{h+1} - pi_h) / (1 - pi_h)).  The first
+    state is drawn from Bernoulli(pi) of the starting hour.
+
+    Why this construction: it is exactly solvable.  Every segment starts in its stationary law, so
+    P(online at t) = pi_{hour(t)} at *every* t, and the long-run online fraction is the mean of the
+    24 pi_h, which :func:`hourly_probabilities` makes exactly p_i.  A Markov chain with smoothly
+    varying rates would lag behind its target profile (its mean would not be p_i), and redrawing the
+    state independently at each hour would add artificial flips on every boundary; the coupling
+    flips a client only as often as the change of pi_h demands.  Holding times within a segment are
+    exponential, so cutting one at the boundary and drawing afresh is exact (memorylessness).
+
+    ``local0_s``: the client's local time of day (seconds after local midnight) at virtual time 0.
+    Answers are exact switch times (no discretisation); the path is drawn lazily, in time order, from
+    the client's own stream (uniforms and exponentials taken in blocks), so answers never depend on
+    the order of the questions.
+    """
+
+    def __init__(self, p: float, pis: list[float], mean_cycle_s: float, local0_s: float, rng) -> None:
+        self.p, self.pis, self.cycle, self.rng = p, pis, mean_cycle_s, rng
+        self.hour0 = int(local0_s // HOUR_S) % 24
+        self.first_boundary = HOUR_S - (local0_s % HOUR_S)  # virtual time of the first local hour change
+        self.never_off = min(pis) >= 1.0
+        self.never_on = max(pis) <= 0.0
+        self._first_online: bool | None = None
+        self.switches: list[float] = [0.0]  # state i holds on [s_i, s_{i+1}); state 0 = first_online
+        self.segment = 0  # segments [0, b_1), [b_1, b_2), ... known so far: the path is drawn up to b_segment
+        self.state = False  # state at the end of the drawn path
+        self._u: list[float] = []  # uniforms and standard exponentials drawn ahead, BLOCK at a time: a
+        self._e: list[float] = []  # day of one client takes ~75 numbers, one Generator call each costs more
+        self._next_u = self._next_e = 0
+
+    BLOCK = 32
+
+    def _uniform(self) -> float:
+        if self._next_u >= len(self._u):
+            self._u, self._next_u = self.rng.random(self.BLOCK).tolist(), 0
+        self._next_u += 1
+        return self._u[self._next_u - 1]
+
+    def _exponential(self, mean: float) -> float:
+        if self._next_e >= len(self._e):
+            self._e, self._next_e = self.rng.standard_exponential(self.BLOCK).tolist(), 0
+        self._next_e += 1
+        return mean * self._e[self._next_e - 1]
+
+    @property
+    def first_online(self) -> bool:
+        if self._first_online is None:
+            self._first_online = bool(self._uniform() < self.pis[self.hour0])
+            self.state = self._first_online
+        return self._first_online
+
+    def _boundary(self, n: int) -> float:
+        """Start of segment n (n >= 1), computed from n so that boundaries never drift."""
+        return 0.0 if n == 0 else self.first_boundary + (n - 1) * HOUR_S
+
+    def _draw_segment(self) -> None:
+        """Draw segment ``self.segment`` (flips inside it and the coupling at its end)."""
+        self.first_online  # noqa: B018  (the initial state comes first from the stream)
+        n = self.segment
+        start, end = self._boundary(n), self._boundary(n + 1)
+        pi = self.pis[(self.hour0 + n) % 24]
+        state, t = self.state, start
+        if 0.0 < pi < 1.0:
+            on, off = pi * self.cycle, (1.0 - pi) * self.cycle
+            while True:
+                t += self._exponential(on if state else off)
+                if t >= end:
+                    break
+                state = not state
+                self.switches.append(t)
+        nxt = self.pis[(self.hour0 + n + 1) % 24]
+        u = self._uniform()
+        if state:
+            stay = 1.0 if pi <= 0 else min(1.0, nxt / pi)
+            new = u < stay
+        else:
+            new = u < (0.0 if pi >= 1 else max(0.0, (nxt - pi) / (1.0 - pi)))
+        if new != state:
+            self.switches.append(end)
+        self.state, self.segment = new, n + 1
+
+    def _known_past(self, t: float) -> None:
+        while self._boundary(self.segment) <= t:
+            self._draw_segment()
+
+    def _state(self, i: int) -> bool:
+        return self.first_online if i % 2 == 0 else not self.first_online
+
+    def _index(self, t: float) -> int:
+        self._known_past(t)
+        return bisect.bisect_right(self.switches, t) - 1
+
+    def online(self, t: float, rnd: int) -> bool:
+        return self._state(self._index(t))
+
+    def _next_switch(self, i: int) -> float:
+        while len(self.switches) <= i + 1:  # the state persists to the end of the drawn path
+            self._draw_segment()
+        return self.switches[i + 1]
+
+    def next_offline(self, t: float, rnd: int) -> float:
+        i = self._index(t)
+        if not self._state(i):
+            return t
+        return INF if self.never_off else self._next_switch(i)
+
+    def next_online(self, t: float) -> float:
+        i = self._index(t)
+        if self._state(i):
+            return t
+        return INF if self.never_on else self._next_switch(i)
+
+
+class AllOf:
+    """Eligibility as production FL defines it (Bonawitz et al. 2019): the client takes work only
+    while every condition holds (available/idle, charging, on an unmetered network).  Each condition
+    is an availability-like process; ``reasons`` names the failure recorded when one ends mid-task
+    (the first component is the client's availability, reason ``offline``)."""
+
+    def __init__(self, parts: list, reasons: list[str]) -> None:
+        self.parts, self.reasons = parts, reasons
+
+    def online(self, t: float, rnd: int) -> bool:
+        return all(m.online(t, rnd) for m in self.parts)
+
+    def why_not(self, t: float, rnd: int) -> str | None:
+        """The first condition that fails at t (its reason), None when eligible."""
+        for m, reason in zip(self.parts, self.reasons):
+            if not m.online(t, rnd):
+                return reason
+        return None
+
+    def next_cut(self, t: float, rnd: int) -> tuple[float, str]:
+        """(time, reason) of the first condition to end at or after t; ties go to the earlier part."""
+        best, why = INF, self.reasons[0]
+        for m, reason in zip(self.parts, self.reasons):
+            cut = m.next_offline(t, rnd)
+            if cut < best:
+                best, why = cut, reason
+        return best, why
+
+    def next_offline(self, t: float, rnd: int) -> float:
+        return self.next_cut(t, rnd)[0]
+
+    def next_online(self, t: float) -> float:
+        """The first time >= t at which every condition holds: move to the latest of the parts'
+        next online times until all of them hold there.  Conditions that never hold together within
+        ``JOINT_HORIZON_S`` of t (disjoint windows) count as never: inf."""
+        give_up = t + JOINT_HORIZON_S
+        while t <= give_up:
+            later = max(m.next_online(t) for m in self.parts)
+            if later == INF:
+                return INF
+            if all(m.online(later, 0) for m in self.parts):
+                return later
+            t = later if later > t else math.nextafter(t, INF)
+        return INF
+
+
+JOINT_HORIZON_S = 400 * DAY_S

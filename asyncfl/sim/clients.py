@@ -2,8 +2,9 @@
 
 A task is download -> compute -> upload.  It fails, with a recorded reason, when the client is
 offline at the start or drops before its upload completes (``offline``), has too little battery to
-accept work or empties it midway (``battery``), or is cut off by a sync deadline with
-``late_updates: drop`` (``deadline``).
+accept work or empties it midway (``battery``), is cut off by a sync deadline with
+``late_updates: drop`` (``deadline``), or, with ``population.eligibility``, is unplugged
+(``charging``) or leaves its unmetered network (``network``) at the start or midway.
 
 The whole timeline of a task is planned when it starts: availability and battery are functions of
 the client's own history, and the only outside interruption (the deadline) is known in advance.
@@ -26,14 +27,22 @@ from asyncfl.sim.battery import Battery
 from asyncfl.sim.profiles import DeviceProfile
 
 PHASES = ("download", "compute", "upload")
+FAILURE_REASONS = ("offline", "battery", "deadline", "charging", "network")
 
 
 @dataclass
 class ClientStats:
     attempts: int = 0
     delivered: int = 0
-    failures: dict[str, int] = field(default_factory=lambda: {"offline": 0, "battery": 0, "deadline": 0})
+    failures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILURE_REASONS, 0))
     busy_s: float = 0.0
+    # virtual seconds spent in each phase by every task planned so far (failed ones up to their cut);
+    # a task still running when the run stops is trimmed by the report (see asyncfl.timeuse)
+    download_s: float = 0.0
+    compute_s: float = 0.0
+    upload_s: float = 0.0
+    last_plan: TaskPlan | None = None
+    late_spans: list = field(default_factory=list)  # sync next_round: (round close, task end) of tasks running on
 
 
 @dataclass
@@ -91,15 +100,35 @@ def plan_task(
     """
     plan = _plan(client, work, t0, rnd, deadline_s, drop_late)
     client.busy_until = plan.end
+    stats = client.stats
+    download, compute, upload = phase_seconds(plan)
+    stats.download_s += download
+    stats.compute_s += compute
+    stats.upload_s += upload
+    stats.last_plan = plan
     return plan
+
+
+def phase_seconds(plan: TaskPlan, until: float = math.inf) -> tuple[float, float, float]:
+    """Seconds the task spent downloading, computing and uploading (cut at its end, and at ``until``)."""
+    out = [0.0, 0.0, 0.0]
+    starts = plan.phase_starts
+    end = min(plan.end, until)
+    for j, start in enumerate(starts):
+        stop = min(starts[j + 1] if j + 1 < len(starts) else plan.end, end)
+        if stop > start:
+            out[j] = stop - start
+    return out[0], out[1], out[2]
 
 
 def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: float, drop_late: bool) -> TaskPlan:
     attempt = client.stats.attempts
     client.stats.attempts += 1
     plan = TaskPlan(client.id, rnd, attempt, t0, [], t0)
-    if not client.availability.online(t0, rnd):
-        plan.failure = "offline"
+    availability = client.availability
+    if not availability.online(t0, rnd):
+        why_not = getattr(availability, "why_not", None)  # eligibility: which condition is missing
+        plan.failure = "offline" if why_not is None else why_not(t0, rnd)
         return plan
     if client.battery is not None and not client.battery.can_accept(t0):
         plan.failure = "battery"
@@ -114,6 +143,7 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
     )
     t, elapsed, battery = t0, 0.0, client.battery
     deadline_at = t0 + deadline_s
+    next_cut = getattr(availability, "next_cut", None)  # eligibility: (time, reason) of the first condition to end
     for duration, energy in phases:
         plan.phase_starts.append(t)
         # Is the task past the deadline by the end of this phase?  Decided on durations: the absolute
@@ -124,7 +154,10 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
         late = elapsed > deadline_s
         end = t + duration if late else min(t + duration, deadline_at)
         # the earliest cut wins; on equal times offline beats deadline beats battery
-        reason, cut = "offline", client.availability.next_offline(t, rnd)
+        if next_cut is None:
+            reason, cut = "offline", availability.next_offline(t, rnd)
+        else:
+            cut, reason = next_cut(t, rnd)
         if late and drop_late and deadline_at < cut:
             reason, cut = "deadline", deadline_at
         if battery is not None:

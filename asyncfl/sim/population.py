@@ -68,22 +68,77 @@ def build_clients(
     seed: int,
     label_histograms: np.ndarray | None = None,
     clusters: np.ndarray | None = None,
+    start_s_of_day: float = 0.0,
 ) -> Clients:
     """Every client's device, built on first use.  ``label_histograms`` ([clients, classes],
     normalised) is there for availability patterns correlated with the data (FedAU); ``clusters``
-    (cluster id per client, from the ``clusters`` partition) for FL-FDMS's cluster dropout."""
+    (cluster id per client, from the ``clusters`` partition) for FL-FDMS's cluster dropout;
+    ``start_s_of_day``: UTC seconds after midnight at virtual time 0 (``clock.start_time``)."""
     profiles = draw_profiles(population, num_clients, stream(seed, "profiles"))
-    model = availability_builder(population.availability, num_clients, seed, label_histograms, clusters)
     batteries = build_batteries(population.battery, num_clients, seed)
+    model = eligibility_builder(population, num_clients, seed, label_histograms, clusters, start_s_of_day, batteries)
 
     def build(i: int) -> ClientDevice:
         return ClientDevice(i, profiles[i], model(i), LazyStream(seed, "jitter", i), batteries[i])
 
-    return Clients(num_clients, build, profiles, batteries)
+    clients = Clients(num_clients, build, profiles, batteries)
+    clients.availability_of = model  # a never-built client's availability, for the time breakdown
+    return clients
+
+
+UNMETERED_STREAM = 0xFFFF_FFF2  # offset of the unmetered-network streams: availability streams stay as they were
+
+
+def utc_offsets(spec, num_clients: int, seed: int) -> list[float]:
+    """Every client's UTC offset in hours from ``population.timezones`` (None: all at UTC)."""
+    if spec is None:
+        return [0.0] * num_clients
+    if isinstance(spec, (int, float)):
+        return [float(spec)] * num_clients
+    rng = stream(seed, "timezones")
+    if isinstance(spec, list):
+        shares = np.array([z.share for z in spec])
+        offsets = np.array([z.offset for z in spec])
+        return offsets[rng.choice(len(spec), size=num_clients, p=shares / shares.sum())].tolist()
+    return rng.uniform(spec.low, spec.high, size=num_clients).tolist()
+
+
+def eligibility_builder(
+    population: Population,
+    num_clients: int,
+    seed: int,
+    label_histograms: np.ndarray | None,
+    clusters: np.ndarray | None,
+    start_s_of_day: float,
+    batteries: list,
+) -> Callable[[int], object]:
+    """``model(i)``: client i's availability, or (``population.eligibility``) an :class:`av.AllOf`
+    of availability, plug windows and the unmetered-network process."""
+    offsets = utc_offsets(population.timezones, num_clients, seed) if population.uses_local_time() else None
+    local0 = None if offsets is None else [(start_s_of_day + 3600.0 * o) % av.DAY_S for o in offsets]
+    available = availability_builder(
+        population.availability, num_clients, seed, label_histograms, clusters, local0, start_s_of_day
+    )
+    rules = population.eligibility
+    if rules is None:
+        return available
+    parts, reasons = [available], ["offline"]
+    if rules.charging:
+        charging = population.battery.charging
+        parts.append(lambda i: av.Cyclic(charging.plugged_fraction, charging.period_s, batteries[i].phase))
+        reasons.append("charging")
+    if rules.unmetered is not None:
+        parts.append(
+            availability_builder(
+                rules.unmetered, num_clients, seed, None, None, local0, start_s_of_day, UNMETERED_STREAM
+            )
+        )
+        reasons.append("network")
+    return lambda i: av.AllOf([part(i) for part in parts], reasons)
 
 
 def participation_probabilities(
-    spec: Availability, num_clients: int, seed: int, label_histograms: np.ndarray | None = None
+    spec: Availability, num_clients: int, seed: int, label_histograms: np.ndarray | None = None, stream_id: int = 0
 ) -> list[float]:
     """The per-client p_i of a spec: the drawn (or label-correlated) p of Bernoulli/Markov/cyclic,
     1 - alpha for cluster dropout (approximate when clusters protect clients), 1 for always-on and
@@ -99,7 +154,8 @@ def participation_probabilities(
     if spec.p.dist == "label_correlated":
         p = label_correlated_p(spec.p, label_histograms, seed)
     else:
-        p = [float(x) for x in spec.p.sample(stream(seed, "availability"), num_clients)]
+        rng = stream(seed, "availability") if not stream_id else stream(seed, "availability", stream_id)
+        p = [float(x) for x in spec.p.sample(rng, num_clients)]
     if spec.kind == "cyclic" and spec.period_rounds is not None:  # whole rounds: the rate it realises
         return [av.cyclic_on_rounds(x, spec.period_rounds) / spec.period_rounds for x in p]
     return p
@@ -125,8 +181,14 @@ def availability_builder(
     seed: int,
     label_histograms: np.ndarray | None = None,
     clusters: np.ndarray | None = None,
+    local0: list[float] | None = None,
+    start_s_of_day: float = 0.0,
+    stream_id: int = 0,
 ) -> Callable[[int], object]:
-    """``model(i)``: client i's availability model (everything shared is drawn here, once)."""
+    """``model(i)``: client i's availability model (everything shared is drawn here, once).
+    ``local0``: every client's local seconds after midnight at virtual time 0 (None: UTC,
+    ``start_s_of_day``), for diurnal processes; ``stream_id`` > 0 keys a second process of the same
+    client (the unmetered network) on streams of its own."""
     if spec.kind == "always":
         return lambda i: av.Always()
     if spec.kind == "trace":
@@ -136,17 +198,33 @@ def availability_builder(
         ids = np.zeros(num_clients, dtype=np.int64) if clusters is None else np.asarray(clusters, dtype=np.int64)
         schedule = av.DropoutSchedule(spec.alpha, ids, lambda rnd: stream(seed, "availability", DROPOUT_STREAM, rnd))
         return lambda i: av.ClusterDropout(schedule, i)
-    p = participation_probabilities(spec, num_clients, seed, label_histograms)
+    p = participation_probabilities(spec, num_clients, seed, label_histograms, stream_id)
+
+    def own(i: int) -> LazyStream:
+        return LazyStream(seed, "availability", i) if not stream_id else LazyStream(seed, "availability", stream_id, i)
+
+    if spec.kind == "diurnal":
+        weights = spec.weights()
+        reachable = sum(1 for w in weights if w > 0) / 24
+        if max(p) > reachable + 1e-12:
+            where = "population.availability" if not stream_id else "population.eligibility.unmetered"
+            raise ConfigError(
+                f"{where}.p: values up to {max(p):g} cannot be reached when only {reachable:g} of the "
+                "day's hours have a positive weight in hourly; lower p or give more hours a weight."
+            )
+        starts = local0 if local0 is not None else [start_s_of_day % av.DAY_S] * num_clients
+        return lambda i: av.Diurnal(p[i], av.hourly_probabilities(p[i], weights), spec.mean_cycle_s, starts[i], own(i))
     if spec.kind == "bernoulli":
-        return lambda i: av.Bernoulli(p[i], LazyStream(seed, "availability", i), spec.slot_s)
+        return lambda i: av.Bernoulli(p[i], own(i), spec.slot_s)
     if spec.kind == "markov":
         if spec.mean_cycle_rounds is not None:
-            return lambda i: av.MarkovRounds(p[i], spec.mean_cycle_rounds, LazyStream(seed, "availability", i))
-        return lambda i: av.Markov(p[i], spec.mean_cycle_s, LazyStream(seed, "availability", i))
+            return lambda i: av.MarkovRounds(p[i], spec.mean_cycle_rounds, own(i))
+        return lambda i: av.Markov(p[i], spec.mean_cycle_s, own(i))
     if spec.period_rounds is not None:
         phases = stream(seed, "phases").integers(0, spec.period_rounds, size=num_clients).tolist()
         return lambda i: av.CyclicRounds(p[i], spec.period_rounds, phases[i])
-    cyclic_phases = stream(seed, "phases").uniform(0, spec.period_s, size=num_clients).tolist()
+    phase_rng = stream(seed, "phases") if not stream_id else stream(seed, "phases", stream_id)
+    cyclic_phases = phase_rng.uniform(0, spec.period_s, size=num_clients).tolist()
     return lambda i: av.Cyclic(p[i], spec.period_s, cyclic_phases[i])
 
 

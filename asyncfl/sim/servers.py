@@ -20,7 +20,16 @@ import simpy
 
 from asyncfl.config.schema import Server
 from asyncfl.seeding import stream
-from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, plan_task, play_tasks, run_task
+from asyncfl.sim.clients import (
+    ClientDevice,
+    EventSink,
+    TaskPlan,
+    Work,
+    phase_seconds,
+    plan_task,
+    play_tasks,
+    run_task,
+)
 from asyncfl.sim.dispatch import make_dispatcher
 
 
@@ -37,6 +46,15 @@ class RoundInfo:
     failures: Counter = field(default_factory=Counter)  # reason -> count
     failed_clients: list[int] = field(default_factory=list)
     dropped_stale: int = 0  # k_async: updates older than max_staleness
+    lost_s: float = 0.0  # virtual seconds the failed tasks counted here had worked before failing
+    lost_compute_s: float = 0.0  # of which computing
+
+    def failed(self, plan: TaskPlan) -> None:
+        self.failures[plan.failure] += 1
+        self.failed_clients.append(plan.client)
+        download, compute, upload = phase_seconds(plan)
+        self.lost_s += download + compute + upload
+        self.lost_compute_s += compute
 
 
 Submit = Callable[[TaskPlan], None]
@@ -85,10 +103,12 @@ def sync_server(
             elif plan.delivered:
                 info.received.append(plan)
             else:
-                info.failures[plan.failure] += 1
-                info.failed_clients.append(plan.client)
+                info.failed(plan)
         info.late = sum(1 for p in plans if p.end > close_at) + info.failures["deadline"]
         pending = [] if drop_late else still_running
+        for plan in still_running:  # a task running on into later rounds (for the time breakdown)
+            if plan.round == rnd:
+                clients[plan.client].stats.late_spans.append((close_at, plan.end))
         if close_round(info) or env.now >= time_limit:
             return
         rnd += 1
@@ -160,8 +180,7 @@ def k_async_server(
         plan, arrival = arrival.value, inbox.get()
         in_flight -= 1
         if not plan.delivered:
-            info.failures[plan.failure] += 1
-            info.failed_clients.append(plan.client)
+            info.failed(plan)
         elif cfg.max_staleness is not None and version - plan.round > cfg.max_staleness:
             info.dropped_stale += 1
             log(env.now, plan.client, "drop_stale", plan.round, "staleness")

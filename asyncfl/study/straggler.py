@@ -10,6 +10,10 @@ the files they read; none re-parses events.jsonl).
                          speed group
 ``client_accuracy.png``  distribution of the final model's accuracy over clients, with FedAR's
                          Table 3 statistics (in %, also in ``client_accuracy.csv`` and ``.md``)
+``time_breakdown.png``   where virtual time went (downloading, computing, uploading, idle, offline)
+                         per speed group, from clients.csv
+``timezones.png``        delivered updates per hour by the clients' time zone (``population.timezones``),
+                         from updates.csv, rounds.csv and clients.csv
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from asyncfl.config import ConfigError  # noqa: E402
-from asyncfl.plots import plot_accuracy_vs_time  # noqa: E402
+from asyncfl.plots import plot_accuracy_vs_time, run_start, time_of_day_axis  # noqa: E402
+from asyncfl.results import read_csv  # noqa: E402
 from asyncfl.study.aggregate import bias_stats  # noqa: E402
 from asyncfl.study.tables import write_csv, write_markdown  # noqa: E402
 from asyncfl.study.timeline import (  # noqa: E402
@@ -42,7 +47,7 @@ from asyncfl.study.timeline import (  # noqa: E402
 )
 
 COLORS = {"download": "#4c72b0", "compute": "#dd8452", "upload": "#55a868", "offline": "#c8c8c8", "failed": "#c44e52"}
-FAIL_MARKERS = {"offline": "x", "battery": "v", "deadline": "|"}
+FAIL_MARKERS = {"offline": "x", "battery": "v", "deadline": "|", "charging": "^", "network": "s"}
 TIMELINE_CLIENTS = 16  # rows in the timeline by default (of results.TIMELINE_SAMPLE recorded)
 TIMELINE_AGGREGATIONS = 30  # default window: up to this many aggregations
 
@@ -64,6 +69,8 @@ def render_run_figures(
         lambda: plot_staleness(run_dir),
         lambda: plot_participation(run_dir),
         lambda: plot_client_accuracy(run_dir),
+        lambda: plot_time_breakdown(run_dir),
+        lambda: plot_timezones(run_dir),
     )
     for draw in draws:
         try:
@@ -185,6 +192,8 @@ def draw_timeline(
     ax.set_ylim(len(chosen) - 0.5, -0.5)  # fastest on top
     ax.set_xlim(start, until)
     ax.set_xlabel("virtual time (s); grey vertical lines: aggregations")
+    if time_of_day_axis(ax, run_dir):
+        ax.set_xlabel(f"{ax.get_xlabel()}; grey vertical lines: aggregations")
     legend = [Patch(color=COLORS[k], label=k) for k in ("download", "compute", "upload")]
     legend += [
         Patch(color=COLORS["failed"], label="work lost (task failed)"),
@@ -259,17 +268,14 @@ def draw_participation(run_dir: Path) -> Figure | None:
 def _outcomes_by_speed(ax, clients: pd.DataFrame, speed: np.ndarray) -> None:
     """Stacked share of attempts per outcome, clients grouped by speed (slowest left): one group per
     distinct speed when there are at most five (speed tiers), speed quintiles otherwise."""
-    distinct = np.unique(speed)
-    if len(distinct) <= 5:
-        groups = [np.nonzero(speed == v)[0] for v in distinct]
-        names = [f"{v:g}" for v in distinct]
-    else:
-        groups = np.array_split(np.argsort(speed, kind="stable"), 5)
-        names = [f"{_speed(speed[g].min())} to {_speed(speed[g].max())}" for g in groups]
-    names = [f"{name}\n{len(g):,} clients" for name, g in zip(names, groups)]
-    outcomes = ("participations", "failed_offline", "failed_battery", "failed_deadline")
-    labels = ("delivered", "failed: offline", "failed: battery", "failed: deadline")
-    colors = ("#55a868", COLORS["offline"], "#8172b2", COLORS["failed"])
+    groups, names = speed_groups(speed)
+    outcomes = ["participations", "failed_offline", "failed_battery", "failed_deadline"]
+    labels = ["delivered", "failed: offline", "failed: battery", "failed: deadline"]
+    colors = ["#55a868", COLORS["offline"], "#8172b2", COLORS["failed"]]
+    for key, label, color in (("failed_charging", "failed: not charging", "#937860"),
+                              ("failed_network", "failed: left unmetered network", "#da8bc3")):  # fmt: skip
+        if key in clients:  # population.eligibility
+            outcomes.append(key), labels.append(label), colors.append(color)
     attempts = np.array([clients["attempts"].to_numpy()[g].sum() for g in groups], dtype=float)
     bottom = np.zeros(len(groups))
     for key, label, color in zip(outcomes, labels, colors):
@@ -282,6 +288,114 @@ def _outcomes_by_speed(ax, clients: pd.DataFrame, speed: np.ndarray) -> None:
     ax.set_ylabel("share of attempts (rest: still running)")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+
+
+BREAKDOWN = (
+    ("download_s", "downloading", COLORS["download"]),
+    ("compute_s", "computing", COLORS["compute"]),
+    ("upload_s", "uploading", COLORS["upload"]),
+    ("idle_s", "idle (online, no task)", "#f0e6b8"),
+    ("offline_s", "offline / not eligible", COLORS["offline"]),
+)
+
+
+def speed_groups(speed: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
+    """Clients grouped by speed (slowest first): one group per distinct speed when there are at most
+    five (speed tiers), speed quintiles otherwise; with tick labels."""
+    distinct = np.unique(speed)
+    if len(distinct) <= 5:
+        groups = [np.nonzero(speed == v)[0] for v in distinct]
+        names = [f"{v:g}" for v in distinct]
+    else:
+        groups = np.array_split(np.argsort(speed, kind="stable"), 5)
+        names = [f"{_speed(speed[g].min())} to {_speed(speed[g].max())}" for g in groups]
+    return groups, [f"{name}\n{len(g):,} clients" for name, g in zip(names, groups)]
+
+
+def plot_time_breakdown(run_dir: Path) -> Path | None:
+    fig = draw_time_breakdown(run_dir)
+    return None if fig is None else _save(fig, run_dir / "time_breakdown.png")
+
+
+def draw_time_breakdown(run_dir: Path) -> Figure | None:
+    """Mean share of the run each speed group spent downloading, computing, uploading, idle and
+    offline (clients.csv's time columns, which add up to the run's virtual length per client), and
+    the same in virtual seconds per client on the right axis."""
+    clients = _clients(run_dir)
+    if not len(clients) or any(key not in clients for key, _, _ in BREAKDOWN):
+        return None  # a run directory from before these columns
+    speed = clients["samples_per_s"].to_numpy(dtype=float)
+    groups, names = speed_groups(speed)
+    seconds = {key: clients[key].to_numpy(dtype=float) for key, _, _ in BREAKDOWN}
+    length = float(np.median(sum(seconds.values())))
+    if not length > 0:
+        return None
+    fig, ax = plt.subplots(figsize=(8.5, 4.4), layout="constrained")
+    bottom = np.zeros(len(groups))
+    for key, label, color in BREAKDOWN:
+        share = np.array([seconds[key][g].mean() / length for g in groups])
+        ax.bar(range(len(groups)), share, bottom=bottom, color=color, label=label, edgecolor="white", lw=0.5)
+        for i, (b, v) in enumerate(zip(bottom, share)):
+            if v >= 0.06:
+                ax.text(i, b + v / 2, f"{100 * v:.0f}%", ha="center", va="center", fontsize=8)
+        bottom += share
+    ax.set_xticks(range(len(groups)), names, fontsize=8)
+    ax.set_xlabel("speed group (samples/s), slowest to fastest")
+    ax.set_ylabel("share of the run (mean over the group's clients)")
+    ax.set_ylim(0, 1)
+    right = ax.secondary_yaxis("right", functions=(lambda f: f * length, lambda s: s / length))
+    right.set_ylabel("virtual seconds per client")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.12, 0.5), frameon=False)
+    ax.set_title(f"{_title(run_dir)}: where {length:,.0f} virtual s went, per speed group")
+    return fig
+
+
+def plot_timezones(run_dir: Path) -> Path | None:
+    fig = draw_timezones(run_dir)
+    return None if fig is None else _save(fig, run_dir / "timezones.png")
+
+
+def draw_timezones(run_dir: Path) -> Figure | None:
+    """Delivered (aggregated) updates per hour of virtual time, one line per client time zone (up to
+    six, the most populous; the others pooled), x axis as time of day when the run has a start time:
+    the waves of a diurnal population, shifted by the zones' offsets."""
+    clients = _clients(run_dir)
+    if not len(clients) or "utc_offset_h" not in clients or not (run_dir / "updates.csv").is_file():
+        return None
+    rounds = read_csv(run_dir / "rounds.csv")
+    if not rounds:
+        return None
+    times = {int(r["round"]): float(r["time"]) for r in rounds}
+    updates = pd.read_csv(run_dir / "updates.csv")
+    if not len(updates):
+        return None
+    offsets = clients.set_index("client")["utc_offset_h"]
+    zone = offsets.reindex(updates["client"]).to_numpy(dtype=float)
+    t = updates["version"].map(times).to_numpy(dtype=float)
+    end = max(times.values())
+    bins = np.arange(0.0, end + 3600.0, 3600.0)
+    counts = clients["utc_offset_h"].value_counts()
+    shown = list(counts.index[:6])
+    fig, ax = plt.subplots(figsize=(10, 4.2), layout="constrained")
+    for z in sorted(shown):
+        hist, _ = np.histogram(t[zone == z], bins=bins)
+        n = int(counts[z])
+        ax.stairs(hist / n * 1000, bins, lw=1.6, label=f"UTC{z:+g} ({n:,} clients)")
+    rest = ~np.isin(zone, shown)
+    if rest.any():
+        n = int(counts[~counts.index.isin(shown)].sum())
+        hist, _ = np.histogram(t[rest], bins=bins)
+        ax.stairs(hist / n * 1000, bins, lw=1.2, color="0.5", label=f"other zones ({n:,} clients)")
+    ax.set_xlim(0, bins[-1])
+    ax.set_xlabel("virtual time (s)")
+    time_of_day_axis(ax, run_dir)
+    ax.set_ylabel("delivered updates per hour\nper 1,000 clients of the zone")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+    start = run_start(run_dir)
+    when = "" if start is not None else " (no clock.start_time: virtual second 0 is midnight UTC)"
+    ax.set_title(f"{_title(run_dir)}: participation by client time zone{when}")
+    return fig
 
 
 def _speed(v: float) -> str:
