@@ -277,6 +277,33 @@ def test_other_mode_keys_at_their_defaults_are_accepted():
     assert validate_scenario(sync.model_dump(mode="json")) == sync
 
 
+def test_null_clears_every_key_of_the_other_mode():
+    """k, concurrency and late_updates are not nullable types, yet null must clear them too: a study
+    variant that switches a K-async base to sync merges key by key and can only clear with null (the
+    FedHist studies failed to validate on exactly this)."""
+    sync = validate_scenario(
+        {"data": {"clients": 4}, "server": {"mode": "sync", "k": None, "concurrency": None, "max_staleness": None}}
+    )
+    assert sync.server.k == 10 and sync.server.concurrency == 20
+    k_async = validate_scenario({"data": {"clients": 4}, "server": {"mode": "k_async", "k": 2, "late_updates": None}})
+    assert k_async.server.late_updates == "drop"
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[1] / "scenarios").rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_every_shipped_scenario_and_study_validates(path):
+    """What `python -m asyncfl validate FILE` checks, for every file under scenarios/ (studies: every variant)."""
+    from asyncfl.config import load_scenario, read_yaml
+    from asyncfl.study.spec import is_study, load_study
+
+    if is_study(read_yaml(path)):
+        assert load_study(path).variants
+    else:
+        load_scenario(path)
+
+
 def test_an_algorithm_of_the_other_mode_is_blamed_on_the_mode_not_on_its_keys():
     from asyncfl.config import load_scenario
 

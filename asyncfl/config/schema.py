@@ -143,12 +143,19 @@ class Server(Section):
     mode: Literal["sync", "k_async"] = Field(default="sync", description="synchronous rounds or K-async buffering")
     deadline_s: float | None = Field(default=None, gt=0, description="sync: round deadline (null: none)")
     late_updates: Literal["drop", "next_round"] = Field(
-        default="drop", description="sync: what happens to an update that misses the deadline"
+        default="drop", description="sync: what happens to an update that misses the deadline (null: the default)"
     )
     clients_per_round: int | None = Field(default=None, ge=1, description="sync: sample size (null: all)")
-    k: int = Field(default=10, ge=1, description="k_async: updates per aggregation")
-    concurrency: int = Field(default=20, ge=1, description="k_async: clients training at once")
+    k: int = Field(default=10, ge=1, description="k_async: updates per aggregation (null: the default)")
+    concurrency: int = Field(default=20, ge=1, description="k_async: clients training at once (null: the default)")
     max_staleness: int | None = Field(default=None, ge=0, description="k_async: drop older updates")
+
+    @field_validator("late_updates", "k", "concurrency", mode="before")
+    @classmethod
+    def _null_means_default(cls, value: object, info) -> object:
+        """null stands for the default, as for the nullable keys: a study variant that switches
+        server.mode clears the other mode's keys with null (a mapping is merged key by key)."""
+        return cls.model_fields[info.field_name].default if value is None else value
 
 
 # keys that only one server mode reads: set in the other mode they would be silently ignored
