@@ -46,6 +46,7 @@ from asyncfl.study.report import (  # noqa: E402
     Interval,
     format_interval,
     measure_table,
+    one_sided_misses,
     paired_difference,
     t_interval,
     write_report,
@@ -227,8 +228,10 @@ def write_rows(path: Path, rows: list[dict]) -> None:
             writer.writerow({k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()})
 
 
-def verdict(claim: Claim, diff: Interval, reached: str) -> tuple[str, str]:
-    """(verdict, one sentence of why) from the paired interval of variant − other."""
+def verdict(claim: Claim, diff: Interval, reached: str, missed_against: int = 0) -> tuple[str, str]:
+    """(verdict, one sentence of why) from the paired interval of variant − other.  ``missed_against``:
+    seeds left out of the interval because the claimed-faster variant never reached the target while
+    the other did (for time claims); they go against the claim, so they bar a "reproduced"."""
     if diff.n < 2 or not math.isfinite(diff.half_width):
         return "inconclusive", f"only {diff.n} paired seed(s){reached}, too few for an interval."
     time_like = claim.kind == "lower"
@@ -241,6 +244,11 @@ def verdict(claim: Claim, diff: Interval, reached: str) -> tuple[str, str]:
             return "not reproduced", text + ": more than 1 point lower over the whole interval."
         return "inconclusive", text + ": the interval straddles −1 point."
     good, bad = (diff.high < 0, diff.low > 0) if time_like else (diff.low > 0, diff.high < 0)
+    if good and missed_against:
+        return "inconclusive", text + (
+            f": the interval excludes 0 in the paper's direction, but on {missed_against} more seed(s) only the "
+            "other one reached the target, and those are left out of the interval."
+        )
     if good:
         return "reproduced", text + ": the interval excludes 0 in the paper's direction."
     if bad:
@@ -264,7 +272,8 @@ def verdict_tables(tables: dict[str, dict]) -> dict[str, str]:
         if time_like:
             reached = f" ({ours[0].n}/{len(a)} and {ours[1].n}/{len(b)} seeds reached it)"
         ours_text = " vs ".join(format_interval(i.mean, i.half_width, scale, digits) for i in ours)
-        word, why = verdict(claim, diff, reached)
+        missed_against = one_sided_misses(a, b)[0] if time_like else 0
+        word, why = verdict(claim, diff, reached, missed_against)
         measure = claim.measure.replace(" (virtual s)", ", virtual s")
         by_paper.setdefault(claim.paper, []).append(
             f"| {claim.text} | {claim.paper_number} | {ours_text} ({measure}) | **{word}**: {why} |"

@@ -16,7 +16,15 @@ from asyncfl.config import ConfigError
 from asyncfl.results import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.aggregate import RunRecord
-from asyncfl.study.report import direction, paired_difference, report_rows, t_interval, tail_accuracy, write_report
+from asyncfl.study.report import (
+    direction,
+    one_sided_misses,
+    paired_difference,
+    report_rows,
+    t_interval,
+    tail_accuracy,
+    write_report,
+)
 from asyncfl.study.spec import load_study
 from asyncfl.study.sweep import run_sweep
 
@@ -170,6 +178,13 @@ def test_verdict_rules_of_the_paper_tables():
     straddling = {s: v - 0.009 + (0.004 if s % 2 else -0.004) for s, v in base.items()}
     assert rp.verdict(as_good, paired_difference(straddling, base), "")[0] == "inconclusive"
     assert rp.verdict(higher, paired_difference({0: 1.0}, {0: 0.0}), "")[0] == "inconclusive"
+    # sooner on the 3 seeds both reached, but seed 3 only the other reached: not a reproduction
+    fast, slow = {0: 5.0, 1: 6.0, 2: 5.5, 3: math.nan}, {0: 7.0, 1: 8.0, 2: 7.4, 3: 9.0}
+    assert one_sided_misses(fast, slow) == (1, 0)
+    word, why = rp.verdict(sooner, paired_difference(fast, slow), "", one_sided_misses(fast, slow)[0])
+    assert word == "inconclusive" and "only the other one reached" in why
+    assert direction(paired_difference(fast, slow), one_sided_misses(fast, slow)) == "mixed"
+    assert direction(paired_difference(fast, slow)) == "lower"
     studies = {c.study for c in rp.claims()}
     assert studies == set(rp.STUDIES)  # every study has claims, and every claim names a study the script runs
 

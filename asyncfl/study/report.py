@@ -8,7 +8,9 @@ difference variant − baseline is formed seed by seed over the seeds both have 
 both reached it), and its mean gets the same t interval.  Pairing removes what the seeds share (data
 split, device profiles, availability draws), so a paired interval is usually much narrower than the
 two unpaired ones.  "higher" / "lower" means the paired interval excludes 0; "no difference" that it
-does not — which says the seeds cannot separate the two, not that they are equal.
+does not — which says the seeds cannot separate the two, not that they are equal; "mixed" that the
+interval excludes 0 but a seed left out of it (one of the two never reached the target) points the
+other way.
 
 Writes ``report.csv`` (numbers) and ``report.md`` (the table) into the sweep directory.
 """
@@ -67,14 +69,29 @@ def paired_difference(
     return t_interval([values[s] - baseline[s] for s in common], confidence)
 
 
-def direction(diff: Interval) -> str:
-    """``higher`` / ``lower`` when the paired interval excludes 0, ``no difference`` otherwise."""
+def one_sided_misses(values: Mapping[int, float], baseline: Mapping[int, float]) -> tuple[int, int]:
+    """Seeds where only one of the two has a value: (``values`` missing, ``baseline`` missing).  For a
+    time to target that is a seed where one run never reached it, i.e. was the slower one there."""
+    common = values.keys() & baseline.keys()
+    return (
+        sum(1 for s in common if not _finite(values[s]) and _finite(baseline[s])),
+        sum(1 for s in common if _finite(values[s]) and not _finite(baseline[s])),
+    )
+
+
+def direction(diff: Interval, misses: tuple[int, int] = (0, 0)) -> str:
+    """``higher`` / ``lower`` when the paired interval excludes 0, ``no difference`` otherwise.
+
+    ``misses`` (:func:`one_sided_misses`, for times to target): the paired interval only sees seeds where
+    both runs reached the target, so a variant that missed it on some seed the baseline reached was slower
+    there, and calling it ``lower`` from the other seeds would drop the evidence against it (and the
+    same for ``higher`` when the baseline missed).  Such a result is ``mixed``."""
     if diff.n < 2 or math.isnan(diff.half_width):
         return "too few seeds"
     if diff.low > 0:
-        return "higher"
+        return "mixed" if misses[1] else "higher"
     if diff.high < 0:
-        return "lower"
+        return "mixed" if misses[0] else "lower"
     return "no difference"
 
 
@@ -139,11 +156,12 @@ def report_rows(
                 "mean": own.mean, "ci_half_width": own.half_width,
             }  # fmt: skip
             if baseline is not None:
-                diff = paired_difference(by_seed, table[baseline].get(measure, {}), confidence)
+                other = table[baseline].get(measure, {})
+                diff = paired_difference(by_seed, other, confidence)
+                verdict = "baseline" if variant == baseline else direction(diff, one_sided_misses(by_seed, other))
                 row.update({
                     "baseline": baseline, "paired_seeds": diff.n, "diff_mean": diff.mean,
-                    "diff_ci_half_width": diff.half_width,
-                    "vs_baseline": "baseline" if variant == baseline else direction(diff),
+                    "diff_ci_half_width": diff.half_width, "vs_baseline": verdict,
                 })  # fmt: skip
             rows.append(row)
     return rows
