@@ -46,10 +46,11 @@ def training_threads(model: nn.Module, device: torch.device, spec: Trainer) -> i
     """Torch CPU threads for a run (``trainer.threads``), or None to leave torch's default.
 
     null (the default) pins one thread for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters on the CPU: their
-    operations are too small to split, and with a second busy process on a 2-core machine torch's
-    default of one thread per core made ``scenarios/k_async.yaml`` over four times slower (25.5 s
-    against 5.9 s; ``benchmarks/bench_threads.py``).  One thread also keeps results independent of
-    the machine's core count.  Larger models, and the GPU, keep torch's default."""
+    operations are too small to split, and next to other busy processes torch's default of one thread
+    per core slows ``scenarios/k_async.yaml`` down, the more the busier the machine (1.8x next to one
+    busy core; 7-12x while two other jobs ran; ``benchmarks/bench_threads.py``).
+    One thread also keeps results independent of the machine's core count.  Larger models, and the
+    GPU, keep torch's default."""
     if spec.threads is not None:
         return spec.threads
     if device.type == "cpu" and sum(p.numel() for p in model.parameters()) <= CPU_BATCHED_MAX_PARAMS:
