@@ -250,6 +250,18 @@ class RunDirectory:
             writer.writerows(zip(*cleaned))
         os.replace(tmp, self.path / name)
 
+    def write_columns(self, name: str, columns: Mapping[str, list[Any]]) -> None:
+        """:meth:`write_table` of the rows ``zip(*columns.values())``, given column by column."""
+        if not columns or not len(next(iter(columns.values()))):
+            return
+        tmp = self.path / f".{name}.tmp"
+        cleaned = [_clean_column(values) for values in columns.values()]
+        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(list(columns))
+            writer.writerows(zip(*cleaned))
+        os.replace(tmp, self.path / name)
+
     def close(self) -> None:
         self.flush()
         for log in (self.metrics, self.rounds, self.weights, self.updates, self.tasks):
@@ -267,7 +279,11 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 def timeline_sample(speeds: Sequence[float], count: int = TIMELINE_SAMPLE) -> list[int]:
     """Up to ``count`` clients at evenly spaced ranks of device speed (ties: lower id first), so the
     timeline shows the whole range from the slowest to the fastest device."""
-    ranked = sorted(range(len(speeds)), key=lambda c: (speeds[c], c))
+    values = np.asarray(speeds, dtype=np.float64)
+    if np.isfinite(values).all():  # a stable sort by speed keeps ties in id order: the same ranks, in C
+        ranked = np.argsort(values, kind="stable").tolist()
+    else:
+        ranked = sorted(range(len(speeds)), key=lambda c: (speeds[c], c))
     if len(ranked) > count:
         ranked = [ranked[round(i * (len(ranked) - 1) / (count - 1))] for i in range(count)]
     return sorted(ranked)
