@@ -12,7 +12,7 @@ import numpy as np
 from asyncfl.config import ConfigError
 from asyncfl.config.population import Availability, LabelCorrelated, Population
 from asyncfl.config.population import Battery as BatteryConfig
-from asyncfl.seeding import LazyStream, stream
+from asyncfl.seeding import StreamFamily, stream
 from asyncfl.sim import availability as av
 from asyncfl.sim.battery import Battery
 from asyncfl.sim.clients import ClientDevice
@@ -82,9 +82,10 @@ def build_clients(
     profiles = draw_profiles(population, num_clients, stream(seed, "profiles"))
     model = availability_builder(population.availability, num_clients, seed, label_histograms, clusters)
     batteries = build_batteries(population.battery, num_clients, seed)
+    jitter = StreamFamily(seed, "jitter")
 
     def build(i: int) -> ClientDevice:
-        return ClientDevice(i, profiles[i], model(i), LazyStream(seed, "jitter", i), batteries[i])
+        return ClientDevice(i, profiles[i], model(i), jitter.lazy(i), batteries[i])
 
     return Clients(num_clients, build, profiles, batteries)
 
@@ -138,12 +139,13 @@ def availability_builder(
         schedule = av.DropoutSchedule(spec.alpha, ids, lambda rnd: stream(seed, "availability", DROPOUT_STREAM, rnd))
         return lambda i: av.ClusterDropout(schedule, i)
     p = participation_probabilities(spec, num_clients, seed, label_histograms)
+    streams = StreamFamily(seed, "availability")  # client i's own stream(seed, "availability", i)
     if spec.kind == "bernoulli":
-        return lambda i: av.Bernoulli(p[i], LazyStream(seed, "availability", i), spec.slot_s)
+        return lambda i: av.Bernoulli(p[i], streams.lazy(i), spec.slot_s)
     if spec.kind == "markov":
         if spec.mean_cycle_rounds is not None:
-            return lambda i: av.MarkovRounds(p[i], spec.mean_cycle_rounds, LazyStream(seed, "availability", i))
-        return lambda i: av.Markov(p[i], spec.mean_cycle_s, LazyStream(seed, "availability", i))
+            return lambda i: av.MarkovRounds(p[i], spec.mean_cycle_rounds, streams.lazy(i))
+        return lambda i: av.Markov(p[i], spec.mean_cycle_s, streams.lazy(i))
     if spec.period_rounds is not None:
         phases = stream(seed, "phases").integers(0, spec.period_rounds, size=num_clients).tolist()
         return lambda i: av.CyclicRounds(p[i], spec.period_rounds, phases[i])
