@@ -77,6 +77,24 @@ def _clean_column(values: list[Any]) -> list[Any]:
     return [_clean(v) for v in values]
 
 
+def _column_text(values: list[Any]) -> list[str] | None:
+    """The text ``csv.writer`` writes for each of ``_clean_column(values)`` in a row of several
+    fields (ints: str, floats: repr, "" as it is), or None for anything else (other strings may
+    need quoting: the caller lets csv write those).  A column of one repeated value is formatted once."""
+    if values.count(values[0]) == len(values):  # e.g. the counters of clients that never acted
+        text = _column_text_of([values[0]])
+        return None if text is None else text * len(values)
+    return _column_text_of(values)
+
+
+def _column_text_of(values: list[Any]) -> list[str] | None:
+    cleaned = _clean_column(values)
+    kinds = set(map(type, cleaned))
+    if not kinds <= {int, float, str} or (str in kinds and any(v != "" for v in cleaned if type(v) is str)):
+        return None
+    return list(map(repr, cleaned)) if str not in kinds else ["" if v == "" else repr(v) for v in cleaned]
+
+
 class CsvLog:
     """An append-only CSV file with a fixed header."""
 
@@ -251,15 +269,19 @@ class RunDirectory:
         os.replace(tmp, self.path / name)
 
     def write_columns(self, name: str, columns: Mapping[str, list[Any]]) -> None:
-        """:meth:`write_table` of the rows ``zip(*columns.values())``, given column by column."""
+        """:meth:`write_table` of the rows ``zip(*columns.values())``, given column by column (the
+        same bytes; clients.csv at 10^6 clients is formatted a column at a time, not a row at a time)."""
         if not columns or not len(next(iter(columns.values()))):
             return
         tmp = self.path / f".{name}.tmp"
-        cleaned = [_clean_column(values) for values in columns.values()]
+        texts = [_column_text(values) for values in columns.values()] if len(columns) > 1 else [None]
         with open(tmp, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(list(columns))
-            writer.writerows(zip(*cleaned))
+            if all(text is not None for text in texts):
+                handle.write("\r\n".join(map(",".join, zip(*texts))) + "\r\n")  # csv's default line end
+            else:
+                writer.writerows(zip(*[_clean_column(values) for values in columns.values()]))
         os.replace(tmp, self.path / name)
 
     def close(self) -> None:
