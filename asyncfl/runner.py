@@ -79,11 +79,11 @@ def interrupts_deferred():
 def collections_per_aggregation():
     """Python's cyclic garbage collector, left as it is, took about 40 % of a timing-only run of
     10^5 clients: every full collection walks every live object (plans, clients, streams), and a
-    large run keeps millions alive.  During the simulation the objects that exist at each
-    aggregation are frozen (``gc.freeze``: later collections skip them; they are still freed by
-    reference counting) and young collections run ten times less often, so a collection only looks
-    at what the current round made.  Afterwards everything is unfrozen (a later full collection
-    then frees any cycle among them) and the thresholds restored.  Results never depend on it."""
+    large run keeps millions alive.  During the simulation, at each aggregation, one full collection
+    looks at what the round made (garbage cycles are freed, never frozen) and then everything alive
+    is frozen (``gc.freeze``: later collections skip it; reference counting still frees it), and
+    young collections run less often, so no collection walks the whole population again.
+    Afterwards everything is unfrozen and the thresholds restored.  Results never depend on it."""
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(thresholds[0], 10_000), *thresholds[1:])
@@ -211,6 +211,7 @@ class Simulation:
         self.out.event(t, client, event, version, reason, replaying=self.resume is not None)
 
     def _close_round(self, info: RoundInfo) -> bool:
+        gc.collect()  # only what this round made: everything older is frozen
         gc.freeze()  # see collections_per_aggregation
         self.round_spans.append((info.started, info.time, info.round))
         if self.resume is not None:
