@@ -160,6 +160,7 @@ class RunDirectory:
                 open(events_path, "w", encoding="utf-8") if resume_at is None else _truncated(events_path, resume_at)
             )
         self.event_limit = event_sample if events == "sample" else math.inf
+        self._time, self._time_text = None, ""  # the last time written and its text (see event)
         self.weights: CsvLog | None = None
         if at.get("weights.csv") is not None:
             with open(path / "weights.csv", newline="", encoding="utf-8") as handle:
@@ -184,7 +185,9 @@ class RunDirectory:
         who = "null" if client is None else int(client)
         rnd = "null" if version is None else int(version)
         tail = "}\n" if reason is None else f',"reason":"{reason}"}}\n'
-        self.events.write(f'{{"t":{round(t, 9)!r},"client":{who},"event":"{event}","round":{rnd}{tail}')
+        if t is not self._time:  # a group of same-time steps passes one float object: format it once
+            self._time, self._time_text = t, repr(round(t, 9))
+        self.events.write(f'{{"t":{self._time_text},"client":{who},"event":"{event}","round":{rnd}{tail}')
 
     def _task_event(self, t: float, client: int, event: str, version: int, reason: str | None, replaying: bool) -> None:
         if event in PHASES:
