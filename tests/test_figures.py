@@ -5,6 +5,7 @@ they claim (axis limits, labels, --window / --clients read back from the figure 
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -269,3 +270,17 @@ def test_comparison_axis_fits_the_bands_and_targets(tmp_path, monkeypatch):
     figures.plot_comparison(rows, "time", tmp_path / "c.png", targets=[0.9])
     # band 0.4 .. 0.7 and the target 0.9: range 0.5, padded by 5 % of it (0.025) each side
     assert closed[0].axes[0].get_ylim() == pytest.approx((0.375, 0.925))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_timeline_sample_ranks_like_sorting_by_speed_then_id(seed):
+    """The sample is drawn from a stable argsort (in C); it picks what sorting (speed, id) picks,
+    ties included (tiers give many equal speeds), and falls back to that sort on non-finite speeds."""
+    rng = np.random.default_rng(seed)
+    for n in (1, 5, 32, 33, 1000):
+        speeds = rng.choice([4.0, 40.0, 120.0], size=n).tolist() if seed % 2 else rng.lognormal(size=n).tolist()
+        ranked = sorted(range(n), key=lambda c: (speeds[c], c))
+        if n > 32:
+            ranked = [ranked[round(i * (n - 1) / 31)] for i in range(32)]
+        assert timeline_sample(speeds) == sorted(ranked)
+    assert timeline_sample([2.0, math.inf, 1.0]) == [0, 1, 2]

@@ -129,3 +129,13 @@ def test_event_lines_are_plain_json(tmp_path):
         record = json.loads(line)
         assert json.dumps(record, separators=(",", ":")) == line
     assert any("reason" in json.loads(line) for line in lines)
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    """The simulation freezes what exists at each aggregation and collects young objects less often
+    (runner.collections_per_aggregation); afterwards nothing stays frozen and the thresholds are back."""
+    import gc
+
+    before = gc.get_threshold()
+    _run(tmp_path, "clock", BASE, timing_only=True)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

@@ -5,32 +5,22 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator
 
 import numpy as np
 
 from asyncfl.config import ConfigError
 from asyncfl.config.population import Availability, LabelCorrelated, Population
 from asyncfl.config.population import Battery as BatteryConfig
-from asyncfl.seeding import LazyStream, stream
+from asyncfl.seeding import LazyStream, StreamFamily, stream
 from asyncfl.sim import availability as av
 from asyncfl.sim.battery import Battery
-from asyncfl.sim.clients import ClientDevice, ClientStats
-from asyncfl.sim.profiles import DeviceProfile, draw_profiles
+from asyncfl.sim.clients import ClientDevice
+from asyncfl.sim.profiles import draw_profiles
 from asyncfl.sim.tracefiles import read_rows
 
 LABEL_MIX_STREAM = 0xFFFF_FFF0  # stream ids above any client id: FedAU's class weights m
 DROPOUT_STREAM = 0xFFFF_FFF1  # FL-FDMS's per-round dropout draws
-
-
-class Unused(NamedTuple):
-    """What the client report reads of a client that was never built: it never acted."""
-
-    id: int
-    profile: DeviceProfile
-    battery: Battery | None
-    train_samples: int = ClientDevice.train_samples
-    stats: ClientStats = ClientStats()
 
 
 class Clients:
@@ -38,7 +28,8 @@ class Clients:
     iteration).  At 10^6 clients building every ClientDevice up front (profile, availability model,
     streams) took about a third of a timing-only run in which most clients never act.  A client is
     built exactly when the simulation first touches it, so its state is what an eagerly built one
-    would have; :meth:`for_report` reads the others without building them."""
+    would have; the report reads the others' columns (:meth:`profile_columns`, :meth:`batteries`)
+    without building them."""
 
     def __init__(self, count: int, build: Callable[[int], ClientDevice], profiles, batteries: list) -> None:
         self._devices: list[ClientDevice | None] = [None] * count
@@ -56,10 +47,26 @@ class Clients:
     def __iter__(self) -> Iterator[ClientDevice]:
         return (self[i] for i in range(len(self._devices)))
 
-    def for_report(self) -> Iterator[ClientDevice | Unused]:
-        """Every client in id order; one never built as an :class:`Unused` (no attempts, initial battery)."""
-        for i, device in enumerate(self._devices):
-            yield device if device is not None else Unused(i, self._profiles[i], self._batteries[i])
+    def speeds(self) -> list[float]:
+        """Every client's ``samples_per_s`` in id order, read without building anyone."""
+        columns = getattr(self._profiles, "columns", None)
+        return columns[0] if columns is not None else [p.samples_per_s for p in self._profiles]
+
+    def profile_columns(self) -> tuple[list[float], list[float], list[float], list[float]]:
+        """(samples_per_s, uplink and downlink bytes per second, latency_s) of every client in id order."""
+        columns = getattr(self._profiles, "columns", None)
+        if columns is not None:
+            return columns
+        fields = ("samples_per_s", "uplink_bytes_per_s", "downlink_bytes_per_s", "latency_s")
+        return tuple([getattr(p, f) for p in self._profiles] for f in fields)
+
+    def batteries(self) -> list[Battery | None]:
+        """Every client's battery (a built client holds the same object), in id order."""
+        return self._batteries
+
+    def built(self) -> Iterator[ClientDevice]:
+        """The clients built so far (those the simulation touched), in id order."""
+        return (device for device in self._devices if device is not None)
 
 
 def build_clients(
@@ -77,9 +84,10 @@ def build_clients(
     profiles = draw_profiles(population, num_clients, stream(seed, "profiles"))
     batteries = build_batteries(population.battery, num_clients, seed)
     model = eligibility_builder(population, num_clients, seed, label_histograms, clusters, start_s_of_day, batteries)
+    jitter = StreamFamily(seed, "jitter")
 
     def build(i: int) -> ClientDevice:
-        return ClientDevice(i, profiles[i], model(i), LazyStream(seed, "jitter", i), batteries[i])
+        return ClientDevice(i, profiles[i], model(i), jitter.lazy(i), batteries[i])
 
     clients = Clients(num_clients, build, profiles, batteries)
     clients.availability_of = model  # a never-built client's availability, for the time breakdown
@@ -200,8 +208,10 @@ def availability_builder(
         return lambda i: av.ClusterDropout(schedule, i)
     p = participation_probabilities(spec, num_clients, seed, label_histograms, stream_id)
 
+    streams = StreamFamily(seed, "availability")  # client i's own stream(seed, "availability", i)
+
     def own(i: int) -> LazyStream:
-        return LazyStream(seed, "availability", i) if not stream_id else LazyStream(seed, "availability", stream_id, i)
+        return streams.lazy(i) if not stream_id else LazyStream(seed, "availability", stream_id, i)
 
     if spec.kind == "diurnal":
         weights = spec.weights()

@@ -1,0 +1,42 @@
+"""RunDirectory.write_columns (clients.csv, formatted a column at a time) writes the bytes that
+write_table (csv.writer, a row at a time) writes, whatever the columns hold."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+
+from asyncfl.results import RunDirectory
+
+
+def _column(rng: random.Random, kind: str, n: int, trial: int) -> list:
+    return {
+        "int": lambda: [rng.randint(-5, 10**6) for _ in range(n)],
+        "float": lambda: [rng.lognormvariate(0, 3) for _ in range(n)],
+        "nan_mix": lambda: [math.nan if rng.random() < 0.3 else rng.random() for _ in range(n)],
+        "repeated": lambda: [rng.choice([0, 0.0, math.nan, 1.5])] * n,
+        "distinct_nans": lambda: [float("nan") for _ in range(n)],
+        "text": lambda: [rng.choice(["a", "", "x,y", 'q"', "offline"]) for _ in range(n)],
+        "numpy": lambda: list(np.float32(np.random.default_rng(trial).random(n))),
+        "bool": lambda: [rng.random() < 0.5 for _ in range(n)],
+        "odd_floats": lambda: [rng.choice([1e17, -2.5e20, 123456789.1234567, -0.0, 5e-7, 1e-5, 7]) for _ in range(n)],
+        "tiny": lambda: [rng.random() * 1e-5 for _ in range(n)],
+        "empty": lambda: [""] * n,
+    }[kind]()
+
+
+KINDS = ("int", "float", "nan_mix", "repeated", "distinct_nans", "text", "numpy", "bool", "odd_floats", "tiny", "empty")
+
+
+def test_columns_are_written_as_csv_writes_the_rows(tmp_path):
+    rng = random.Random(0)
+    out = RunDirectory.__new__(RunDirectory)  # only the table writers are used
+    out.path = tmp_path
+    for trial in range(300):
+        n = rng.randint(1, 30)
+        columns = {f"c{c}": _column(rng, rng.choice(KINDS), n, trial) for c in range(rng.randint(1, 6))}
+        out.write_columns("columns.csv", columns)
+        out.write_table("rows.csv", [dict(zip(columns, row)) for row in zip(*columns.values())])
+        assert (tmp_path / "columns.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes(), columns
