@@ -8,13 +8,14 @@ a reader never sees half of one.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
 from datetime import datetime
 from itertools import repeat
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -319,18 +320,21 @@ def offline_periods(model: Any, until: float, rounds: list[tuple[float, float, i
     """The [from, until) periods in [0, until] during which ``model`` (an availability process) is offline."""
     if _round_indexed(model):  # one state per round, held from the round's start to its close
         return [(s, min(e, until)) for s, e, rnd in rounds if s < until and not model.online(s, rnd)]
-    out: list[tuple[float, float]] = []
+    return list(itertools.islice(_walk_offline(model, until), MAX_OFFLINE_PERIODS))
+
+
+def _walk_offline(model: Any, until: float) -> Iterator[tuple[float, float]]:
+    """The offline periods in [0, until] of a pure function of time, found along its on/off switches."""
     t = 0.0
-    while t < until and len(out) < MAX_OFFLINE_PERIODS:
+    while t < until:
         if model.online(t, 0):
             nxt = model.next_offline(t, 0)
             if nxt <= t:
-                break
+                return
         else:
             nxt = model.next_online(t)
-            out.append((t, min(nxt, until)))
+            yield t, min(nxt, until)
         t = nxt
-    return out
 
 
 class OfflineMeter:
@@ -364,16 +368,9 @@ class OfflineMeter:
             states = np.frombuffer(bytes(model.draws.draws[: last + 1]), dtype=np.uint8)
             partial = self.until - last * slot if not states[last] else 0.0
             return float(np.count_nonzero(states[:last] == 0)) * slot + partial
-        total, t = 0.0, 0.0  # any other pure function of time: walk its on/off periods
-        while t < self.until:
-            if model.online(t, 0):
-                nxt = model.next_offline(t, 0)
-                if nxt <= t:
-                    break
-            else:
-                nxt = model.next_online(t)
-                total += min(nxt, self.until) - t
-            t = nxt
+        total = 0.0  # any other pure function of time: walk its periods (plain adds: sum() compensates on 3.12+)
+        for start, end in _walk_offline(model, self.until):
+            total += end - start
         return total
 
     def _rounds(self, model: Any) -> float:
