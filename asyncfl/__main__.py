@@ -127,9 +127,11 @@ def _resume_run(args: argparse.Namespace, overrides: list[str]) -> int:
         )
     import json
 
+    from asyncfl.results import ENDED
+
     summary = args.resume / "summary.json"
     status = json.loads(summary.read_text()).get("status") if summary.is_file() else None
-    if status in ("finished", "target_reached", "diverged"):
+    if status in ENDED:
         print(f"{args.resume}: this run already ended ({status}); nothing to resume.")
         return 3 if status == "diverged" else 0  # the exit status a run's end always has
     from asyncfl.runner import RunInterrupted, resume_run

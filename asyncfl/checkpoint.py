@@ -22,9 +22,10 @@ from pathlib import Path
 import torch
 
 from asyncfl.config import ConfigError, Scenario, read_yaml, validate_scenario
+from asyncfl.results import ENDED
 
 FILE = "checkpoint.pt"
-FINAL = ("finished", "target_reached", "diverged")
+FINAL = ENDED  # a run that ended cannot be resumed
 
 
 def save_checkpoint(run_dir: Path, state: dict) -> None:

@@ -31,7 +31,8 @@ UPDATES_COLUMNS = ("version", "client", "base_version", "staleness")
 TASKS_COLUMNS = ("client", "base_version", "start_s", "download_s", "compute_s", "upload_s", "end_s", "outcome")
 OFFLINE_COLUMNS = ("client", "offline_from_s", "offline_until_s")
 TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
-PHASES = ("download", "compute", "upload")
+PHASES = ("download", "compute", "upload")  # a task's phases, as events.jsonl and timeline_tasks.csv name them
+ENDED = ("finished", "target_reached", "diverged")  # summary.json statuses of a run that cannot go on
 MAX_OFFLINE_PERIODS = 20_000  # per client: guards a pathological availability pattern
 
 

@@ -13,12 +13,12 @@ import pytest
 import yaml
 
 from asyncfl.config import ConfigError
-from asyncfl.results import read_csv
+from asyncfl.results import ENDED, read_csv
 from asyncfl.study import build_study
 from asyncfl.study.aggregate import RunRecord, bias_stats, step_value
 from asyncfl.study.compare import write_comparison
 from asyncfl.study.straggler import render_run_figures
-from asyncfl.study.sweep import FINAL_STATUSES, run_sweep
+from asyncfl.study.sweep import run_sweep
 from asyncfl.study.timeline import offline_periods, task_segments, timeline_clients, update_staleness
 
 BASE = {
@@ -203,7 +203,7 @@ def test_sweep_layout_and_comparison(sweep):
         for seed in (0, 1):
             run_dir = sweep_dir / variant / f"seed{seed}"
             summary = json.loads((run_dir / "summary.json").read_text())
-            assert summary["status"] in FINAL_STATUSES and summary["seed"] == seed
+            assert summary["status"] in ENDED and summary["seed"] == seed
             assert yaml.safe_load((run_dir / "config.yaml").read_text())["seed"] == seed
     assert yaml.safe_load((sweep_dir / "study.yaml").read_text())["seeds"] == [0, 1]
     runs = read_csv(sweep_dir / "runs.csv")
@@ -235,7 +235,7 @@ def test_resume_skips_finished_runs_and_redoes_the_others(sweep, tmp_path):
     assert (done / "metrics.csv").stat().st_mtime_ns == stamp  # untouched
     assert not (partial / "junk.txt").exists()  # the partial directory was cleared before the redo
     for run in (interrupted, partial):
-        assert json.loads((run / "summary.json").read_text())["status"] in FINAL_STATUSES
+        assert json.loads((run / "summary.json").read_text())["status"] in ENDED
         rel = run.relative_to(sweep_dir)
         assert _metrics_without_wall(run) == _metrics_without_wall(original / rel)  # same seed, same numbers
 

@@ -26,7 +26,7 @@ from simpy.events import URGENT
 from asyncfl.sim.battery import Battery
 from asyncfl.sim.profiles import DeviceProfile
 
-PHASES = ("download", "compute", "upload")
+PHASES = ("download", "compute", "upload")  # = asyncfl.results.PHASES (the timing world imports no writer)
 FAILURE_REASONS = ("offline", "battery", "deadline", "charging", "network")
 
 

@@ -28,13 +28,11 @@ import yaml
 
 from asyncfl.checkpoint import FILE as CHECKPOINT
 from asyncfl.config import ConfigError
-from asyncfl.results import new_run_dir, write_atomic
+from asyncfl.results import ENDED, new_run_dir, write_atomic
 from asyncfl.study.aggregate import RunRecord, read_summary
 from asyncfl.study.compare import STUDY_FILE, write_comparison
 from asyncfl.study.report import write_report
 from asyncfl.study.spec import Study
-
-FINAL_STATUSES = ("finished", "target_reached", "diverged")
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,7 @@ class SweepResult:
 
 
 def is_finished(run_dir: Path) -> bool:
-    return read_summary(run_dir).get("status") in FINAL_STATUSES
+    return read_summary(run_dir).get("status") in ENDED
 
 
 def run_sweep(

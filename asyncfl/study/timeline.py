@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-PHASES = ("download", "compute", "upload")
+from asyncfl.results import PHASES
 
 
 class NotRecorded(Exception):
