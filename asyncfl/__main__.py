@@ -108,8 +108,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         s = scenario
         print(f"{args.scenario}: valid ({s.server.mode}, {s.algorithm.name}, {s.data.clients} clients)")
         return 0
-    if args.out is not None and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
-        raise ConfigError(f"--out {args.out}: exists and is not an empty directory; refusing to overwrite a run.")
+    if args.out is not None:
+        from asyncfl.results import refuse_used_out
+
+        refuse_used_out(args.out, "refusing to overwrite a run.")
     from asyncfl.runner import RunInterrupted, run_scenario
 
     try:

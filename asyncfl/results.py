@@ -48,6 +48,15 @@ def new_run_dir(base: Path, name: str) -> Path:
     return path
 
 
+def refuse_used_out(out: Path, advice: str = "refusing to overwrite.") -> None:
+    """Every command that writes into ``--out`` takes only a new or empty directory: nothing already
+    there is ever overwritten.  ``advice`` ends the message (what to do instead)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        from asyncfl.config import ConfigError
+
+        raise ConfigError(f"--out {out}: exists and is not an empty directory; {advice}")
+
+
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as handle:

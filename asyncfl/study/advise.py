@@ -34,7 +34,7 @@ from typing import Any
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, validate_scenario
 from asyncfl.config.loading import check_trace_files
-from asyncfl.results import new_run_dir, read_csv, write_atomic
+from asyncfl.results import new_run_dir, read_csv, refuse_used_out, write_atomic
 
 MAX_SETTINGS = 200
 OPTION = {"deadline_s": "--deadline value", "k": "--k", "concurrency": "--concurrency"}
@@ -172,8 +172,7 @@ def run_advice(
 
     settings, scenarios, name = plan(path, overrides, deadline, k, concurrency)
     if out is not None:
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise ConfigError(f"--out {out}: exists and is not an empty directory; refusing to overwrite.")
+        refuse_used_out(out)
         out.mkdir(parents=True, exist_ok=True)
     else:
         out = new_run_dir(Path(scenarios[0]["output"]["dir"]), f"{name}_advice")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
 from asyncfl.config.loading import check_trace_files
+from asyncfl.results import refuse_used_out
 from asyncfl.study.spec import Study, build_study, is_study
 
 
@@ -148,8 +149,7 @@ def compare_dirs(args: argparse.Namespace) -> int:
 
     records = records_from_paths(args.run_dirs, args.labels)
     out = args.out or Path("runs") / "compare" / datetime.now().strftime("%Y%m%d-%H%M%S")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(f"--out {out}: exists and is not an empty directory; refusing to overwrite.")
+    refuse_used_out(out)
     out.mkdir(parents=True, exist_ok=True)
     for written in write_comparison(out, records, args.targets):
         print(written)

@@ -28,7 +28,7 @@ import yaml
 
 from asyncfl.checkpoint import FILE as CHECKPOINT
 from asyncfl.config import ConfigError
-from asyncfl.results import ENDED, new_run_dir, write_atomic
+from asyncfl.results import ENDED, new_run_dir, refuse_used_out, write_atomic
 from asyncfl.study.aggregate import RunRecord, read_summary
 from asyncfl.study.compare import STUDY_FILE, write_comparison
 from asyncfl.study.report import write_report
@@ -93,8 +93,7 @@ def run_sweep(
 
 def _prepare(study: Study, resume: Path | None, out: Path | None) -> Path:
     if out is not None:
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise ConfigError(f"--out {out}: exists and is not an empty directory; use --resume to continue a sweep.")
+        refuse_used_out(out, "use --resume to continue a sweep.")
         out.mkdir(parents=True, exist_ok=True)
         sweep_dir = out
     elif resume is None:
