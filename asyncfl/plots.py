@@ -6,14 +6,10 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
 import yaml
+from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch (PNGs via Agg)
 
-matplotlib.use("Agg")  # no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from asyncfl.results import read_csv  # noqa: E402
+from asyncfl.results import read_csv
 
 
 def _floats(rows: list[dict[str, str]], key: str) -> list[float]:
@@ -102,12 +98,12 @@ def plot_accuracy_vs_time(run_dir: Path, title: str | None = None) -> Path:
     out = run_dir / "accuracy_vs_time.png"
     fig = draw_accuracy(run_dir, rows, title)
     fig.savefig(out, dpi=120)
-    plt.close(fig)
     return out
 
 
 def draw_accuracy(run_dir: Path, rows: list[dict[str, str]], title: str | None = None) -> Figure:
-    fig, (ax_time, ax_round) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    (ax_time, ax_round) = fig.subplots(1, 2)
     accuracy = _floats(rows, "test_accuracy")
     if rows:
         ax_time.plot(_floats(rows, "time"), accuracy, marker=".", lw=1.5)
@@ -134,7 +130,8 @@ def plot_timing(run_dir: Path, title: str | None = None) -> Path:
     the virtual length of every round / interval between async aggregations (right)."""
     rows = read_csv(run_dir / "rounds.csv")
     out = run_dir / "updates_vs_time.png"
-    fig, (ax_updates, ax_length) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    (ax_updates, ax_length) = fig.subplots(1, 2)
     if rows:
         t = _floats(rows, "time")
         ax_updates.plot(t, _floats(rows, "received"), marker=".", lw=1.5, label="received")
@@ -160,5 +157,4 @@ def plot_timing(run_dir: Path, title: str | None = None) -> Path:
         ax.grid(alpha=0.3)
     fig.suptitle(f"{run_title(run_dir, title)}, timing only")
     fig.savefig(out, dpi=120)
-    plt.close(fig)
     return out

@@ -304,17 +304,15 @@ def advice_markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def draw_advice(path: Path, rows: list[dict[str, Any]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch
 
     sync = "deadline_s" in rows[0]
     x_key = "deadline_s" if sync else "k"
     groups: dict[Any, list[dict]] = {}
     for r in rows:
         groups.setdefault(r.get("concurrency"), []).append(r)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig = Figure(figsize=(13, 3.8))
+    axes = fig.subplots(1, 3)
     panels = (
         ("updates_per_hour", "updates per virtual hour", 1.0),
         ("never_heard_share", "clients never heard from (%)", 100.0),
@@ -337,4 +335,3 @@ def draw_advice(path: Path, rows: list[dict[str, Any]]) -> None:
     fig.suptitle("advice: " + ("sync deadline" if sync else "K-async K") + " (timing-only runs, no training)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -6,13 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from asyncfl.plots import accuracy_limits  # noqa: E402
+from asyncfl.plots import accuracy_limits
 
 XLABELS = {
     "time": "virtual wall-clock time (s)",
@@ -28,7 +25,8 @@ def plot_comparison(
     rows = [r for r in rows if r["axis"] == axis]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.subplots()
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     for i, variant in enumerate(variants):
         mine = [r for r in rows if r["variant"] == variant]
@@ -61,5 +59,4 @@ def plot_comparison(
     if title:
         ax.set_title(title)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path

@@ -22,22 +22,18 @@ import math
 import sys
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
-
-from asyncfl.config import ConfigError  # noqa: E402
-from asyncfl.plots import plot_accuracy_vs_time, run_start, time_of_day_axis  # noqa: E402
-from asyncfl.results import read_csv  # noqa: E402
-from asyncfl.study.aggregate import bias_stats  # noqa: E402
-from asyncfl.study.tables import write_csv, write_markdown  # noqa: E402
-from asyncfl.study.timeline import (  # noqa: E402
+from asyncfl.config import ConfigError
+from asyncfl.plots import plot_accuracy_vs_time, run_start, time_of_day_axis
+from asyncfl.results import read_csv
+from asyncfl.study.aggregate import bias_stats
+from asyncfl.study.tables import write_csv, write_markdown
+from asyncfl.study.timeline import (
     NotRecorded,
     aggregation_times,
     offline_periods,
@@ -167,7 +163,8 @@ def draw_timeline(
             raise ConfigError(f"--window {start:g}:: the run's records end at {last:,.1f} virtual s; start earlier.")
     offline = offline_periods(run_dir)
     row = {c: i for i, c in enumerate(chosen)}
-    fig, ax = plt.subplots(figsize=(11, 0.42 * len(chosen) + 1.6), layout="constrained")
+    fig = Figure(figsize=(11, 0.42 * len(chosen) + 1.6), layout="constrained")
+    ax = fig.subplots()
     for c in chosen:
         spans = [(a, b - a) for a, b in offline.get(c, []) if b > start and a < until]
         ax.broken_barh(spans, (row[c] - 0.4, 0.8), color=COLORS["offline"], lw=0)
@@ -216,7 +213,8 @@ def plot_staleness(run_dir: Path) -> Path | None:
     if not len(tau):
         return None
     counts = np.bincount(tau)  # one bar per staleness value: 10^6 updates cost no more than 10
-    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.subplots()
     top = len(counts) - 1
     ax.bar(np.arange(len(counts)), counts, width=1.0, color="#4c72b0", edgecolor="white")
     mean = float(tau.mean())
@@ -242,7 +240,8 @@ def draw_participation(run_dir: Path) -> Figure | None:
     speed = clients["samples_per_s"].to_numpy(dtype=float)
     delivered = clients["participations"].to_numpy(dtype=float)
     p = clients["availability_p"].to_numpy(dtype=float)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained", width_ratios=(1, 1.15))
+    fig = Figure(figsize=(12, 4.2), layout="constrained")
+    (left, right) = fig.subplots(1, 2, width_ratios=(1, 1.15))
     varied = np.isfinite(p).all() and np.ptp(p) > 0
     speed_shown = _spread_ties(speed)
     size = 24 if len(clients) <= 2000 else 2  # 10^5 clients: small dots
@@ -330,7 +329,8 @@ def draw_time_breakdown(run_dir: Path) -> Figure | None:
     length = float(np.median(sum(seconds.values())))
     if not length > 0:
         return None
-    fig, ax = plt.subplots(figsize=(8.5, 4.4), layout="constrained")
+    fig = Figure(figsize=(8.5, 4.4), layout="constrained")
+    ax = fig.subplots()
     bottom = np.zeros(len(groups))
     for key, label, color in BREAKDOWN:
         share = np.array([seconds[key][g].mean() / length for g in groups])
@@ -376,7 +376,8 @@ def draw_timezones(run_dir: Path) -> Figure | None:
     bins = np.arange(0.0, end + 3600.0, 3600.0)
     counts = clients["utc_offset_h"].value_counts()
     shown = list(counts.index[:6])
-    fig, ax = plt.subplots(figsize=(10, 4.2), layout="constrained")
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    ax = fig.subplots()
     for z in sorted(shown):
         hist, _ = np.histogram(t[zone == z], bins=bins)
         n = int(counts[z])
@@ -430,7 +431,8 @@ def draw_client_accuracy(run_dir: Path) -> Figure | None:
         return None
     write_csv(run_dir / "client_accuracy.csv", [stats])
     write_markdown(run_dir / "client_accuracy.md", [bias_table_row(_title(run_dir), stats)])
-    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.subplots()
     ax.hist(accuracies, bins=np.linspace(0, 1, 21), color="#4c72b0", edgecolor="white")
     lines = (("mean", "mean", "-"), ("worst10_mean", "worst 10 %", "--"), ("best10_mean", "best 10 %", ":"))
     for key, label, style in lines:
@@ -464,5 +466,4 @@ def _title(run_dir: Path) -> str:
 
 def _save(fig, path: Path) -> Path:
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
