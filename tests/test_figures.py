@@ -261,8 +261,8 @@ def test_client_accuracy_is_drawn_in_fractions_like_every_other_accuracy(runs):
 def test_comparison_axis_fits_the_bands_and_targets(tmp_path, monkeypatch):
     from asyncfl.study import figures
 
-    closed = []
-    monkeypatch.setattr(figures.plt, "close", closed.append)
+    closed = []  # the figure, caught as it is saved
+    monkeypatch.setattr(figures.Figure, "savefig", lambda fig, *args, **kwargs: closed.append(fig))
     rows = [
         {"axis": "time", "variant": "a", "x": 0.0, "accuracy_mean": 0.5, "accuracy_std": 0.1, "seeds": 2},
         {"axis": "time", "variant": "a", "x": 10.0, "accuracy_mean": 0.7, "accuracy_std": 0.0, "seeds": 2},
