@@ -28,7 +28,7 @@ from asyncfl.config.schema import Scenario, start_datetime
 from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.jobs import JobBook
-from asyncfl.learn.models import build_model
+from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import AggregationReport, Learner
 from asyncfl.results import OfflineMeter, RunDirectory, new_run_dir, timeline_sample, write_atomic
@@ -432,7 +432,7 @@ def timing_model_bytes(s: Scenario) -> int:
     """Bytes of the float32 model a full run would train: its real parameter count x 4."""
     shape, classes = timing_input(s)
     model = build_model(s.model.name, shape, classes, s.model.hidden, s.model.layers)
-    return sum(p.numel() for p in model.parameters()) * 4
+    return parameter_count(model) * 4
 
 
 class TimingLearner:

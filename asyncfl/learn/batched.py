@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from asyncfl.config.schema import Training
+from asyncfl.learn.models import parameter_count
 from asyncfl.learn.trainer import TrainingJob, TrainingResult, minibatch_positions
 
 CHUNK_BUDGET_BYTES = 1 << 30  # default memory bound of one batched call (parameters + activations)
@@ -319,6 +320,6 @@ def bytes_per_client(model: nn.Module, federation, training: Training) -> int:
     finally:
         for h in hooks:
             h.remove()
-    dim = sum(p.numel() for p in model.parameters())
+    dim = parameter_count(model)
     element = federation.features.element_size()
     return element * (4 * dim + 2 * training.batch_size * (numel[0] + federation.features[0].numel()))

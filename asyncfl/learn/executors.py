@@ -27,6 +27,7 @@ from torch import nn
 from asyncfl.config import ConfigError
 from asyncfl.config.schema import Trainer, Training
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers
+from asyncfl.learn.models import parameter_count
 from asyncfl.learn.trainer import SequentialTrainer
 
 CPU_BATCHED_MAX_PARAMS = 1_000_000
@@ -38,7 +39,7 @@ def auto_executor(model: nn.Module, device: torch.device) -> str:
         return "fused"
     if device.type == "cuda":
         return "batched"
-    small = sum(p.numel() for p in model.parameters()) <= CPU_BATCHED_MAX_PARAMS
+    small = parameter_count(model) <= CPU_BATCHED_MAX_PARAMS
     return "batched" if small else "sequential"
 
 
@@ -53,7 +54,7 @@ def training_threads(model: nn.Module, device: torch.device, spec: Trainer) -> i
     GPU, keep torch's default."""
     if spec.threads is not None:
         return spec.threads
-    if device.type == "cpu" and sum(p.numel() for p in model.parameters()) <= CPU_BATCHED_MAX_PARAMS:
+    if device.type == "cpu" and parameter_count(model) <= CPU_BATCHED_MAX_PARAMS:
         return 1
     return None
 
