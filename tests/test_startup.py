@@ -25,3 +25,14 @@ def test_runner_import_leaves_plotting_and_dynamo_out():
     loaded = _modules_after("import asyncfl.runner")
     assert "torch" in loaded  # a run needs torch (a timing-only run too: the model size is the real model's)
     assert not {m for m in loaded if m.startswith(("matplotlib", "torch._dynamo", "asyncfl.plots"))}
+
+
+def test_figure_modules_leave_the_users_matplotlib_backend_alone():
+    """Figures use matplotlib's object API: importing them, and drawing, imports no pyplot and never
+    calls matplotlib.use (which would override a backend the user picked)."""
+    loaded = _modules_after(
+        "import matplotlib\nmatplotlib.use('svg')\n"
+        "import asyncfl.plots, asyncfl.study.straggler, asyncfl.study.figures, asyncfl.study.advise\n"
+        "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()"
+    )
+    assert "asyncfl.study.straggler" in loaded and "matplotlib.pyplot" not in loaded
