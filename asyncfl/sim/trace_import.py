@@ -234,10 +234,8 @@ def flash_windows(entry: Any) -> tuple[list[tuple[float, float]], float, float] 
             locked = True
         elif state == "screen_unlock":
             locked = False
-        elif state in ("screen_on", "screen_off") or (state.endswith("%") and _number(state[:-1]) is not None):
-            pass
-        else:
-            return f"unknown state {parts[1].strip()!r}"
+        elif not (state in ("screen_on", "screen_off") or (state.endswith("%") and _number(state[:-1]) is not None)):
+            return f"unknown state {parts[1].strip()!r}"  # (screen on/off and battery percentages leave readiness)
         ready = locked and wifi and charged
         if ready and ready_since is None:
             ready_since = t
