@@ -36,3 +36,18 @@ def test_figure_modules_leave_the_users_matplotlib_backend_alone():
         "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()"
     )
     assert "asyncfl.study.straggler" in loaded and "matplotlib.pyplot" not in loaded
+
+
+def test_digits_are_read_without_importing_scikit_learn():
+    """The digits file scikit-learn ships is read directly (importing sklearn cost 1.5 s of every run),
+    and gives exactly what load_digits gives."""
+    loaded = _modules_after("from asyncfl.learn.datasets import digits_arrays\ndigits_arrays()")
+    assert "asyncfl.learn.datasets" in loaded and not {m for m in loaded if m.startswith(("sklearn", "scipy"))}
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    from asyncfl.learn.datasets import digits_arrays
+
+    data, target = digits_arrays()
+    bunch = load_digits()
+    assert np.array_equal(data, bunch.data) and np.array_equal(target, bunch.target) and data.shape == (1797, 64)
