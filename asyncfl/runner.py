@@ -475,10 +475,7 @@ TIME_BREAKDOWN = ("download_s", "compute_s", "upload_s", "idle_s", "offline_s")
 
 def eligibility_reasons(s: Scenario) -> list[str]:
     """The failure reasons ``population.eligibility`` adds (their failed_* columns exist only then)."""
-    rules = s.population.eligibility
-    if rules is None:
-        return []
-    return (["charging"] if rules.charging else []) + (["network"] if rules.unmetered is not None else [])
+    return s.population.eligibility.reasons() if s.population.eligibility is not None else []
 
 
 def utc_time(start, now: float) -> str:
@@ -517,7 +514,7 @@ def time_breakdown_columns(clients, now: float, rounds: list, always_online: boo
             if not built[i]:
                 offline[i] = meter(clients.availability_of(i))
     idle = [now - d - cp - u - o for d, cp, u, o in zip(download, compute, upload, offline)]
-    return {"download_s": download, "compute_s": compute, "upload_s": upload, "idle_s": idle, "offline_s": offline}
+    return dict(zip(TIME_BREAKDOWN, (download, compute, upload, idle, offline)))
 
 
 def _rounds_row(info: RoundInfo, report: AggregationReport, reasons: list[str] = ()) -> dict:

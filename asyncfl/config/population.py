@@ -285,6 +285,10 @@ class Eligibility(Section):
         default=None, description="on/off process of an unmetered network (null: not required)"
     )
 
+    def reasons(self) -> list[str]:
+        """The failure reasons these conditions add, in the order the conditions are checked."""
+        return (["charging"] if self.charging else []) + (["network"] if self.unmetered is not None else [])
+
     @model_validator(mode="after")
     def _check(self) -> Eligibility:
         if not self.charging and self.unmetered is None:

@@ -31,9 +31,18 @@ class Clients:
     would have; the report reads the others' columns (:meth:`profile_columns`, :meth:`batteries`)
     without building them."""
 
-    def __init__(self, count: int, build: Callable[[int], ClientDevice], profiles, batteries: list) -> None:
+    def __init__(
+        self, count: int, build: Callable[[int], ClientDevice], profiles, batteries: list, availability=None
+    ) -> None:
         self._devices: list[ClientDevice | None] = [None] * count
         self._build, self._profiles, self._batteries = build, profiles, batteries
+        self._availability = availability  # i -> client i's availability model (what build(i) gives it)
+
+    def availability_of(self, i: int):
+        """Client i's availability model: the built client's own, or a fresh one for a client never
+        built (it never acted, so a fresh model answers as its own would have)."""
+        device = self._devices[i]
+        return device.availability if device is not None else self._availability(i)
 
     def __len__(self) -> int:
         return len(self._devices)
@@ -89,12 +98,15 @@ def build_clients(
     def build(i: int) -> ClientDevice:
         return ClientDevice(i, profiles[i], model(i), jitter.lazy(i), batteries[i])
 
-    clients = Clients(num_clients, build, profiles, batteries)
-    clients.availability_of = model  # a never-built client's availability, for the time breakdown
-    return clients
+    return Clients(num_clients, build, profiles, batteries, model)
 
 
 UNMETERED_STREAM = 0xFFFF_FFF2  # offset of the unmetered-network streams: availability streams stay as they were
+
+
+def _second(stream_id: int) -> tuple[int, ...]:
+    """The extra stream key of a client's second process (0: none, its availability keeps its keys)."""
+    return (stream_id,) if stream_id else ()
 
 
 def utc_offsets(spec, num_clients: int, seed: int) -> list[float]:
@@ -130,18 +142,17 @@ def eligibility_builder(
     rules = population.eligibility
     if rules is None:
         return available
-    parts, reasons = [available], ["offline"]
+    parts = [available]
     if rules.charging:
         charging = population.battery.charging
         parts.append(lambda i: av.Cyclic(charging.plugged_fraction, charging.period_s, batteries[i].phase))
-        reasons.append("charging")
     if rules.unmetered is not None:
         parts.append(
             availability_builder(
                 rules.unmetered, num_clients, seed, None, None, local0, start_s_of_day, UNMETERED_STREAM
             )
         )
-        reasons.append("network")
+    reasons = ["offline", *rules.reasons()]  # the parts' order: availability, charging, network
     return lambda i: av.AllOf([part(i) for part in parts], reasons)
 
 
@@ -162,8 +173,7 @@ def participation_probabilities(
     if spec.p.dist == "label_correlated":
         p = label_correlated_p(spec.p, label_histograms, seed)
     else:
-        rng = stream(seed, "availability") if not stream_id else stream(seed, "availability", stream_id)
-        p = [float(x) for x in spec.p.sample(rng, num_clients)]
+        p = [float(x) for x in spec.p.sample(stream(seed, "availability", *_second(stream_id)), num_clients)]
     if spec.kind == "cyclic" and spec.period_rounds is not None:  # whole rounds: the rate it realises
         return [av.cyclic_on_rounds(x, spec.period_rounds) / spec.period_rounds for x in p]
     return p
@@ -233,8 +243,7 @@ def availability_builder(
     if spec.period_rounds is not None:
         phases = stream(seed, "phases").integers(0, spec.period_rounds, size=num_clients).tolist()
         return lambda i: av.CyclicRounds(p[i], spec.period_rounds, phases[i])
-    phase_rng = stream(seed, "phases") if not stream_id else stream(seed, "phases", stream_id)
-    cyclic_phases = phase_rng.uniform(0, spec.period_s, size=num_clients).tolist()
+    cyclic_phases = stream(seed, "phases", *_second(stream_id)).uniform(0, spec.period_s, size=num_clients).tolist()
     return lambda i: av.Cyclic(p[i], spec.period_s, cyclic_phases[i])
 
 
