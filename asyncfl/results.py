@@ -328,7 +328,7 @@ def timeline_sample(speeds: Sequence[float], count: int = TIMELINE_SAMPLE) -> li
 
 def offline_periods(model: Any, until: float, rounds: list[tuple[float, float, int]]) -> list[tuple[float, float]]:
     """The [from, until) periods in [0, until] during which ``model`` (an availability process) is offline."""
-    if _round_indexed(model):  # one state per round, held from the round's start to its close
+    if model.round_indexed:  # one state per round, held from the round's start to its close
         return [(s, min(e, until)) for s, e, rnd in rounds if s < until and not model.online(s, rnd)]
     return list(itertools.islice(_walk_offline(model, until), MAX_OFFLINE_PERIODS))
 
@@ -349,10 +349,11 @@ def _walk_offline(model: Any, until: float) -> Iterator[tuple[float, float]]:
 
 class OfflineMeter:
     """Seconds each client spent unable to take work (offline, or not eligible) in [0, until]:
-    the ``offline_s`` column of clients.csv.  Continuous-time models are measured along their own
-    switch times; round-indexed ones per round span (start, close, round), minus the parts of
-    offline rounds in which the client was still busy with a task of an earlier round
-    (``late_spans``: such a task runs on whatever the later round's draw says)."""
+    the ``offline_s`` column of clients.csv.  A model measures itself where it can
+    (``offline_seconds``, ``online_in_rounds``: asyncfl/sim/availability.py); any other pure function
+    of time is walked along its switches.  Round-indexed models count per round span (start,
+    close, round), minus the parts of offline rounds in which the client was still busy with a task
+    of an earlier round (``late_spans``: such a task runs on whatever the later round's draw says)."""
 
     def __init__(self, until: float, rounds: list[tuple[float, float, int]]) -> None:
         self.until = until
@@ -363,48 +364,28 @@ class OfflineMeter:
         self._dropped: dict[int, float] | None = None
 
     def __call__(self, model: Any, late_spans: Sequence[tuple[float, float]] = ()) -> float:
-        from asyncfl.sim import availability as av
-
-        if isinstance(model, av.Always):
-            return 0.0
-        if _round_indexed(model):
+        if model.round_indexed:
             return self._rounds(model) - self._busy_in_offline_rounds(model, late_spans)
-        if isinstance(model, (av.Markov, av.Diurnal)):
-            return _switch_offline(model, self.until)
-        if isinstance(model, av.Bernoulli):  # per slot: count the offline draws (a day of 1-minute slots is 1440)
-            slot = model.slot_s
-            last = int(self.until // slot)
-            model.draws[last]  # draws every slot up to the one holding ``until``
-            states = np.frombuffer(bytes(model.draws.draws[: last + 1]), dtype=np.uint8)
-            partial = self.until - last * slot if not states[last] else 0.0
-            return float(np.count_nonzero(states[:last] == 0)) * slot + partial
+        measure = getattr(model, "offline_seconds", None)
+        if measure is not None:
+            return measure(self.until)
         total = 0.0  # any other pure function of time: walk its periods (plain adds: sum() compensates on 3.12+)
         for start, end in _walk_offline(model, self.until):
             total += end - start
         return total
 
     def _rounds(self, model: Any) -> float:
-        from asyncfl.sim import availability as av
-
         if not len(self.round_ids):
             return 0.0
-        if isinstance(model, av.ClusterDropout):
+        schedule = getattr(model, "schedule", None)  # cluster dropout: one schedule shared by every client
+        if schedule is not None:
             if self._dropped is None:  # one pass over the rounds for every client
                 self._dropped = {}
                 for (_, _, rnd), length in zip(self.rounds, self.lengths.tolist()):
-                    for client in model.schedule.dropped(rnd):
+                    for client in schedule.dropped(rnd):
                         self._dropped[client] = self._dropped.get(client, 0.0) + length
             return self._dropped.get(model.client, 0.0)
-        last = int(self.round_ids.max())
-        if isinstance(model, av.Bernoulli):
-            model.draws[last]
-            states = np.frombuffer(bytes(model.draws.draws), dtype=np.uint8)[self.round_ids]
-        elif isinstance(model, av.MarkovRounds):
-            model._state(last)
-            states = np.frombuffer(bytes(model.states), dtype=np.uint8)[self.round_ids]
-        else:  # CyclicRounds
-            states = (self.round_ids + model.phase) % model.period < model.on_rounds
-        return float(self.lengths[states == 0].sum())
+        return float(self.lengths[model.online_in_rounds(self.round_ids) == 0].sum())
 
     def _busy_in_offline_rounds(self, model: Any, late_spans: Sequence[tuple[float, float]]) -> float:
         busy = 0.0
@@ -414,27 +395,3 @@ class OfflineMeter:
                 if hi > lo and not model.online(s, rnd):
                     busy += hi - lo
         return busy
-
-
-def _switch_offline(model: Any, until: float) -> float:
-    """Offline time in [0, until] of a model that keeps its flips in ``switches`` (state i on
-    [s_i, s_{i+1}), alternating from ``first_online``)."""
-    model.online(until, 0)  # draws the path past ``until``
-    switches, total = model.switches, 0.0
-    offline = not model.first_online
-    for i, start in enumerate(switches):
-        if start >= until:
-            break
-        if offline:
-            end = switches[i + 1] if i + 1 < len(switches) else until
-            total += min(end, until) - start
-        offline = not offline
-    return total
-
-
-def _round_indexed(model: Any) -> bool:
-    from asyncfl.sim import availability as av
-
-    if isinstance(model, av.Bernoulli):
-        return model.slot_s is None
-    return isinstance(model, (av.MarkovRounds, av.CyclicRounds, av.ClusterDropout))
