@@ -7,13 +7,14 @@ only see ``submit`` and the aggregation callback of :mod:`asyncfl.runner`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 from torch import nn
 from torch.nn.utils import parameters_to_vector
 
 from asyncfl.algorithms import Context, Strategy, Update
+from asyncfl.callbacks import AggregationReport
 from asyncfl.config.schema import Training
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.trainer import TrainingJob, evaluate
@@ -21,14 +22,23 @@ from asyncfl.sim.clients import TaskPlan
 from asyncfl.sim.servers import RoundInfo
 
 
-@dataclass
-class AggregationReport:
-    """What one aggregation did, for metrics.csv / rounds.csv / weights.csv."""
+class LearningWorld(Protocol):
+    """What the run loop (:class:`asyncfl.runner.Simulation`) asks of the learning world; both
+    :class:`Learner` and, for ``timing_only`` runs, :class:`TimingLearner` provide it."""
 
-    version: int
-    train_loss: float
-    staleness: list[int]
-    weight_rows: list[dict] = field(default_factory=list)
+    model_bytes: int  # bytes of one model transfer (the timing world's download and upload)
+    participation: tuple[float, ...] | None  # p_i of the availability model, set by the runner
+    strategy: Strategy | None
+    jobs: JobBook
+
+    def submit(self, plan: TaskPlan) -> None: ...
+    def collect_updates(self, info: RoundInfo) -> list: ...
+    def apply(self, info: RoundInfo, updates: list, record_weights: bool) -> AggregationReport: ...
+    def diverged(self) -> bool: ...
+    def test_metrics(self) -> tuple[float, float, list[float]]: ...
+    def client_accuracies(self) -> list[float]: ...
+    def state(self) -> dict: ...
+    def restore(self, state: dict) -> None: ...
 
 
 class Learner:
@@ -146,3 +156,40 @@ class Learner:
 
     def diverged(self) -> bool:
         return not bool(torch.isfinite(self.params).all())
+
+
+class TimingLearner:
+    """Stands in for :class:`asyncfl.learner.Learner` when ``timing_only``: the servers, clients and
+    event log run exactly as in a full run, but no data set is loaded and nothing is trained.  Every
+    client is taken to hold at least ``batch_size`` samples (full batches), so its tasks last as long
+    as in a full run whose clients all have that many."""
+
+    def __init__(self, model_bytes: int) -> None:
+        self.model_bytes, self.version = model_bytes, 0
+        self.jobs = JobBook(None)  # never receives a job: ``computed`` stays 0
+        self.strategy, self.participation = None, None
+
+    def submit(self, plan) -> None:
+        pass
+
+    def state(self) -> dict:
+        return {"version": self.version}
+
+    def restore(self, state: dict) -> None:
+        self.version = state["version"]
+
+    def collect_updates(self, info: RoundInfo) -> list:
+        return list(info.received)
+
+    def apply(self, info: RoundInfo, updates: list, record_weights: bool) -> AggregationReport:
+        self.version += 1
+        return AggregationReport(self.version, math.nan, [info.round - p.round for p in updates])
+
+    def diverged(self) -> bool:
+        return False
+
+    def test_metrics(self) -> tuple[float, float, list[float]]:
+        return math.nan, math.nan, []  # nothing is learned: never called by the run loop
+
+    def client_accuracies(self) -> list[float]:
+        return []

@@ -34,13 +34,13 @@ def test_bad_thread_counts_name_the_key(bad):
 @pytest.mark.parametrize("threads, expected", [(None, 1), (2, 2)])
 def test_a_run_trains_with_its_threads_and_restores_the_callers(tmp_path, monkeypatch, threads, expected):
     seen: list[int] = []
-    commit = Simulation._commit_round
+    close_round = Simulation._close_round
 
-    def spy(self, info, updates):
+    def spy(self, info):
         seen.append(torch.get_num_threads())
-        return commit(self, info, updates)
+        return close_round(self, info)
 
-    monkeypatch.setattr(Simulation, "_commit_round", spy)
+    monkeypatch.setattr(Simulation, "_close_round", spy)
     torch.set_num_threads(3)
     try:
         run(tmp_path, data={"clients": 4}, model={"name": "logreg"}, trainer={"threads": threads},

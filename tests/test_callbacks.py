@@ -1,0 +1,206 @@
+"""The run loop's callbacks (asyncfl.callbacks), each on its own with fakes: no torch, no SimPy, no data."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+
+from asyncfl.callbacks import (
+    Aggregation,
+    AggregationReport,
+    Checkpointer,
+    MetricsRecorder,
+    Progress,
+    ProgressBar,
+    RoundLog,
+    RunState,
+    StopRules,
+    rounds_row,
+)
+
+
+class Rows:
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def write(self, row: dict) -> None:
+        self.rows.append(dict(row))
+
+
+class FakeOut:
+    """Records what the callbacks write into the run directory."""
+
+    def __init__(self) -> None:
+        self.metrics, self.rounds = Rows(), Rows()
+        self.events, self.updates, self.weights, self.flushes = [], [], [], 0
+
+    def event(self, *args) -> None:
+        self.events.append(args)
+
+    def aggregated(self, version, clients, staleness) -> None:
+        self.updates.append((version, list(clients), list(staleness)))
+
+    def weight_rows(self, rows) -> None:
+        self.weights.extend(rows)
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def offsets(self) -> dict:
+        return {"events.jsonl": 123}
+
+
+def stop(rounds=None, virtual_time_s=None, target_accuracy=None, at_target=True):
+    return SimpleNamespace(
+        rounds=rounds, virtual_time_s=virtual_time_s, target_accuracy=target_accuracy, at_target=at_target
+    )
+
+
+def aggregation(version: int, time: float, staleness=(0,), loss=0.5, diverged=False, received=()) -> Aggregation:
+    info = SimpleNamespace(
+        round=version - 1, started=time - 2.0, time=time, selected=[1, 2, 3], received=list(received), late=1,
+        failures=Counter(offline=2, deadline=1, charging=4), dropped_stale=0, lost_s=1.5, lost_compute_s=1.0,
+    )  # fmt: skip
+    report = AggregationReport(version, loss, list(staleness), [{"round": version, "client": 1, "weight": 0.5}])
+    return Aggregation(info, report, [1] * len(staleness), diverged)
+
+
+def test_the_callbacks_need_neither_torch_nor_simpy():
+    code = "import sys, asyncfl.callbacks; print('torch' in sys.modules, 'simpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("rules", "step", "status", "stops"),
+    [
+        (stop(rounds=5), aggregation(4, 10.0), "running", False),
+        (stop(rounds=5), aggregation(5, 10.0), "running", True),  # the run loop then calls it finished
+        (stop(rounds=50, virtual_time_s=9.0), aggregation(4, 9.0), "running", True),
+        (stop(rounds=50), aggregation(4, 9.0, diverged=True), "diverged", True),
+    ],
+)
+def test_stop_rules_limits_and_divergence(rules, step, status, stops):
+    state = RunState()
+    StopRules(rules).on_aggregation(state, step)
+    assert (state.progress.status, state.stop) == (status, stops)
+
+
+def test_target_stops_only_with_at_target_and_a_limit_reached_first_keeps_finished():
+    state = RunState()
+    state.progress.target_time = 7.0
+    StopRules(stop(rounds=50, target_accuracy=0.8)).on_aggregation(state, aggregation(3, 8.0))
+    assert (state.progress.status, state.stop) == ("target_reached", True)
+    state = RunState()
+    state.progress.target_time = 7.0
+    StopRules(stop(rounds=50, target_accuracy=0.8, at_target=False)).on_aggregation(state, aggregation(3, 8.0))
+    assert (state.progress.status, state.stop) == ("running", False)
+    state = RunState()  # the round limit is checked before the target: the run ends "finished"
+    state.progress.target_time = 7.0
+    StopRules(stop(rounds=3, target_accuracy=0.8)).on_aggregation(state, aggregation(3, 8.0))
+    assert (state.progress.status, state.stop) == ("running", True)
+
+
+def test_metrics_recorder_evaluates_when_due_at_the_limit_and_on_divergence():
+    out, calls = FakeOut(), []
+    accuracies = iter([0.1, 0.5, 0.85, 0.7, 0.2])
+
+    def evaluate():
+        calls.append(1)
+        return next(accuracies), 1.25, [0.0, 1.0]
+
+    rules = stop(rounds=7, target_accuracy=0.8)
+    recorder = MetricsRecorder(out, evaluate, 3, StopRules(rules), ["accuracy_class_0", "accuracy_class_1"])
+    state = RunState()
+    recorder.on_start(state)
+    for version in range(1, 8):
+        recorder.on_aggregation(state, aggregation(version, 10.0 * version, staleness=(0, 2), diverged=version == 5))
+    evaluated = [r["round"] for r in out.metrics.rows if not math.isnan(r["test_accuracy"])]
+    assert evaluated == [0, 3, 5, 6, 7]  # start, every 3rd, divergence at 5, the limit at 7
+    assert len(calls) == 5
+    row = out.metrics.rows[3]
+    assert row["test_accuracy"] == 0.5 and row["accuracy_class_1"] == 1.0 and row["staleness_mean"] == 1.0
+    assert math.isnan(out.metrics.rows[1]["test_accuracy"]) and math.isnan(out.metrics.rows[1]["accuracy_class_0"])
+    assert out.metrics.rows[0]["updates"] == 0 and math.isnan(out.metrics.rows[0]["train_loss"])
+    p = state.progress
+    assert (p.best_accuracy, p.last_accuracy, p.target_time, p.target_round) == (0.85, 0.2, 50.0, 5)
+
+
+def test_metrics_recorder_without_an_evaluator_writes_nan_and_keeps_no_accuracy():
+    out = FakeOut()
+    recorder = MetricsRecorder(out, None, 1, StopRules(stop(rounds=2)), [], lambda now: {"utc_time": f"T{now:g}"})
+    state = RunState()
+    recorder.on_start(state)
+    recorder.on_aggregation(state, aggregation(1, 4.0))
+    assert all(math.isnan(r["test_accuracy"]) for r in out.metrics.rows)
+    assert [r["utc_time"] for r in out.metrics.rows] == ["T0", "T4"]
+    assert math.isnan(state.progress.best_accuracy)
+
+
+def test_checkpointer_cadence_by_rounds_by_time_and_at_the_stop():
+    out, saved = FakeOut(), []
+    every = SimpleNamespace(every_rounds=3, every_virtual_s=25.0)
+    checkpointer = Checkpointer(out, every, saved.append, lambda: {"params": "w"})
+    state = RunState()
+    checkpointer.on_start(state)
+    times = {1: 5.0, 2: 10.0, 3: 12.0, 4: 20.0, 5: 40.0, 6: 41.0}
+    for version, now in times.items():
+        state.stop = version == 6
+        checkpointer.on_aggregation(state, aggregation(version, now))
+    assert [(c["aggregations"], c["time"], c["stop"]) for c in saved] == [
+        (0, 0.0, False),
+        (3, 12.0, False),  # 3 rounds since the start
+        (5, 40.0, False),  # 28 virtual seconds since the last one
+        (6, 41.0, True),  # the run stops
+    ]
+    assert saved[1]["learner"] == {"params": "w"} and saved[1]["offsets"] == {"events.jsonl": 123}
+    assert saved[1]["progress"] is state.progress
+    assert out.flushes == 7  # every aggregation is flushed: by a checkpoint or on its own
+
+
+def test_checkpointer_disabled_only_flushes_and_resumes_its_cadence_from_the_checkpoint():
+    out, saved = FakeOut(), []
+    checkpointer = Checkpointer(out, SimpleNamespace(every_rounds=None, every_virtual_s=None), saved.append, dict)
+    state = RunState()
+    checkpointer.on_start(state)
+    checkpointer.on_aggregation(state, aggregation(1, 1.0))
+    assert saved == [] and out.flushes == 2
+    resumed = Checkpointer(out, SimpleNamespace(every_rounds=4, every_virtual_s=None), saved.append, dict)
+    resumed.on_resume(state, {"aggregations": 8, "time": 80.0})
+    assert not resumed.due(11, 90.0) and resumed.due(12, 90.0)
+
+
+def test_round_log_writes_the_aggregation_records():
+    out = FakeOut()
+    plans = [SimpleNamespace(start=1.0, end=4.0), SimpleNamespace(start=0.5, end=6.5)]
+    step = aggregation(4, 8.0, staleness=(0, 3), received=plans)
+    RoundLog(out, ["charging"]).on_aggregation(RunState(), step)
+    assert out.events == [(8.0, None, "aggregate", 4, None)]
+    assert out.updates == [(4, [1, 1], [0, 3])]
+    assert out.weights == [{"round": 4, "client": 1, "weight": 0.5}]
+    row = out.rounds.rows[0]
+    assert row == rounds_row(step.info, step.report, ["charging"])
+    assert row["selected"] == 3 and row["received"] == 2 and row["staleness_max"] == 3
+    assert row["wait_slowest_s"] == 6.5 - 6.0 and row["slowest_task_s"] == 6.0 and row["failed_charging"] == 4
+
+
+def test_progress_counts_and_the_bar_goes_on_from_a_resumed_checkpoint(capsys):
+    progress = Progress()
+    progress.count(AggregationReport(3, 0.1, [0, 1, 2]))
+    assert progress.rounds == 3 and progress.staleness == [0, 1, 2]
+    bar = ProgressBar(10, quiet=False)
+    state = RunState(progress)
+    bar.on_resume(state, {"aggregations": 4})
+    bar.on_aggregation(state, aggregation(5, 3.0))
+    bar.on_end(state, 3.0)
+    assert "5/10" in capsys.readouterr().err
+    quiet = ProgressBar(10, quiet=True)
+    quiet.on_start(state)
+    quiet.on_aggregation(state, aggregation(1, 3.0))
+    quiet.on_end(state, 3.0)
+    assert capsys.readouterr().err == ""
