@@ -350,7 +350,7 @@ def _walk_offline(model: Any, until: float) -> Iterator[tuple[float, float]]:
 class OfflineMeter:
     """Seconds each client spent unable to take work (offline, or not eligible) in [0, until]:
     the ``offline_s`` column of clients.csv.  A model measures itself where it can
-    (``offline_seconds``, ``online_in_rounds``: asyncfl/sim/availability.py); any other pure function
+    (``offline_seconds``, ``online_in_rounds``: asyncfl/sim/availability/); any other pure function
     of time is walked along its switches.  Round-indexed models count per round span (start,
     close, round), minus the parts of offline rounds in which the client was still busy with a task
     of an earlier round (``late_spans``: such a task runs on whatever the later round's draw says)."""
@@ -385,7 +385,9 @@ class OfflineMeter:
                     for client in schedule.dropped(rnd):
                         self._dropped[client] = self._dropped.get(client, 0.0) + length
             return self._dropped.get(model.client, 0.0)
-        return float(self.lengths[model.online_in_rounds(self.round_ids) == 0].sum())
+        states = getattr(model, "online_in_rounds", None)  # its states at once where it can, else round by round
+        online = states(self.round_ids) if states is not None else [model.online(s, r) for s, _, r in self.rounds]
+        return float(self.lengths[np.asarray(online) == 0].sum())
 
     def _busy_in_offline_rounds(self, model: Any, late_spans: Sequence[tuple[float, float]]) -> float:
         busy = 0.0

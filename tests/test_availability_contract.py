@@ -9,7 +9,8 @@ it (validated spec -> asyncfl.sim.population.availability_builder) and held to:
 * the long-run fraction of time (or rounds) online equals the p_i the run reports
   (``participation_probabilities``), with a tiny p and with p = 1 (always online, never drops).
 
-A kind added to the schema without an entry in EXAMPLES fails ``test_every_kind_has_examples``.
+The cases are the kinds' own examples (``KIND.examples`` in each module of asyncfl/sim/availability/):
+a kind registered without examples fails ``test_every_kind_has_examples``.
 """
 
 from __future__ import annotations
@@ -23,36 +24,26 @@ import pytest
 from asyncfl.config import validate_scenario
 from asyncfl.config.loading import _tag_of
 from asyncfl.config.population import Availability
+from asyncfl.sim.availability import KINDS
 from asyncfl.sim.population import availability_builder, participation_probabilities
 
 CLIENTS = 40
-UNIFORM = {"dist": "uniform", "low": 0.2, "high": 0.9}
 
-# kind -> (name, spec, clock): clock "time" for continuous-time models, "rounds" for round-indexed ones
+
+def _clock(spec: dict) -> str:
+    """The clock of a spec: rounds when its kind decides once per sync round, else time."""
+    validated = validate_scenario({"data": {"clients": CLIENTS}, "population": {"availability": _with_file(spec)}})
+    a = validated.population.availability
+    return "rounds" if KINDS[a.kind].counts_rounds(a) is not None else "time"
+
+
+def _with_file(spec: dict, trace: str = "unused.csv") -> dict:
+    return {**spec, "file": trace} if spec.get("file") == "TRACE" else spec
+
+
+# every registered kind's examples (its KIND.examples): (name, spec, clock)
 EXAMPLES: dict[str, list[tuple[str, dict, str]]] = {
-    "always": [("always", {"kind": "always"}, "time")],
-    "bernoulli": [
-        ("bernoulli_rounds", {"kind": "bernoulli", "p": UNIFORM}, "rounds"),
-        ("bernoulli_slots", {"kind": "bernoulli", "p": UNIFORM, "slot_s": 7.0}, "time"),
-    ],
-    "markov": [
-        ("markov_time", {"kind": "markov", "p": UNIFORM, "mean_cycle_s": 30.0}, "time"),
-        ("markov_rounds", {"kind": "markov", "p": UNIFORM, "mean_cycle_rounds": 6.0}, "rounds"),
-    ],
-    "cyclic": [
-        ("cyclic_time", {"kind": "cyclic", "p": UNIFORM, "period_s": 50.0}, "time"),
-        ("cyclic_rounds", {"kind": "cyclic", "p": UNIFORM, "period_rounds": 8}, "rounds"),
-    ],
-    "cluster_dropout": [("cluster_dropout", {"kind": "cluster_dropout", "alpha": 0.3}, "rounds")],
-    "diurnal": [
-        ("diurnal_sinusoid", {"kind": "diurnal", "p": UNIFORM, "amplitude": 0.6, "mean_cycle_s": 600.0}, "time"),
-        (
-            "diurnal_hourly",
-            {"kind": "diurnal", "p": 0.4, "hourly": [0.2] * 8 + [1.0] * 16, "mean_cycle_s": 900.0},
-            "time",
-        ),
-    ],
-    "trace": [("trace", {"kind": "trace", "file": "TRACE"}, "time")],
+    name: [(case, spec, _clock(spec)) for case, spec in kind.examples] for name, kind in KINDS.items()
 }
 CASES = [case for cases in EXAMPLES.values() for case in cases]
 IDS = [name for name, _, _ in CASES]
@@ -66,7 +57,19 @@ def _kinds_in_schema() -> set[str]:
 
 
 def test_every_kind_has_examples():
-    assert set(EXAMPLES) == _kinds_in_schema()
+    assert set(KINDS) == _kinds_in_schema()
+    for name, cases in EXAMPLES.items():
+        assert cases, f"availability kind {name!r} registers no examples (AvailabilityKind.examples)"
+        assert all(spec["kind"] == name for _, spec, _ in cases)
+    assert len(set(IDS)) == len(IDS)
+
+
+@pytest.mark.parametrize("name, spec, clock", CASES, ids=IDS)
+def test_models_say_whether_they_count_rounds(name, spec, clock, trace_file):
+    """The model's ``round_indexed`` (read by the results) agrees with its kind's ``counts_rounds``
+    (read by validation)."""
+    for model in _models(_spec(spec, trace_file), seed=0)[:3]:
+        assert model.round_indexed == (clock == "rounds")
 
 
 @pytest.fixture
@@ -144,8 +147,7 @@ def test_determinism_by_seed(name, spec, clock, trace_file):
     first = [_answers(m, questions) for m in _models(spec, seed=6)]
     assert first == [_answers(m, questions) for m in _models(spec, seed=6)]
     other = [_answers(m, questions) for m in _models(spec, seed=7)]
-    random_kind = name not in ("always", "trace")
-    assert (first != other) == random_kind
+    assert (first != other) == KINDS[spec.kind].seeded
 
 
 def _fraction_online(model, clock: str, horizon: float) -> float:

@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from asyncfl.config.schema import Scenario
+from asyncfl.sim.availability import kind_of
 
 
 class ConfigError(ValueError):
@@ -111,10 +112,10 @@ def check_trace_files(scenario: Scenario) -> None:
         from asyncfl.sim.profiles import read_device_trace
 
         read_device_trace(population.device_trace, scenario.data.clients, population.compute.jitter_sigma)
-    if population.availability.kind == "trace":
-        from asyncfl.sim.population import read_availability_trace
-
-        read_availability_trace(population.availability.file, scenario.data.clients)
+    availability = population.availability
+    check = kind_of(availability).check_files  # kinds that read files (trace) say how
+    if check is not None:
+        check(availability, scenario.data.clients)
 
 
 def validate_scenario(raw: Mapping[str, Any], source: str = "<scenario>") -> Scenario:

@@ -1,25 +1,23 @@
-"""Schema of the client system model (DESIGN.md section 3): compute, network, availability, battery."""
+"""Schema of the client system model (DESIGN.md section 3): compute, network, availability, battery.
+
+``population.availability`` is the union of the registered availability kinds, each of which keeps
+its section next to its model (asyncfl/sim/availability/, one module per kind)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from asyncfl.config.base import (
-    Constant,
-    Distribution,
-    LogNormal,
-    Pareto,
-    Section,
-    Tiers,
-    Uniform,
-    _number_means_constant,
-    _probability_bounds,
-)
+from asyncfl.config.base import Distribution, Section, _probability_bounds
 from asyncfl.config.presets import PRESETS, PresetNames
+from asyncfl.sim.availability import Availability, kind_of
+from asyncfl.sim.availability.always import AlwaysOnline
+from asyncfl.sim.availability.bernoulli import BernoulliAvailability
+from asyncfl.sim.availability.cyclic import CyclicAvailability
+from asyncfl.sim.availability.diurnal import DiurnalAvailability
+from asyncfl.sim.availability.markov import MarkovAvailability
 
 PRESET_LIST = tuple(PRESETS)
 
@@ -37,183 +35,6 @@ class Network(Section):
     uplink_mbps: Distribution = Field(default=10.0, description="upload bandwidth, megabits per second")
     downlink_mbps: Distribution = Field(default=50.0, description="download bandwidth, megabits per second")
     latency_s: Distribution = Field(default=0.05, description="one-way latency per transfer, seconds")
-
-
-class LabelCorrelated(Section):
-    """Participation correlated with each client's labels (FedAU's experiments):
-
-        p_n = min(1, max(floor, scale * L * sum_l dhat_{n,l} m_l)),   m ~ Dirichlet(dirichlet_alpha) over
-        the L classes, drawn once per scenario seed, dhat_n = client n's normalised label histogram.
-
-    Clients holding the classes that m favours participate more often.  The defaults are the ones
-    the FedAU brief quotes (floor 0.02, scale 0.1, Dirichlet(0.1)); the clip at 1 only matters
-    when scale * L exceeds 1."""
-
-    dist: Literal["label_correlated"]
-    dirichlet_alpha: float = Field(default=0.1, gt=0, description="concentration of the class weights m")
-    scale: float = Field(default=0.1, gt=0, description="p_n = max(floor, scale * L * <dhat_n, m>)")
-    floor: float = Field(default=0.02, gt=0, le=1, description="smallest participation probability")
-
-
-Probability = Annotated[
-    Union[Constant, Uniform, LogNormal, Pareto, Tiers, LabelCorrelated],
-    BeforeValidator(_number_means_constant),
-    Field(discriminator="dist"),
-]
-"""A per-client probability: a number, ``{dist: uniform|tiers, ...}`` in (0, 1], or ``{dist: label_correlated}``."""
-
-
-def _p_in_unit_interval(p: Probability, what: str = "p") -> Probability:
-    if p.dist != "label_correlated":
-        _probability_bounds(p, what)
-    return p
-
-
-class AlwaysOnline(Section):
-    kind: Literal["always"] = "always"
-
-
-class BernoulliAvailability(Section):
-    """Online with probability p_i, drawn independently per round (sync) or per slot of ``slot_s``."""
-
-    kind: Literal["bernoulli"]
-    p: Probability = Field(
-        description="per-client probability, e.g. {dist: uniform, low: 0.1, high: 1} or {dist: label_correlated}"
-    )
-    slot_s: float | None = Field(
-        default=None, gt=0, description="slot length in virtual seconds; null = one draw per sync round"
-    )
-
-    @model_validator(mode="after")
-    def _check_p(self) -> BernoulliAvailability:
-        _p_in_unit_interval(self.p)
-        return self
-
-
-class MarkovAvailability(Section):
-    """Two-state on/off process with stationary online probability p_i; the initial state is drawn
-    from the stationary law, so P(online) = p_i at every time.
-
-    Set exactly one of ``mean_cycle_s`` (continuous time, exponential holding times; mean online
-    period p_i * mean_cycle_s) or ``mean_cycle_rounds`` (FedAU's per-round chain: each sync round
-    the client leaves the online state with probability 1/(p_i C) and the offline state with
-    probability 1/((1 - p_i) C), C = the cycle, lengthened to at least 1/min(p_i, 1 - p_i) rounds
-    so both are probabilities)."""
-
-    kind: Literal["markov"]
-    p: Probability = Field(default=0.5, description="stationary probability of being online")
-    mean_cycle_s: float | None = Field(
-        default=None, gt=0, description="mean length of one online+offline cycle, seconds (continuous time)"
-    )
-    mean_cycle_rounds: float | None = Field(
-        default=None, gt=0, description="mean length of one online+offline cycle in sync rounds (per-round chain)"
-    )
-
-    @model_validator(mode="after")
-    def _check(self) -> MarkovAvailability:
-        _p_in_unit_interval(self.p)
-        if (self.mean_cycle_s is None) == (self.mean_cycle_rounds is None):
-            raise ValueError("set exactly one of mean_cycle_s (continuous time) or mean_cycle_rounds (per sync round)")
-        return self
-
-
-class CyclicAvailability(Section):
-    """Online for a fraction p_i of every period with a uniformly random per-client phase.
-
-    Set exactly one of ``period_s`` (diurnal windows in virtual time) or ``period_rounds`` (FedAU's
-    cyclic pattern: online in max(1, round(p_i * period_rounds)) consecutive sync rounds of every
-    period)."""
-
-    kind: Literal["cyclic"]
-    period_s: float | None = Field(default=None, gt=0, description="period in virtual seconds")
-    period_rounds: int | None = Field(default=None, ge=1, description="period in sync rounds")
-    p: Probability = Field(default=0.5, description="fraction of each period spent online")
-
-    @model_validator(mode="after")
-    def _check(self) -> CyclicAvailability:
-        _p_in_unit_interval(self.p)
-        if (self.period_s is None) == (self.period_rounds is None):
-            raise ValueError("set exactly one of period_s (virtual time) or period_rounds (sync rounds)")
-        return self
-
-
-class ClusterDropoutAvailability(Section):
-    """FL-FDMS's dropout process (fl-fdms.md section 2): every sync round round(alpha * N) clients,
-    drawn uniformly at random, drop out, except that at least one client of every cluster stays
-    active (the clusters of ``data.partition.kind: clusters``; with any other partition the whole
-    population is one cluster, so at least one client stays).  When the clusters leave fewer
-    droppable clients, fewer drop.  Marginal participation probability ~ 1 - alpha."""
-
-    kind: Literal["cluster_dropout"]
-    alpha: float = Field(ge=0, lt=1, description="dropout ratio: fraction of the clients offline each round")
-
-
-class DiurnalAvailability(Section):
-    """Online with a probability that follows each client's *local* time of day (``clock.start_time``,
-    default midnight UTC at virtual time 0, shifted by the client's ``population.timezones`` offset).
-
-    The day's shape is a sinusoid w(h) = 1 + amplitude * cos(2 pi (h + 0.5 - peak_hour) / 24) over the
-    24 local hours, or the 24 relative weights of ``hourly``.  Hour h's online probability is
-    pi_h = min(1, c_i w(h)) with c_i chosen so that the mean of the 24 pi_h is exactly p_i, the
-    client's long-run fraction of time online.  Within an hour the client follows a two-state on/off
-    chain (mean on+off cycle ``mean_cycle_s``) started in its stationary law, coupled maximally
-    across hour boundaries (asyncfl/sim/availability.py, class Diurnal): P(online at t) = pi_h(t)
-    at every t, with exact switch times."""
-
-    kind: Literal["diurnal"]
-    p: Probability = Field(default=0.5, description="long-run fraction of time online (mean over the day)")
-    amplitude: float = Field(default=0.8, ge=0, le=1, description="relative swing of the sinusoid (0: flat)")
-    peak_hour: float = Field(default=20.0, ge=0, lt=24, description="local hour of the highest online probability")
-    hourly: list[float] | None = Field(
-        default=None,
-        description="24 relative weights for local hours 0..23 (replaces amplitude and peak_hour)",
-    )
-    mean_cycle_s: float = Field(default=1800.0, gt=0, description="mean on+off cycle within an hour, seconds")
-
-    @model_validator(mode="after")
-    def _check(self) -> DiurnalAvailability:
-        _p_in_unit_interval(self.p)
-        if self.hourly is not None:
-            if len(self.hourly) != 24:
-                raise ValueError(f"hourly needs 24 weights (local hours 0..23), got {len(self.hourly)}")
-            if min(self.hourly) < 0 or sum(self.hourly) <= 0:
-                raise ValueError("hourly weights must be non-negative and not all zero")
-            changed = [k for k in ("amplitude", "peak_hour") if getattr(self, k) != type(self).model_fields[k].default]
-            if changed:
-                raise ValueError(
-                    f"set either hourly or {' and '.join(changed)}, not both (hourly replaces the sinusoid)"
-                )
-        return self
-
-    def weights(self) -> list[float]:
-        """The 24 hourly weights, scaled to mean 1."""
-        if self.hourly is not None:
-            raw = list(self.hourly)
-        else:
-            raw = [1 + self.amplitude * math.cos(2 * math.pi * (h + 0.5 - self.peak_hour) / 24) for h in range(24)]
-        mean = sum(raw) / 24
-        return [w / mean for w in raw]
-
-
-class TraceAvailability(Section):
-    """Online intervals read from a CSV file with header ``client,start_s,end_s``."""
-
-    kind: Literal["trace"]
-    file: Path
-
-
-Availability = Annotated[
-    Union[
-        AlwaysOnline,
-        BernoulliAvailability,
-        MarkovAvailability,
-        CyclicAvailability,
-        ClusterDropoutAvailability,
-        TraceAvailability,
-        DiurnalAvailability,
-    ],
-    Field(discriminator="kind"),
-]
 
 
 class Charging(Section):
@@ -299,12 +120,7 @@ class Eligibility(Section):
                 raise ValueError(
                     "unmetered.p: label_correlated is for availability only; use a number, uniform or tiers"
                 )
-            round_based = (
-                (u.kind == "markov" and u.mean_cycle_rounds is not None)
-                or (u.kind == "cyclic" and u.period_rounds is not None)
-                or (u.kind == "bernoulli" and u.slot_s is None)
-            )
-            if round_based:
+            if kind_of(u).counts_rounds(u) is not None:
                 raise ValueError(
                     "unmetered: the network process runs in virtual time; use markov with mean_cycle_s, cyclic with "
                     "period_s, diurnal, or bernoulli with slot_s"
@@ -385,13 +201,7 @@ class Population(Section):
             )
         e = self.eligibility
         a = self.availability
-        by_round = (
-            (a.kind == "bernoulli" and a.slot_s is None)
-            or (a.kind == "markov" and a.mean_cycle_rounds is not None)
-            or (a.kind == "cyclic" and a.period_rounds is not None)
-            or a.kind == "cluster_dropout"
-        )
-        if e is not None and by_round:
+        if e is not None and kind_of(a).counts_rounds(a) is not None:
             raise ValueError(
                 "eligibility: its conditions run in virtual time and are combined with an availability process in "
                 f"virtual time; availability kind {a.kind} here counts sync rounds: use bernoulli with slot_s, markov "
@@ -406,4 +216,4 @@ class Population(Section):
 
     def uses_local_time(self) -> bool:
         unmetered = self.eligibility.unmetered if self.eligibility else None
-        return self.availability.kind == "diurnal" or (unmetered is not None and unmetered.kind == "diurnal")
+        return kind_of(self.availability).local_time or (unmetered is not None and kind_of(unmetered).local_time)

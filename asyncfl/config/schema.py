@@ -16,6 +16,7 @@ from asyncfl.config.async_algorithms import ASYNC_ALGORITHMS
 from asyncfl.config.base import Distribution, Section
 from asyncfl.config.population import Population
 from asyncfl.config.sync_algorithms import SYNC_ALGORITHMS
+from asyncfl.sim.availability import kind_of
 
 DATASETS = ("digits", "synthetic", "mnist1d", "mnist", "fashion_mnist", "cifar10", "svhn")
 MODELS = ("logreg", "mlp", "lenet5", "resnet18", "cnn1d")
@@ -308,23 +309,12 @@ class Scenario(Section):
                 f"server.k ({self.server.k}) is larger than the population (data.clients = {self.data.clients})"
             )
         availability = self.population.availability
-        if mode == "k_async" and availability.kind == "bernoulli" and availability.slot_s is None:
-            raise ValueError(
-                "population.availability.slot_s is required with server.mode k_async (there are no rounds)"
-            )
+        problem = kind_of(availability).k_async_problem(availability) if mode == "k_async" else None
+        if problem:  # the kind says why (e.g. it counts sync rounds): asyncfl/sim/availability/
+            raise ValueError(problem)
         if name == "fedasync" and self.server.k != 1:
             raise ValueError(
                 f"algorithm.name fedasync mixes one update at a time: set server.k to 1 (got {self.server.k})"
-            )
-        round_based = {
-            "cluster_dropout": "kind cluster_dropout",
-            "markov": "mean_cycle_rounds" if getattr(availability, "mean_cycle_rounds", None) else None,
-            "cyclic": "period_rounds" if getattr(availability, "period_rounds", None) else None,
-        }.get(availability.kind)
-        if mode == "k_async" and round_based:
-            raise ValueError(
-                f"population.availability: {round_based} counts sync rounds, which server.mode k_async does not "
-                "have; use the continuous-time form (mean_cycle_s / period_s)"
             )
         if self.model.name == "cnn1d" and self.data.dataset not in ONE_D_DATASETS:
             raise ValueError(

@@ -1,0 +1,50 @@
+"""Availability processes over virtual time (DESIGN.md section 3), one module per ``kind``.
+
+Each model answers three questions for one client, all pure functions of (t, round) given the
+client's own random stream, so the answers never depend on the order in which they are asked:
+
+``online(t, rnd)``        is the client reachable at time t (in sync round rnd)?
+``next_offline(t, rnd)``  first time >= t at which an online client drops (inf: not before the
+                          round ends / never)
+``next_online(t)``        first time >= t at which the client is online (for the K-async dispatcher)
+
+Round-indexed models (Bernoulli without ``slot_s``, ``MarkovRounds``, ``CyclicRounds``,
+``ClusterDropout``) decide once per sync round and hold the state for the whole round; they answer
+``next_online(t) = t`` because they have no notion of time between rounds.
+
+Every model says whether it is ``round_indexed``.  Round-indexed ones may give
+``online_in_rounds(rounds)``; continuous-time ones may give ``offline_seconds(until)``, their offline
+time in [0, until], where they can count it faster than a walk along next_online / next_offline
+(clients.csv's ``offline_s``).
+
+Probability p = 1 means online at every time and round (never drops: ``next_offline`` is inf);
+p = 0 means never online (continuous-time models: ``next_online`` is inf).  Validation refuses
+p = 0 (a client that never shows up is better left out of the population); the models define it
+anyway so that they are total.  Cluster dropout with alpha = 0 drops nobody.
+
+A kind is one module of this folder holding its YAML section, its model and its registration
+``KIND = AvailabilityKind(...)`` (asyncfl/sim/availability/base.py says what each field means);
+:mod:`asyncfl.sim.availability.registry` finds it.  The models' names are reachable from here
+(``availability.Markov``) for convenience.
+"""
+
+from __future__ import annotations
+
+import asyncfl.config  # noqa: F401  (first: the schema imports the registry, which imports the kinds)
+from asyncfl.sim.availability.base import DAY_S, HOUR_S, INF, AllOf, AvailabilityKind, Draw
+from asyncfl.sim.availability.registry import KINDS, Availability, kind_of
+
+__all__ = ["DAY_S", "HOUR_S", "INF", "KINDS", "AllOf", "Availability", "AvailabilityKind", "Draw", "kind_of"]
+
+
+def __getattr__(name: str):
+    """``availability.Markov``, ``availability.hourly_probabilities`` ...: a public name of a kind's
+    module (its ``__all__``) or of base.py."""
+    import sys
+
+    from asyncfl.sim.availability import base
+
+    for module in [base, *(sys.modules[k.section.__module__] for k in KINDS.values())]:
+        if name in getattr(module, "__all__", ()):
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
