@@ -1,6 +1,7 @@
-"""Adding a data set or a model is adding one file: a copy of the package gains ``toy`` (two Gaussian
-blobs) and ``linear2`` (two linear layers), each as one new module, and the CLI validates, trains and
-runs timing-only with them -- no other file of the copy is edited."""
+"""Adding a data set, a model or a partitioner is adding one file: a copy of the package gains ``toy``
+(two Gaussian blobs), ``linear2`` (two linear layers) and ``alternate`` (round-robin partition), each as
+one new module, and the CLI validates, trains and runs timing-only with them -- no other file of the
+copy is edited."""
 
 from __future__ import annotations
 
@@ -67,6 +68,30 @@ def build(input_shape, num_classes, **options):
 MODEL = ModelSpec("linear2", build)
 '''
 
+ALTERNATE_PARTITIONER = '''
+"""``alternate``: client k gets samples k, k + N, k + 2N ... of the pool (no randomness)."""
+
+from typing import Literal
+
+import numpy as np
+
+from asyncfl.config.base import Section
+from asyncfl.learn.partition import Partitioner
+
+
+class AlternatePartition(Section):
+    """Round-robin over the pool in its order."""
+
+    kind: Literal["alternate"]
+
+
+def split(labels, n, spec, rng):
+    return [np.arange(k, len(labels), n) for k in range(n)]
+
+
+PARTITIONER = Partitioner(AlternatePartition, split)
+'''
+
 # runs in the copy: every step through the public CLI, then the loaded arrays for the sizes
 DRIVER = """
 import json, sys
@@ -75,6 +100,7 @@ from asyncfl.__main__ import main
 from asyncfl.config import load_scenario
 from asyncfl.learn.datasets import dataset_spec, load_arrays
 
+isolated = {"kind": "isolated_class", "label": 1, "clients": 2, "base": {"kind": "alternate"}}
 codes = {
     "validate": main(["validate", "toy.yaml"]),
     "run": main(["run", "toy.yaml", "--quiet", "--out", "runs/toy"]),
@@ -83,8 +109,9 @@ codes = {
 }
 s = load_scenario("toy.yaml")
 raw = load_arrays(s.data, s.seed)
+nested = load_scenario("toy.yaml", [f"data.partition={json.dumps(isolated)}"]).data.partition
 print(json.dumps({"codes": codes, "package": asyncfl.__file__, "spec": dataset_spec(s.data),
-                  "train": list(raw.x_train.shape), "test": list(raw.x_test.shape)}))
+                  "train": list(raw.x_train.shape), "test": list(raw.x_test.shape), "base": nested.base.kind}))
 """
 
 COMMON = """
@@ -105,7 +132,9 @@ def extended(tmp_path_factory) -> tuple[Path, dict]:
     shutil.copytree(package, root / "asyncfl", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "asyncfl/learn/datasets/toy.py").write_text(TOY_DATASET)
     (root / "asyncfl/learn/models/linear2.py").write_text(LINEAR2_MODEL)
-    toy = "name: toy\ndata: {dataset: toy, clients: 4, toy: {test_samples: 50}}\nmodel: {name: logreg}\n"
+    (root / "asyncfl/learn/partition/alternate.py").write_text(ALTERNATE_PARTITIONER)
+    toy = "name: toy\ndata: {dataset: toy, clients: 4, partition: {kind: alternate}, toy: {test_samples: 50}}\n"
+    toy += "model: {name: logreg}\n"
     (root / "toy.yaml").write_text(toy + COMMON)
     digits = "name: linear2\ndata: {dataset: digits, clients: 5}\nmodel: {name: linear2}\n"
     (root / "linear2.yaml").write_text(digits + COMMON)
@@ -123,6 +152,9 @@ def test_a_data_set_is_one_file(extended):
     assert out["codes"] == {"validate": 0, "run": 0, "timing": 0, "linear2": 0}
     assert out["spec"] == [[4], 2]  # what timing-only runs use instead of loading the data
     assert out["train"] == [200, 4] and out["test"] == [50, 4]  # data.toy's own section was read
+    clients = table(root / "runs/toy/clients.csv")
+    assert [int(c["train_samples"]) for c in clients] == [40] * 4  # alternate: 50 each, 10 for local test
+    assert out["base"] == "alternate"  # a new partitioner is also a valid isolated_class base
     rows = table(root / "runs/toy/metrics.csv")
     assert [int(r["round"]) for r in rows][-1] == 2
     accuracy = float(rows[-1]["test_accuracy"])
@@ -146,6 +178,8 @@ def test_the_unextended_package_refuses_both_names():
         scenario(data={"dataset": "toy"})
     with pytest.raises(ConfigError, match="logreg.*cnn1d"):
         scenario(model={"name": "linear2"})
+    with pytest.raises(ConfigError, match="iid.*isolated_class"):
+        scenario(data={"partition": {"kind": "alternate"}})
 
 
 @pytest.mark.parametrize("model", ["logreg", "mlp", "lenet5", "resnet18", "cnn1d"])
