@@ -31,6 +31,7 @@ from asyncfl.callbacks import (
 from asyncfl.checkpoint import save_checkpoint
 from asyncfl.config import ConfigError
 from asyncfl.config.schema import Scenario, start_datetime
+from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model, parameter_count
@@ -279,21 +280,9 @@ class Simulation:
             callback.on_end(self.state, now)
 
 
-# (input shape, classes) of each data set, for timing_only runs that never load the data
-TIMING_INPUTS = {
-    "digits": ((1, 8, 8), 10),
-    "mnist1d": ((1, 40), 10),
-    "mnist": ((1, 28, 28), 10),
-    "fashion_mnist": ((1, 28, 28), 10),
-    "cifar10": ((3, 32, 32), 10),
-    "svhn": ((3, 32, 32), 10),
-}
-
-
 def timing_input(s: Scenario) -> tuple[tuple[int, ...], int]:
-    if s.data.dataset == "synthetic":
-        return (s.data.synthetic.dimension,), s.data.synthetic.classes
-    return TIMING_INPUTS[s.data.dataset]
+    """(input shape, classes) of the data set, for timing_only runs that never load the data."""
+    return dataset_spec(s.data)
 
 
 def timing_model_bytes(s: Scenario) -> int:

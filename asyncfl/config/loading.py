@@ -11,12 +11,9 @@ from typing import Any, Iterable, Mapping
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from asyncfl.config.errors import ConfigError
 from asyncfl.config.schema import Scenario
 from asyncfl.sim.availability import kind_of
-
-
-class ConfigError(ValueError):
-    """A user-facing problem with a scenario: the message is meant to be printed as it is."""
 
 
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:

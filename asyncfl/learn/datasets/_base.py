@@ -1,0 +1,67 @@
+"""What a data-set module registers (see :mod:`asyncfl.learn.datasets`), and the arrays it loads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Inputs = Literal["signals", "images"]  # what a sample is: a 1-D signal (or feature vector) or a [C, H, W] image
+
+
+def seeded_rng(seed: int, tag: int) -> np.random.Generator:
+    """The random stream for one purpose (``tag``) of one scenario seed."""
+    return np.random.default_rng(np.random.SeedSequence([seed, tag]))
+
+
+@dataclass(frozen=True, eq=False)
+class RawData:
+    """A data set before it is placed on the device.
+
+    ``x_*`` are float32 of shape ``[n, *input_shape]``, ``y_*`` int64 labels in
+    ``[0, num_classes)``.  ``client_of_train`` / ``client_of_test`` give the natural client of each
+    sample (``synthetic`` only, else None).
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    num_classes: int
+    client_of_train: np.ndarray | None = None
+    client_of_test: np.ndarray | None = None
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.x_train.shape[1:])
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """A ``data.dataset`` value: what the schema and timing-only runs need to know without loading it.
+
+    * ``load(data, seed)``: the arrays, from the ``data`` section and the scenario seed; raises
+      :class:`~asyncfl.config.errors.ConfigError` when they cannot be had.
+    * ``input_shape`` / ``classes``: fixed, or computed from the data set's own section
+      (``params``, the YAML's ``data.<name>:``) -- a function of that section.
+    * ``inputs``: ``signals`` (1-D, what cnn1d convolves over) or ``images``.
+    * ``order``: place among the allowed values (messages, reference); new data sets sort last by name.
+    """
+
+    name: str
+    load: Callable[[Any, int], RawData]
+    input_shape: tuple[int, ...] | Callable[[Any], tuple[int, ...]]
+    classes: int | Callable[[Any], int]
+    inputs: Inputs = "images"
+    params: type | None = None
+    order: int = 1000
+
+    def shape_and_classes(self, data: Any) -> tuple[tuple[int, ...], int]:
+        """(input shape, number of classes) for the ``data`` section, without loading anything."""
+        params = getattr(data, self.name) if self.params is not None else None
+        shape = self.input_shape(params) if callable(self.input_shape) else self.input_shape
+        classes = self.classes(params) if callable(self.classes) else self.classes
+        return tuple(shape), int(classes)

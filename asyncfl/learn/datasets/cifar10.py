@@ -1,0 +1,28 @@
+"""``cifar10``: CIFAR-10 (32x32 colour), torchvision's Python batches under ``data.data_dir``."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from asyncfl.learn.datasets._base import Arrays
+from asyncfl.learn.datasets._torchvision import Layout, download_train_test, torchvision_dataset
+
+
+def read(folder: Path) -> Arrays:
+    batches = [_read_batch(folder / f"data_batch_{i}") for i in range(1, 6)]
+    x_te, y_te = _read_batch(folder / "test_batch")
+    return np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches]), x_te, y_te
+
+
+def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    with open(path, "rb") as f:
+        entry = pickle.load(f, encoding="latin1")  # the batches are Python 2 pickles
+    return np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(entry["labels"])
+
+
+FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+LAYOUT = Layout("cifar10", "cifar-10-batches-py", FILES, read, download_train_test("CIFAR10"))
+DATASET = torchvision_dataset(LAYOUT, input_shape=(3, 32, 32), order=60)

@@ -1,0 +1,31 @@
+"""Models of the learning world, one module per ``model.name`` value (logistic regression, MLP,
+LeNet-5, ResNet-18 with GroupNorm, a 1-D CNN).
+
+Each module sets ``MODEL`` to a :class:`ModelSpec`: its name, the data-set inputs it accepts and its
+builder (see :mod:`asyncfl.learn.registry`).  The schema's ``model.name`` values and its model/data
+check are built from this registry, so model modules import torch inside their builder only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asyncfl.learn.models._base import ModelSpec
+from asyncfl.learn.registry import discover
+
+REGISTRY: dict[str, ModelSpec] = discover(__name__, __path__, "MODEL")
+
+
+def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, hidden: int = 200, layers: int = 1) -> Any:
+    """A fresh ``torch.nn.Module``; ``hidden`` and ``layers`` shape the mlp only: ``layers`` ReLU layers of
+    ``hidden`` units each."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown model {name!r}; available: {', '.join(REGISTRY)}")
+    return REGISTRY[name].build(tuple(input_shape), num_classes, hidden=hidden, layers=layers)
+
+
+def parameter_count(model: Any) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+__all__ = ["REGISTRY", "ModelSpec", "build_model", "parameter_count"]

@@ -1,0 +1,28 @@
+"""What a model module registers (see :mod:`asyncfl.learn.models`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# build(input_shape, num_classes, **options) -> torch.nn.Module; options are the model section's other
+# keys (hidden, layers).  It imports torch itself: model modules are imported when a scenario is validated.
+Build = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A ``model.name`` value.
+
+    ``inputs``: the kinds of data-set inputs it accepts (``signals``, ``images``; see
+    :class:`asyncfl.learn.datasets.DataSet`): the schema refuses other data sets, saying why with
+    ``needs`` (e.g. "convolves over one-dimensional signals").  ``order`` places it among the allowed
+    values (messages, reference); new models sort last by name.
+    """
+
+    name: str
+    build: Build
+    inputs: tuple[str, ...] = ("signals", "images")
+    needs: str = ""
+    order: int = 1000

@@ -1,0 +1,31 @@
+"""What a partitioner module registers (see :mod:`asyncfl.learn.partition`)."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# split(labels, num_clients, section, rng) -> one int index array per client (empty ones are repaired)
+Split = Callable[[np.ndarray, int, Any, np.random.Generator], list[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Partitioner:
+    """A ``data.partition.kind``: its section (whose ``kind: Literal["<name>"]`` names it) and its function.
+
+    ``order`` places it among the allowed values; ``nests`` says whether it may serve as another
+    partitioner's ``base`` (isolated_class's; False for a partitioner that itself takes a base).
+    """
+
+    section: type
+    split: Split
+    order: int = 1000
+    nests: bool = True
+
+    @property
+    def name(self) -> str:
+        return typing.get_args(self.section.model_fields["kind"].annotation)[0]
