@@ -267,7 +267,7 @@ def test_comparison_axis_fits_the_bands_and_targets(tmp_path, monkeypatch):
         {"axis": "time", "variant": "a", "x": 0.0, "accuracy_mean": 0.5, "accuracy_std": 0.1, "seeds": 2},
         {"axis": "time", "variant": "a", "x": 10.0, "accuracy_mean": 0.7, "accuracy_std": 0.0, "seeds": 2},
     ]
-    figures.plot_comparison(rows, "time", tmp_path / "c.png", targets=[0.9])
+    figures.plot_comparison(pd.DataFrame(rows), "time", tmp_path / "c.png", targets=[0.9])
     # band 0.4 .. 0.7 and the target 0.9: range 0.5, padded by 5 % of it (0.025) each side
     assert closed[0].axes[0].get_ylim() == pytest.approx((0.375, 0.925))
 

@@ -15,14 +15,13 @@ import yaml
 from asyncfl.config import ConfigError
 from asyncfl.results import read_csv
 from asyncfl.study import build_study
-from asyncfl.study.aggregate import RunRecord
+from asyncfl.study.aggregate import RunRecord, tail_accuracy
 from asyncfl.study.report import (
     direction,
     one_sided_misses,
     paired_difference,
     report_rows,
     t_interval,
-    tail_accuracy,
     write_report,
 )
 from asyncfl.study.spec import load_study

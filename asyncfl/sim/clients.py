@@ -21,7 +21,6 @@ from typing import Callable
 
 import numpy as np
 import simpy
-from simpy.events import URGENT
 
 from asyncfl.sim.battery import Battery
 from asyncfl.sim.profiles import DeviceProfile
@@ -210,8 +209,8 @@ def play_tasks(
     every step of a process creates exactly one event for its next step.  So the steps that one
     group creates for the same time have consecutive event ids (nothing else is created in between),
     run back to back in group order, and sit where one event created at that moment sits among all
-    other events at that time.  One urgent event, then one timeout per (group, next time), therefore
-    reproduces SimPy's order step for step.  Times are ``now + (t - now)`` as SimPy computes them.
+    other events at that time.  One urgent event (:func:`_start_steps`), then one timeout per (group, next
+    time), therefore reproduces SimPy's order step for step.  Times are ``now + (t - now)`` as SimPy computes them.
 
     ``logged(client)`` False: the client's phase steps would only write log lines nobody keeps, so
     its task goes straight to its end step (which updates its stats).  That only moves unlogged
@@ -219,14 +218,19 @@ def play_tasks(
     """
     if not plans:
         return
-    start = simpy.Event(env)
-    start._ok, start._value = True, None  # like simpy.events.Initialize: triggered, urgent
     if logged is None:
         members = [(clients[p.client], p, 0) for p in plans]
     else:
         members = [(clients[p.client], p, 0 if logged(p.client) else len(p.phase_starts)) for p in plans]
-    start.callbacks.append(lambda _event: _schedule_steps(env, members, log))
-    env.schedule(start, URGENT)
+    env.process(_start_steps(env, members, log))
+
+
+def _start_steps(env: simpy.Environment, members: list, log: EventSink):
+    """A process that schedules the first steps and ends.  SimPy starts every process with an urgent
+    event, which is the one event the ``run_task`` processes would start with, through the public API
+    (no event triggered by hand); its end is one more event, at this moment, that nothing waits on."""
+    _schedule_steps(env, members, log)
+    yield from ()
 
 
 def _schedule_steps(env: simpy.Environment, members: list, log: EventSink) -> None:

@@ -1,7 +1,7 @@
 """``python -m asyncfl advise``: pick a sync deadline or a K-async K before training anything.
 
 The scenario runs once per grid value in ``timing_only`` mode (the clock world alone: no data set,
-no model, no training) through the sweep's job runner (:func:`asyncfl.study.sweep.run_locally`), each
+no model, no training) through the sweep's job runner (:func:`asyncfl.study.jobs.run_locally`), each
 into an ordinary run directory.  The advice is then read from those files, never re-simulated:
 
 ``updates_per_hour``     aggregated updates (rows of updates.csv) per virtual hour (summary.json's
@@ -22,7 +22,6 @@ Outputs: ``advice.csv`` (those columns per setting), ``advice.md`` (the same as 
 from __future__ import annotations
 
 import copy
-import csv
 import json
 import math
 import re
@@ -32,9 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from asyncfl.config import ConfigError, apply_override, read_scenario, validate_scenario
 from asyncfl.config.loading import check_trace_files
-from asyncfl.results import new_run_dir, read_csv, refuse_used_out, write_atomic
+from asyncfl.results import new_run_dir, refuse_used_out, write_atomic
+from asyncfl.study.tables import markdown, write_csv
 
 MAX_SETTINGS = 200
 OPTION = {"deadline_s": "--deadline value", "k": "--k", "concurrency": "--concurrency"}
@@ -168,7 +171,7 @@ def run_advice(
     quiet: bool = False,
 ) -> Path:
     """Run the grid and write advice.csv / .md / .png into the output directory (returned)."""
-    from asyncfl.study.sweep import Job, run_locally
+    from asyncfl.study.jobs import Job, run_locally
 
     settings, scenarios, name = plan(path, overrides, deadline, k, concurrency)
     if out is not None:
@@ -201,48 +204,32 @@ def quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def speed_quartiles(clients: list[dict[str, str]]) -> dict[int, int]:
-    """Quartile (0 = slowest) of every client by rank of samples_per_s (ties: lower id first)."""
-    ranked = sorted(clients, key=lambda r: (float(r["samples_per_s"]), int(r["client"])))
-    n = len(ranked)
-    return {int(r["client"]): min(QUARTILES - 1, i * QUARTILES // n) for i, r in enumerate(ranked)}
+def speed_quartiles(clients: pd.DataFrame) -> pd.Series:
+    """Quartile (0 = slowest) of every client (the index) by rank of samples_per_s (ties: lower id first)."""
+    ranked = clients.sort_values(["samples_per_s", "client"])["client"].to_numpy()
+    return pd.Series(np.minimum(QUARTILES - 1, np.arange(len(ranked)) * QUARTILES // len(ranked)), index=ranked)
 
 
 def advice_row(setting: Setting, run_dir: Path) -> dict[str, Any]:
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    rounds = read_csv(run_dir / "rounds.csv")
-    updates = read_csv(run_dir / "updates.csv")
-    clients = read_csv(run_dir / "clients.csv")
+    rounds, updates, clients = (pd.read_csv(run_dir / f"{name}.csv") for name in ("rounds", "updates", "clients"))
     hours = summary["virtual_time_s"] / 3600.0
-    staleness = sorted(float(u["staleness"]) for u in updates)
-    quartile = speed_quartiles(clients)
-    per_quartile = [0] * QUARTILES
-    for u in updates:
-        per_quartile[quartile[int(u["client"])]] += 1
-    lengths = [float(r["time"]) - float(r["started"]) for r in rounds]
-    never = sum(1 for c in clients if int(c["participations"]) == 0)
+    staleness = sorted(updates["staleness"].astype(float).tolist())
+    per_quartile = updates["client"].map(speed_quartiles(clients)).value_counts()
+    lengths = (rounds["time"] - rounds["started"]).tolist()
+    n = len(updates)
     row: dict[str, Any] = dict(setting.values)
-    row.update(
-        {
-            "virtual_time_s": summary["virtual_time_s"],
-            "aggregations": len(rounds),
-            "updates": len(updates),
-            "updates_per_hour": len(updates) / hours if hours > 0 else math.nan,
-            "mean_round_s": statistics.fmean(lengths) if lengths else math.nan,
-        }
-    )
-    for q in range(QUARTILES):
-        row[f"share_q{q + 1}"] = per_quartile[q] / len(updates) if updates else math.nan
-    row.update(
-        {
-            "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
-            "staleness_p50": quantile(staleness, 0.5),
-            "staleness_p90": quantile(staleness, 0.9),
-            "staleness_max": staleness[-1] if staleness else math.nan,
-            "never_heard_share": never / len(clients) if clients else math.nan,
-            "run_dir": setting.label,
-        }
-    )
+    row.update({
+        "virtual_time_s": summary["virtual_time_s"], "aggregations": len(rounds), "updates": n,
+        "updates_per_hour": n / hours if hours > 0 else math.nan,
+        "mean_round_s": statistics.fmean(lengths) if lengths else math.nan,
+        **{f"share_q{q + 1}": int(per_quartile.get(q, 0)) / n if n else math.nan for q in range(QUARTILES)},
+        "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
+        "staleness_p50": quantile(staleness, 0.5), "staleness_p90": quantile(staleness, 0.9),
+        "staleness_max": staleness[-1] if staleness else math.nan,
+        "never_heard_share": int((clients["participations"] == 0).sum()) / len(clients) if len(clients) else math.nan,
+        "run_dir": setting.label,
+    })  # fmt: skip
     return row
 
 
@@ -250,12 +237,7 @@ def advice_row(setting: Setting, run_dir: Path) -> dict[str, Any]:
 
 
 def write_advice(out: Path, rows: list[dict[str, Any]], settings: list[Setting]) -> list[Path]:
-    columns = list(rows[0])
-    with open(out / "advice.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-                         for row in rows)  # fmt: skip
+    write_csv(out / "advice.csv", rows, digits=None)
     write_atomic(out / "advice.md", advice_markdown(rows))
     draw_advice(out / "advice.png", rows)
     return [out / "advice.csv", out / "advice.md", out / "advice.png"]
@@ -277,30 +259,22 @@ def advice_markdown(rows: list[dict[str, Any]]) -> str:
         "staleness mean / p50 / p90 / max",
         "never heard (%)",
     ]
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
+    table = []
     for r in rows:
         cells = [_fmt(r[c], 0) if isinstance(r[c], int) else f"{r[c]:g}" for c in grid_cols]
         shares = " / ".join(_fmt(100 * r[f"share_q{q + 1}"], 0) for q in range(QUARTILES))
         stale = " / ".join(_fmt(r[c], 2 if c == "staleness_mean" else 1) for c in
                            ("staleness_mean", "staleness_p50", "staleness_p90", "staleness_max"))  # fmt: skip
-        cells += [
-            _fmt(r["updates_per_hour"], 0),
-            _fmt(r["mean_round_s"], 2),
-            shares,
-            stale,
-            _fmt(100 * r["never_heard_share"], 1),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        cells += [_fmt(r["updates_per_hour"], 0), _fmt(r["mean_round_s"], 2), shares, stale,
+                  _fmt(100 * r["never_heard_share"], 1)]  # fmt: skip
+        table.append(dict(zip(head, cells)))
     what = "deadline" if sync else "K"
     note = (
         f"\nOne timing-only run per {what} (no training). Updates are the aggregated ones (updates.csv); speed "
         "quartiles rank clients by `samples_per_s` (q1 = slowest quarter; 25 % each = every speed heard "
         "equally); never heard = clients with no aggregated update in the run.\n"
     )
-    return "\n".join(lines) + "\n" + note
+    return markdown(table) + note
 
 
 def draw_advice(path: Path, rows: list[dict[str, Any]]) -> None:

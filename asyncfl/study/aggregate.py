@@ -1,7 +1,9 @@
 """Aggregate runs over seeds: accuracy curves with a band, time to target, per-client bias statistics.
 
-Everything here reads run directories (metrics.csv, summary.json, clients.csv) and returns plain
-rows, so tables and figures can be redrawn from files alone.
+Everything here reads run directories (metrics.csv, summary.json, clients.csv; CSVs with pandas) and
+returns rows or DataFrames, so tables and figures can be redrawn from files alone.  Statistics over seeds
+use numpy's mean and std on the values themselves (not pandas' grouped kernels, whose summation order
+differs in the last bit), so the tables' numbers do not depend on the pandas version.
 
 Curves over seeds.  Each run's accuracy is known only where it was evaluated.  Between two
 evaluations a run is credited with its latest evaluated accuracy (a step function: the accuracy of
@@ -17,13 +19,13 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
-
-from asyncfl.results import read_csv
+import pandas as pd
 
 AXES = ("time", "round")  # virtual seconds | aggregations
+TAIL_SHARE = 0.25  # "last quarter": evaluations at x >= 0.75 x the run's last evaluated x
 
 
 @dataclass(frozen=True)
@@ -35,12 +37,16 @@ class RunRecord:
     path: Path
 
 
+def evaluations(run_dir: Path) -> pd.DataFrame:
+    """The rows of metrics.csv with a test accuracy (an evaluation)."""
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    return metrics[metrics["test_accuracy"].notna()]
+
+
 def accuracy_points(run_dir: Path, axis: str) -> tuple[np.ndarray, np.ndarray]:
     """(x, accuracy) at every evaluation of a run, x in virtual seconds (``time``) or aggregations."""
-    rows = [r for r in read_csv(run_dir / "metrics.csv") if r["test_accuracy"] not in ("", "nan")]
-    x = np.array([float(r[axis]) for r in rows], dtype=np.float64)
-    y = np.array([float(r["test_accuracy"]) for r in rows], dtype=np.float64)
-    return x, y
+    rows = evaluations(run_dir)
+    return rows[axis].to_numpy(np.float64), rows["test_accuracy"].to_numpy(np.float64)
 
 
 def step_value(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -62,40 +68,21 @@ def band(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[dict[str, floa
     rows = []
     for j, x in enumerate(grid):
         v = values[:, j][~np.isnan(values[:, j])]
-        if not len(v):
-            continue
-        std = float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
-        rows.append({
-            "x": float(x), "seeds": len(v), "accuracy_mean": float(np.mean(v)), "accuracy_std": std,
-            "accuracy_min": float(np.min(v)), "accuracy_max": float(np.max(v)),
-        })  # fmt: skip
+        if len(v):
+            rows.append({"x": float(x), "seeds": len(v), "accuracy_mean": float(np.mean(v)),
+                         "accuracy_std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+                         "accuracy_min": float(np.min(v)),
+                         "accuracy_max": float(np.max(v))})  # fmt: skip
     return rows
 
 
-def group(records: Iterable[RunRecord]) -> dict[str, list[RunRecord]]:
-    """Records by label, labels in first-seen order."""
-    out: dict[str, list[RunRecord]] = {}
-    for record in records:
-        out.setdefault(record.label, []).append(record)
-    return out
-
-
-def comparison_rows(records: Sequence[RunRecord]) -> list[dict]:
+def comparison_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
     """comparison.csv: one row per (variant, axis, x) with the band statistics over seeds."""
-    rows = []
-    for label, runs in group(records).items():
-        for axis in AXES:
-            for row in band([accuracy_points(r.path, axis) for r in runs]):
-                rows.append({"variant": label, "axis": axis, **row})
-    return rows
-
-
-def first_reach(run_dir: Path, target: float) -> tuple[float, int] | None:
-    """(virtual seconds, aggregations) of the first evaluation with accuracy >= target, or None."""
-    for r in read_csv(run_dir / "metrics.csv"):
-        if r["test_accuracy"] not in ("", "nan") and float(r["test_accuracy"]) >= target:
-            return float(r["time"]), int(float(r["round"]))
-    return None
+    labels = list(dict.fromkeys(r.label for r in records))
+    return pd.DataFrame([
+        {"variant": label, "axis": axis, **row} for label in labels for axis in AXES
+        for row in band([accuracy_points(r.path, axis) for r in records if r.label == label])
+    ])  # fmt: skip
 
 
 def read_summary(run_dir: Path) -> dict:
@@ -118,11 +105,44 @@ def run_rows(records: Sequence[RunRecord]) -> list[dict]:
     return rows
 
 
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    v = [x for x in values if x is not None and not math.isnan(x)]
-    if not v:
+def mean_std(values: Sequence[float] | pd.Series) -> tuple[float, float]:
+    """Mean and sample std (0 for one value) of the values that are not None or NaN."""
+    v = pd.Series(values, dtype=np.float64).dropna().to_numpy()
+    if not len(v):
         return math.nan, math.nan
     return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def run_measures(run_dir: Path, targets: Sequence[float]) -> dict[str, float]:
+    """Every measure of one run (NaN where it has none, e.g. a target not reached): final, last-quarter
+    and best accuracy, and the virtual time and aggregations of the first evaluation >= each target."""
+    summary, rows = read_summary(run_dir), evaluations(run_dir)
+    out = {
+        "final accuracy": _number(summary.get("final_accuracy")),
+        "last-quarter accuracy": tail_accuracy(run_dir),
+        "best accuracy": _number(summary.get("best_accuracy")),
+    }
+    for target in targets:
+        hit = rows[rows["test_accuracy"] >= target].head(1)
+        out[f"time to {target:g} (virtual s)"] = float(hit["time"].iloc[0]) if len(hit) else math.nan
+        out[f"rounds to {target:g}"] = float(int(hit["round"].iloc[0])) if len(hit) else math.nan
+    return out
+
+
+def tail_accuracy(run_dir: Path, share: float = TAIL_SHARE) -> float:
+    """Mean of the evaluated accuracies in the last ``share`` of the run (by virtual time); less noisy than
+    the single final evaluation."""
+    x, y = accuracy_points(run_dir, "time")
+    return float(np.mean(y[x >= (1 - share) * x[-1]])) if len(x) else math.nan
+
+
+def measures_by_run(records: Sequence[RunRecord], targets: Sequence[float]) -> pd.DataFrame:
+    """One row per run: variant, seed and every measure of :func:`run_measures`."""
+    return pd.DataFrame([{"variant": r.label, "seed": r.seed, **run_measures(r.path, targets)} for r in records])
 
 
 def time_to_target_rows(records: Sequence[RunRecord], targets: Sequence[float]) -> list[dict]:
@@ -130,15 +150,13 @@ def time_to_target_rows(records: Sequence[RunRecord], targets: Sequence[float]) 
 
     Mean and std of the time (rounds) to target are over the seeds that reached it."""
     rows = []
-    for label, runs in group(records).items():
-        summaries = [read_summary(r.path) for r in runs]
-        final = mean_std([s.get("final_accuracy") for s in summaries])
-        best = mean_std([s.get("best_accuracy") for s in summaries])
+    for label, runs in measures_by_run(records, targets).groupby("variant", sort=False):
+        final, best = mean_std(runs["final accuracy"]), mean_std(runs["best accuracy"])
         for target in targets:
-            hits = [h for h in (first_reach(r.path, target) for r in runs) if h is not None]
-            t, r = mean_std([h[0] for h in hits]), mean_std([h[1] for h in hits])
+            t, r = mean_std(runs[f"time to {target:g} (virtual s)"]), mean_std(runs[f"rounds to {target:g}"])
             rows.append({
-                "variant": label, "target": target, "seeds": len(runs), "reached": len(hits),
+                "variant": label, "target": target, "seeds": len(runs),
+                "reached": int(runs[f"time to {target:g} (virtual s)"].notna().sum()),
                 "time_to_target_mean_s": t[0], "time_to_target_std_s": t[1],
                 "rounds_to_target_mean": r[0], "rounds_to_target_std": r[1],
                 "final_accuracy_mean": final[0], "final_accuracy_std": final[1],
@@ -150,20 +168,19 @@ def time_to_target_rows(records: Sequence[RunRecord], targets: Sequence[float]) 
 def default_targets(records: Sequence[RunRecord]) -> list[float]:
     """Without explicit targets: the scenario's stop.target_accuracy if every run has the same one,
     otherwise 90 % of the best mean final accuracy over variants (rounded down to 0.01)."""
-    declared = {read_summary(r.path).get("target_accuracy") for r in records}
+    summaries = [read_summary(r.path) for r in records]
+    declared = {s.get("target_accuracy") for s in summaries}
     if len(declared) == 1 and None not in declared:
         return [float(declared.pop())]
-    finals = [
-        mean_std([read_summary(r.path).get("final_accuracy") for r in runs])[0] for runs in group(records).values()
-    ]
-    finals = [f for f in finals if not math.isnan(f)]
-    return [math.floor(90 * max(finals)) / 100] if finals else []
+    finals = pd.Series([_number(s.get("final_accuracy")) for s in summaries])
+    means = finals.groupby([r.label for r in records], sort=False).agg(lambda v: mean_std(v)[0]).dropna()
+    return [math.floor(90 * means.max()) / 100] if len(means) else []
 
 
 def bias_stats(accuracies: Sequence[float]) -> dict[str, float]:
     """FedAR Table 3 over clients, in percent: mean +- std, variance (ddof=0, over clients), and the
     mean +- std of the worst and best 10 % of clients (at least one client each)."""
-    a = np.sort(np.array([x for x in accuracies if not math.isnan(x)], dtype=np.float64)) * 100
+    a = np.sort(pd.Series(accuracies, dtype=np.float64).dropna().to_numpy()) * 100
     if not len(a):
         return {}
     k = max(1, math.ceil(0.1 * len(a)))
@@ -175,20 +192,15 @@ def bias_stats(accuracies: Sequence[float]) -> dict[str, float]:
     }  # fmt: skip
 
 
-def client_accuracies(run_dir: Path) -> list[float]:
-    path = run_dir / "clients.csv"
-    if not path.is_file():
-        return []
-    return [float(r["accuracy"]) if r["accuracy"] not in ("", "nan") else math.nan for r in read_csv(path)]
-
-
-def bias_rows(records: Sequence[RunRecord]) -> list[dict]:
+def bias_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
     """client_accuracy.csv of a comparison: FedAR Table 3 per variant, each statistic averaged over seeds."""
-    rows = []
-    for label, runs in group(records).items():
-        stats = [s for s in (bias_stats(client_accuracies(r.path)) for r in runs) if s]
-        if not stats:
-            continue
-        keys = [k for k in stats[0] if k != "clients"]
-        rows.append({"variant": label, "seeds": len(stats), **{k: float(np.mean([s[k] for s in stats])) for k in keys}})
-    return rows
+    stats = pd.DataFrame([
+        {"variant": r.label, **bias_stats(pd.read_csv(r.path / "clients.csv").get("accuracy", []))} for r in records
+        if (r.path / "clients.csv").is_file()
+    ])  # fmt: skip
+    if "clients" not in stats:
+        return pd.DataFrame()
+    groups = stats.dropna(subset="clients").drop(columns="clients").groupby("variant", sort=False)
+    table = groups.agg(lambda v: float(np.mean(v.to_numpy()))).reset_index()
+    table.insert(1, "seeds", groups.size().to_numpy())
+    return table

@@ -47,10 +47,11 @@ def write_comparison(
         intro = "Time to target accuracy in virtual seconds; mean ± std over the seeds that reached it."
         written.append(write_markdown(out_dir / "time_to_target.md", [_ttt_markdown(r) for r in ttt], intro))
     bias = bias_rows(records)
-    if bias:
+    if len(bias):
         written.append(write_csv(out_dir / "client_accuracy.csv", bias))
         intro = "Accuracy of the final model over clients (FedAR Table 3 layout), averaged over seeds; percent."
-        written.append(write_markdown(out_dir / "client_accuracy.md", [_bias_markdown(r) for r in bias], intro))
+        cells = [_bias_markdown(r) for r in bias.to_dict("records")]
+        written.append(write_markdown(out_dir / "client_accuracy.md", cells, intro))
     for axis in ("time", "round"):
         path = plot_comparison(rows, axis, out_dir / f"accuracy_vs_{axis}.png", targets, title)
         if path is not None:

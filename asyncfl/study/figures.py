@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch
 
 from asyncfl.plots import accuracy_limits
@@ -18,22 +19,18 @@ XLABELS = {
 
 
 def plot_comparison(
-    rows: Sequence[dict], axis: str, path: Path, targets: Sequence[float] = (), title: str = ""
+    table: pd.DataFrame, axis: str, path: Path, targets: Sequence[float] = (), title: str = ""
 ) -> Path | None:
-    """One line per variant from comparison.csv rows of ``axis``.  The line is drawn where every seed
-    of the variant covers the abscissa; past that (some seeds ended earlier) it continues dotted."""
-    rows = [r for r in rows if r["axis"] == axis]
-    if not rows:
+    """One line per variant from the comparison.csv table's rows of ``axis``.  The line is drawn where
+    every seed of the variant covers the abscissa; past that (some seeds ended earlier) it continues dotted."""
+    rows = table[table["axis"] == axis] if len(table) else table
+    if not len(rows):
         return None
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.subplots()
-    variants = list(dict.fromkeys(r["variant"] for r in rows))
-    for i, variant in enumerate(variants):
-        mine = [r for r in rows if r["variant"] == variant]
-        x = np.array([r["x"] for r in mine], dtype=float)
-        mean = np.array([r["accuracy_mean"] for r in mine], dtype=float)
-        std = np.array([r["accuracy_std"] for r in mine], dtype=float)
-        seeds = np.array([r["seeds"] for r in mine])
+    for i, (variant, mine) in enumerate(rows.groupby("variant", sort=False)):
+        x, mean, std = (mine[c].to_numpy(dtype=float) for c in ("x", "accuracy_mean", "accuracy_std"))
+        seeds = mine["seeds"].to_numpy()
         full = seeds == seeds.max()
         last_full = int(np.nonzero(full)[0].max()) + 1
         color = f"C{i % 10}"
@@ -51,8 +48,8 @@ def plot_comparison(
         ax.axhline(target, color="0.3", lw=0.8, ls="--", label=f"target accuracy {names}" if j == 0 else None)
     ax.set_xlabel(XLABELS[axis])
     ax.set_ylabel("test accuracy (mean ± std over seeds)")
-    band = [float(r["accuracy_mean"]) + sign * float(r["accuracy_std"] or 0) for r in rows for sign in (-1, 0, 1)]
-    ax.set_ylim(*accuracy_limits(band + list(targets)))  # the data's range, not 0-1
+    mean, std = rows["accuracy_mean"].to_numpy(dtype=float), rows["accuracy_std"].to_numpy(dtype=float)
+    ax.set_ylim(*accuracy_limits([*(mean - std), *mean, *(mean + std), *targets]))  # the data's range, not 0-1
     ax.set_xlim(left=0)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=9)

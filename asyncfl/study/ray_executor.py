@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from asyncfl.config import ConfigError
-from asyncfl.study.sweep import Job, describe, run_job
+from asyncfl.study.jobs import Job, describe, run_job
 
 
 def run_in_scratch(scenario: dict) -> tuple[dict, dict[str, bytes]]:

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from asyncfl.config import ConfigError
-from asyncfl.study.aggregate import RunRecord, accuracy_points, first_reach, group, read_summary
+from asyncfl.study.aggregate import RunRecord, measures_by_run
 from asyncfl.study.tables import write_csv, write_markdown
 
 CONFIDENCE = 0.95
-TAIL_SHARE = 0.25  # "last quarter": evaluations at x >= 0.75 x the run's last evaluated x
 
 
 @dataclass(frozen=True)
@@ -99,44 +99,13 @@ def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def tail_accuracy(run_dir: Path, share: float = TAIL_SHARE) -> float:
-    """Mean of the evaluated accuracies in the last ``share`` of the run (by virtual time); less noisy than
-    the single final evaluation."""
-    x, y = accuracy_points(run_dir, "time")
-    if not len(x):
-        return math.nan
-    return float(np.mean(y[x >= (1 - share) * x[-1]]))
-
-
-def run_measures(run_dir: Path, targets: Sequence[float]) -> dict[str, float]:
-    """Every measure the report uses, for one run (NaN where a run has no value, e.g. target not reached)."""
-    summary = read_summary(run_dir)
-    out = {
-        "final accuracy": _number(summary.get("final_accuracy")),
-        "last-quarter accuracy": tail_accuracy(run_dir),
-        "best accuracy": _number(summary.get("best_accuracy")),
-    }
-    for target in targets:
-        hit = first_reach(run_dir, target)
-        out[f"time to {target:g} (virtual s)"] = hit[0] if hit else math.nan
-        out[f"rounds to {target:g}"] = float(hit[1]) if hit else math.nan
-    return out
-
-
-def _number(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-
-
 def measure_table(records: Sequence[RunRecord], targets: Sequence[float]) -> dict[str, dict[str, dict[int, float]]]:
-    """variant -> measure -> seed -> value."""
-    table: dict[str, dict[str, dict[int, float]]] = {}
-    for label, runs in group(records).items():
-        per_measure: dict[str, dict[int, float]] = {}
-        for index, run in enumerate(runs):
-            seed = run.seed if run.seed is not None else index
-            for measure, value in run_measures(run.path, targets).items():
-                per_measure.setdefault(measure, {})[seed] = value
-        table[label] = per_measure
+    """variant -> measure (:func:`~asyncfl.study.aggregate.run_measures`) -> seed -> value; a run without
+    a seed is keyed by its position among the variant's runs."""
+    table = {}
+    for label, runs in measures_by_run(records, targets).groupby("variant", sort=False):
+        seeds = [i if pd.isna(s) else int(s) for i, s in enumerate(runs["seed"])]
+        table[label] = {m: dict(zip(seeds, runs[m])) for m in runs.columns[2:]}
     return table
 
 

@@ -30,7 +30,6 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from asyncfl.config import ConfigError
 from asyncfl.plots import plot_accuracy_vs_time, run_start, time_of_day_axis
-from asyncfl.results import read_csv
 from asyncfl.study.aggregate import bias_stats
 from asyncfl.study.tables import write_csv, write_markdown
 from asyncfl.study.timeline import (
@@ -362,17 +361,14 @@ def draw_timezones(run_dir: Path) -> Figure | None:
     clients = _clients(run_dir)
     if not len(clients) or "utc_offset_h" not in clients or not (run_dir / "updates.csv").is_file():
         return None
-    rounds = read_csv(run_dir / "rounds.csv")
-    if not rounds:
+    rounds, updates = pd.read_csv(run_dir / "rounds.csv"), pd.read_csv(run_dir / "updates.csv")
+    if not len(rounds) or not len(updates):
         return None
-    times = {int(r["round"]): float(r["time"]) for r in rounds}
-    updates = pd.read_csv(run_dir / "updates.csv")
-    if not len(updates):
-        return None
+    times = rounds.set_index("round")["time"]
     offsets = clients.set_index("client")["utc_offset_h"]
     zone = offsets.reindex(updates["client"]).to_numpy(dtype=float)
     t = updates["version"].map(times).to_numpy(dtype=float)
-    end = max(times.values())
+    end = float(times.max())
     bins = np.arange(0.0, end + 3600.0, 3600.0)
     counts = clients["utc_offset_h"].value_counts()
     shown = list(counts.index[:6])

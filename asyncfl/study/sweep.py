@@ -22,7 +22,6 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -31,17 +30,9 @@ from asyncfl.config import ConfigError
 from asyncfl.results import ENDED, new_run_dir, refuse_used_out, write_atomic
 from asyncfl.study.aggregate import RunRecord, read_summary
 from asyncfl.study.compare import STUDY_FILE, write_comparison
+from asyncfl.study.jobs import Job, run_locally
 from asyncfl.study.report import write_report
 from asyncfl.study.spec import Study
-
-
-@dataclass(frozen=True)
-class Job:
-    variant: str
-    seed: int
-    scenario: dict  # the validated scenario as plain JSON data (what crosses to a Ray worker)
-    run_dir: Path
-    resume: bool = False  # continue the partial run in run_dir from its checkpoint
 
 
 @dataclass
@@ -147,38 +138,3 @@ def _differences(a: object, b: object, prefix: str = "") -> list[str]:
             out += _differences(a[key], b[key], f"{prefix}{key}.")
         return out
     return [] if a == b else [prefix.rstrip(".")]
-
-
-def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
-    """One run from plain scenario data (or its checkpoint) to a finished run directory (with its
-    figures when ``output.plot``: the run draws them)."""
-    from asyncfl.config import validate_scenario
-    from asyncfl.runner import resume_run, run_scenario
-
-    if resume:
-        resume_run(run_dir, quiet=True)
-    else:
-        run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
-    return read_summary(run_dir)
-
-
-def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, str]]:
-    failures = []
-    for i, job in enumerate(jobs, start=1):
-        try:
-            summary = run_job(job.scenario, job.run_dir, job.resume)
-        except Exception as exc:  # one broken run must not lose the others
-            failures.append((job, f"{type(exc).__name__}: {exc}"))
-            log(f"[{i}/{len(jobs)}] {job.variant} seed{job.seed}: FAILED: {exc}")
-            continue
-        log(f"[{i}/{len(jobs)}] {describe(job, summary)}")
-    return failures
-
-
-def describe(job: Job, summary: dict) -> str:
-    acc = summary.get("final_accuracy")
-    acc_text = f"{acc:.3f}" if isinstance(acc, (int, float)) else "n/a"
-    return (
-        f"{job.variant} seed{job.seed}: {summary.get('status')}, final accuracy {acc_text}, "
-        f"{summary.get('virtual_time_s', 0):,.0f} virtual s, {summary.get('real_seconds', 0):.1f} s real"
-    )

@@ -1,43 +1,47 @@
-"""Small table writers: CSV (numbers, NaN as empty) and GitHub Markdown (preformatted strings)."""
+"""Table writers over pandas: CSV (floats rounded, NaN and None as empty) and GitHub Markdown
+(preformatted strings).  ``DataFrame.to_markdown`` is not used: it pads every column to its width."""
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import pandas as pd
+
 from asyncfl.results import write_atomic
 
-
-def _cell(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return round(value, 6) if isinstance(value, float) else value
+Table = pd.DataFrame | Sequence[Mapping[str, Any]]
 
 
-def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
-    buffer = io.StringIO()
-    columns = list(rows[0]) if rows else []
-    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
-    write_atomic(path, buffer.getvalue())
+def frame(table: Table) -> pd.DataFrame:
+    """Rows as a DataFrame of Python objects (an int column with a missing value stays ints)."""
+    return table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table), dtype=object)
+
+
+def write_csv(path: Path, table: Table, digits: int | None = 6) -> Path:
+    """``table`` as CSV, floats rounded to ``digits`` (None: written in full)."""
+
+    def cell(value: Any) -> Any:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        return round(value, digits) if isinstance(value, float) and digits is not None else value
+
+    write_atomic(path, frame(table).map(cell).to_csv(index=False, lineterminator="\n"))
     return path
 
 
-def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    if not rows:
+def markdown(table: Table) -> str:
+    table = frame(table)
+    if table.empty:
         return ""
-    columns = list(rows[0])
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in table.itertuples(index=False)]
     return "\n".join(lines) + "\n"
 
 
-def write_markdown(path: Path, rows: Sequence[Mapping[str, Any]], intro: str = "") -> Path:
-    write_atomic(path, (intro + "\n\n" if intro else "") + markdown(rows))
+def write_markdown(path: Path, table: Table, intro: str = "") -> Path:
+    write_atomic(path, (intro + "\n\n" if intro else "") + markdown(table))
     return path
 
 

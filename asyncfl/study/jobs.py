@@ -1,0 +1,56 @@
+"""One run of a sweep (or of ``advise``'s grid): what it is (:class:`Job`), how it runs (:func:`run_job`,
+the only place the study layer reaches the runner, lazily) and the local executor (:func:`run_locally`).
+The Ray executor (:mod:`asyncfl.study.ray_executor`) builds on this module; :mod:`asyncfl.study.sweep`
+chooses between the two, so the imports go one way: sweep -> ray_executor -> jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from asyncfl.study.aggregate import read_summary
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: str
+    seed: int
+    scenario: dict  # the validated scenario as plain JSON data (what crosses to a Ray worker)
+    run_dir: Path
+    resume: bool = False  # continue the partial run in run_dir from its checkpoint
+
+
+def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
+    """One run from plain scenario data (or its checkpoint) to a finished run directory (with its
+    figures when ``output.plot``: the run draws them)."""
+    from asyncfl.config import validate_scenario
+    from asyncfl.runner import resume_run, run_scenario
+
+    if resume:
+        resume_run(run_dir, quiet=True)
+    else:
+        run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
+    return read_summary(run_dir)
+
+
+def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, str]]:
+    failures = []
+    for i, job in enumerate(jobs, start=1):
+        try:
+            summary = run_job(job.scenario, job.run_dir, job.resume)
+        except Exception as exc:  # one broken run must not lose the others
+            failures.append((job, f"{type(exc).__name__}: {exc}"))
+            log(f"[{i}/{len(jobs)}] {job.variant} seed{job.seed}: FAILED: {exc}")
+            continue
+        log(f"[{i}/{len(jobs)}] {describe(job, summary)}")
+    return failures
+
+
+def describe(job: Job, summary: dict) -> str:
+    acc = summary.get("final_accuracy")
+    acc_text = f"{acc:.3f}" if isinstance(acc, (int, float)) else "n/a"
+    return (
+        f"{job.variant} seed{job.seed}: {summary.get('status')}, final accuracy {acc_text}, "
+        f"{summary.get('virtual_time_s', 0):,.0f} virtual s, {summary.get('real_seconds', 0):.1f} s real"
+    )

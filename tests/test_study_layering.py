@@ -1,0 +1,59 @@
+"""The run directory is the only contract between simulation and analysis: asyncfl.study reads files and
+imports nothing of the timing or learning world (only the runner, lazily, to execute runs), and its own
+modules import each other one way (no cycle, lazy imports included)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STUDY = ROOT / "asyncfl" / "study"
+ANALYSIS = ("compare", "report", "aggregate", "tables", "straggler", "timeline", "figures", "advise")
+WORLDS = ("asyncfl.sim", "asyncfl.learn", "asyncfl.algorithms", "asyncfl.runner", "torch", "simpy")
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def _in(module: str, roots: tuple[str, ...]) -> bool:
+    return any(module == root or module.startswith(root + ".") for root in roots)
+
+
+def test_study_modules_import_no_simulation_or_learning_code():
+    imports = {path.stem: _imports(path) for path in STUDY.glob("*.py")}
+    reaching = {name: sorted(m for m in found if _in(m, WORLDS)) for name, found in imports.items()}
+    assert {name: found for name, found in reaching.items() if found} == {"jobs": ["asyncfl.runner"]}
+
+
+def test_analysis_modules_load_without_simulation_learning_or_torch():
+    code = "import sys\n" + "".join(f"import asyncfl.study.{name}\n" for name in ANALYSIS)
+    code += "print(' '.join(sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
+    modules = set(loaded.stdout.split())
+    assert {f"asyncfl.study.{name}" for name in ANALYSIS} <= modules
+    assert sorted(m for m in modules if _in(m, WORLDS)) == []
+
+
+def test_study_modules_import_each_other_one_way():
+    """sweep -> ray_executor -> jobs, never back (ray_executor used to import sweep, which imports it)."""
+    graph = {
+        path.stem: {m.rsplit(".", 1)[1] for m in _imports(path) if m.startswith("asyncfl.study.")}
+        for path in STUDY.glob("*.py")
+    }
+    assert "ray_executor" in graph["sweep"] and graph["ray_executor"] == {"jobs"}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in graph.get(start, ()))
+
+    assert [name for name in graph if reaches(name, name, {name})] == []
