@@ -36,13 +36,21 @@ def test_study_modules_import_no_simulation_or_learning_code():
     assert {name: found for name, found in reaching.items() if found} == {"jobs": ["asyncfl.runner"]}
 
 
+def _loaded(imports: str) -> set[str]:
+    code = f"import sys\n{imports}print(' '.join(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
+    return set(done.stdout.split())
+
+
 def test_analysis_modules_load_without_simulation_learning_or_torch():
-    code = "import sys\n" + "".join(f"import asyncfl.study.{name}\n" for name in ANALYSIS)
-    code += "print(' '.join(sys.modules))"
-    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
-    modules = set(loaded.stdout.split())
+    """The analysis reads scenarios through asyncfl.config, whose schema is built from the registries'
+    metadata (availability kinds, data sets, models, partitioners: torch-free modules); beyond what the
+    config loads, the analysis modules load nothing of the two worlds, and never torch or SimPy."""
+    schema = _loaded("import asyncfl.config\nasyncfl.config.Scenario\n")
+    modules = _loaded("".join(f"import asyncfl.study.{name}\n" for name in ANALYSIS))
     assert {f"asyncfl.study.{name}" for name in ANALYSIS} <= modules
-    assert sorted(m for m in modules if _in(m, WORLDS)) == []
+    assert sorted(m for m in modules - schema if _in(m, WORLDS)) == []
+    assert not {"torch", "simpy"} & (modules | schema)
 
 
 def test_study_modules_import_each_other_one_way():
