@@ -35,7 +35,7 @@ from asyncfl.results import OfflineMeter, RunDirectory, new_run_dir, timeline_sa
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, Work, phase_seconds
 from asyncfl.sim.population import build_clients, participation_probabilities, utc_offsets
-from asyncfl.sim.servers import RoundInfo, k_async_server, sync_server
+from asyncfl.sim.servers import SERVER_MODES, RoundInfo, ServerContext
 
 
 def resolve_device(choice: str) -> torch.device:
@@ -189,8 +189,6 @@ class Simulation:
         s = self.scenario
         env = simpy.Environment()
         limit = s.stop.virtual_time_s if s.stop.virtual_time_s is not None else math.inf
-        server = sync_server if s.server.mode == "sync" else k_async_server
-        hints = {"logged": self.out.logs_client} if s.server.mode == "sync" else {}
         total = s.stop.rounds
         self.bar = tqdm(total=total, disable=self.quiet, unit="round", dynamic_ncols=True)
         if self.resume is None:
@@ -198,20 +196,11 @@ class Simulation:
             self._checkpoint(0, 0.0, stop=False)
         elif self.resume["aggregations"] == 0:  # killed before the first aggregation: nothing to replay
             self._replay_round()
-        process = env.process(
-            server(
-                env,
-                self.clients,
-                self.work,
-                s.server,
-                s.seed,
-                self._submit,
-                self._close_round,
-                self._log,
-                limit,
-                **hints,
-            )  # fmt: skip
-        )
+        context = ServerContext(
+            env, self.clients, self.work, s.server, s.seed, self._submit, self._close_round, self._log, limit,
+            logs_client=self.out.logs_client,
+        )  # fmt: skip
+        process = env.process(SERVER_MODES[s.server.mode].process(context))
         try:
             with collections_per_aggregation():
                 env.run(until=process)

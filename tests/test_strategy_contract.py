@@ -9,15 +9,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncfl.algorithms import REGISTRY, Context, Update, make_strategy
+from asyncfl.algorithms import PARAMS, REGISTRY, Context, Update, make_strategy
 from asyncfl.config import validate_scenario
 
 NUM_CLIENTS, DIM = 6, 5
 
 
 def _strategy(name: str):
-    cls = REGISTRY[name]
-    mode = "sync" if "sync" in cls.modes else "k_async"
+    mode = "sync" if "sync" in PARAMS[name].modes else "k_async"
     # server.k belongs to k_async only: a sync scenario refuses it
     server = {"mode": mode} if mode == "sync" else {"mode": mode, "k": 1 if name == "fedasync" else 3}
     params = validate_scenario({"server": server, "algorithm": {"name": name}, "data": {"clients": NUM_CLIENTS}})

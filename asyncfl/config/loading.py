@@ -11,11 +11,8 @@ from typing import Any, Iterable, Mapping
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from asyncfl.config.errors import ConfigError
 from asyncfl.config.schema import Scenario
-
-
-class ConfigError(ValueError):
-    """A user-facing problem with a scenario: the message is meant to be printed as it is."""
 
 
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
