@@ -2,9 +2,10 @@
 
 A checkpoint is written atomically (temporary file, fsync, rename) at aggregation boundaries
 (``checkpoint.every_rounds`` / ``every_virtual_s``, and when the run stops).  It holds the learning
-state only: global parameters and version, the strategy object with its memories, the job book
-(outstanding training jobs, their base vectors and any results already computed), the progress
-record, and the byte offsets of every log file at that moment.
+state only: global parameters and version, the strategy's memories (its ``state_dict``: tensors and
+plain values, never the strategy object), the job book (outstanding training jobs, their base vectors
+and any results already computed), the progress record, and the byte offsets of every log file at
+that moment.
 
 The clock world is not saved.  It never depends on what is learned, so resuming replays it from
 t = 0 with the same seed (no training, no logging: as fast as ``timing_only``) up to the

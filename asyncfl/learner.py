@@ -121,13 +121,13 @@ class Learner:
             "params": self.params,
             "version": self.version,
             "seen": set(self.seen),
-            "strategy": self.strategy,
+            "strategy": self.strategy.state_dict(),
             "jobs": self.jobs.state(),
         }
 
     def restore(self, state: dict) -> None:
         self.params, self.version, self.seen = state["params"], state["version"], set(state["seen"])
-        self.strategy = state["strategy"]
+        self.strategy.load_state_dict(state["strategy"])
         self.jobs.restore(state["jobs"])
 
     def test_metrics(self) -> tuple[float, float, list[float]]:

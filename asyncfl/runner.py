@@ -42,7 +42,7 @@ from asyncfl.run_summary import SummaryWriter
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import Work
 from asyncfl.sim.population import build_clients, participation_probabilities
-from asyncfl.sim.servers import RoundInfo, k_async_server, sync_server
+from asyncfl.sim.servers import SERVER_MODES, RoundInfo, ServerContext
 
 
 def resolve_device(choice: str) -> torch.device:
@@ -179,8 +179,8 @@ class Simulation:
         strategy = make_strategy(s.algorithm, s.data.clients, initial)
         trainer = make_trainer(self.model, self.federation, s.training, s.seed, s.trainer, self.device)
         self.threads = training_threads(self.model, self.device, s.trainer)
-        max_staleness = s.server.max_staleness if s.server.mode == "k_async" else None
-        return Learner(self.model, self.federation, strategy, trainer, s.training, max_staleness)
+        # a key of another server mode is always at its default (None here): the schema refuses it
+        return Learner(self.model, self.federation, strategy, trainer, s.training, s.server.max_staleness)
 
     @property
     def progress(self) -> Progress:
@@ -200,27 +200,16 @@ class Simulation:
         s = self.scenario
         env = simpy.Environment()
         limit = s.stop.virtual_time_s if s.stop.virtual_time_s is not None else math.inf
-        server = sync_server if s.server.mode == "sync" else k_async_server
-        hints = {"logged": self.out.logs_client} if s.server.mode == "sync" else {}
         if self.resume is None:
             for callback in self.callbacks:
                 callback.on_start(self.state)
         elif self.resume["aggregations"] == 0:  # killed before the first aggregation: nothing to replay
             self._replay_round()
-        process = env.process(
-            server(
-                env,
-                self.clients,
-                self.work,
-                s.server,
-                s.seed,
-                self._submit,
-                self._close_round,
-                self._log,
-                limit,
-                **hints,
-            )  # fmt: skip
-        )
+        context = ServerContext(
+            env, self.clients, self.work, s.server, s.seed, self._submit, self._close_round, self._log, limit,
+            logs_client=self.out.logs_client,
+        )  # fmt: skip
+        process = env.process(SERVER_MODES[s.server.mode].process(context))
         try:
             with collections_per_aggregation():
                 env.run(until=process)

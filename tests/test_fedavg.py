@@ -9,8 +9,12 @@ import torch
 from conftest import scenario
 
 from asyncfl.algorithms import Context, Update, make_strategy
-from asyncfl.algorithms.staleness import staleness_weight
-from asyncfl.config.async_algorithms import ExponentialStaleness, HingeStaleness, PolynomialStaleness
+from asyncfl.algorithms.staleness import (
+    ExponentialStaleness,
+    HingeStaleness,
+    PolynomialStaleness,
+    staleness_weight,
+)
 
 
 def _update(client, delta, samples=10, staleness=0):

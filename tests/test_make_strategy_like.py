@@ -7,14 +7,14 @@ import re
 
 import torch
 
-from asyncfl.algorithms import REGISTRY, Context, Update, make_strategy
+from asyncfl.algorithms import PARAMS, REGISTRY, Context, Update, make_strategy
 from asyncfl.config import validate_scenario
 
 NUM_CLIENTS, DIM = 4, 5
 
 
 def _first_aggregate(name: str, like: torch.Tensor) -> torch.Tensor:
-    mode = "sync" if "sync" in REGISTRY[name].modes else "k_async"
+    mode = "sync" if "sync" in PARAMS[name].modes else "k_async"
     # server.k belongs to k_async only: a sync scenario refuses it
     server = {"mode": mode} if mode == "sync" else {"mode": mode, "k": 1 if name == "fedasync" else 2}
     params = validate_scenario({"server": server, "algorithm": {"name": name}, "data": {"clients": NUM_CLIENTS}})

@@ -205,3 +205,38 @@ def test_ctrl_c_during_a_round_commit_is_raised_only_after_the_commit():
     with runner.interrupts_deferred():  # no signal: nothing is raised
         steps.append("next round")
     assert steps == ["rows written", "next round"]
+
+
+MEMORY_ALGORITHMS = {"fedar": "sync", "fedau": "sync", "fedvarp": "sync", "fl_fdms": "sync"}
+MEMORY_ALGORITHMS |= {"fedasync": "k_async", "fedhist": "k_async"}
+
+
+@pytest.mark.parametrize("name", sorted(MEMORY_ALGORITHMS))
+def test_resume_restores_every_strategy_memory(tmp_path, monkeypatch, name):
+    """The checkpoint holds the strategy's state_dict (tensors and plain values, no strategy object), and a
+    run killed half-way resumes to the same files whatever the algorithm remembers."""
+    import torch
+
+    from asyncfl.checkpoint import FILE
+
+    raw = {**MODES[MEMORY_ALGORITHMS[name]], "algorithm": {"name": name, "record_weights": True}}
+    if name == "fedasync":
+        raw["server"] = {**raw["server"], "k": 1}
+    s = scenario(**raw)
+    reference = runner.run_scenario(s, tmp_path / "reference")
+    lines = (reference / "events.jsonl").read_text().splitlines()
+    killed = tmp_path / "killed"
+    assert _kill_at_event(monkeypatch, s, killed, len(lines) // 2)
+    state = torch.load(killed / FILE, weights_only=False)["learner"]["strategy"]
+    assert isinstance(state, dict) and state, state
+
+    def plain(value) -> bool:
+        if isinstance(value, dict):
+            return all(plain(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        return isinstance(value, (int, float, str, bool, torch.Tensor))
+
+    assert plain(state)
+    runner.resume_run(killed)
+    _same_results(reference, killed)

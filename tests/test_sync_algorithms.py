@@ -10,19 +10,13 @@ import pytest
 import torch
 
 from asyncfl.algorithms import REGISTRY, Context, Update
-from asyncfl.algorithms.fedar import psi
-from asyncfl.algorithms.fl_fdms import elimination_threshold
-from asyncfl.config.sync_algorithms import (
-    Elimination,
-    FedArParams,
-    FedAuParams,
-    FedAvgKnownPParams,
-    FedAvgParams,
-    FedVarpParams,
-    FlFdmsParams,
-    LinearCutoff,
-    MifaParams,
-)
+from asyncfl.algorithms.fedar import FedArParams, LinearCutoff, psi
+from asyncfl.algorithms.fedau import FedAuParams
+from asyncfl.algorithms.fedavg import FedAvgParams
+from asyncfl.algorithms.fedavg_known_p import FedAvgKnownPParams
+from asyncfl.algorithms.fedvarp import FedVarpParams
+from asyncfl.algorithms.fl_fdms import Elimination, FlFdmsParams, elimination_threshold
+from asyncfl.algorithms.mifa import MifaParams
 
 
 def upd(client: int, delta, rnd: int = 0, lr: float = 0.1, base: int | None = None) -> Update:

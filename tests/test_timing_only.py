@@ -13,7 +13,7 @@ import json
 import pytest
 import torch
 
-import asyncfl.sim.servers as servers
+import asyncfl.sim.servers.sync as sync_server
 from asyncfl.config.loading import validate_scenario
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model
@@ -99,7 +99,7 @@ def _per_process(env, clients, plans, log, logged=None):
 )
 def test_grouped_player_logs_what_one_process_per_task_logs(tmp_path, monkeypatch, changes):
     grouped = _run(tmp_path, "grouped", BASE, timing_only=True, **changes)
-    monkeypatch.setattr(servers, "play_tasks", _per_process)
+    monkeypatch.setattr(sync_server, "play_tasks", _per_process)
     reference = _run(tmp_path, "processes", BASE, timing_only=True, **changes)
     for name in ("events.jsonl", "clients.csv", "rounds.csv"):
         assert (grouped / name).read_text() == (reference / name).read_text()

@@ -1,7 +1,10 @@
 """Aggregation strategies, one module per algorithm.
 
-Each algorithm module sets ``STRATEGY`` to its class and the class sets ``name``; the registry is
-built by importing every module of this package, so adding an algorithm never edits a shared list.
+Each algorithm module sets ``STRATEGY`` to its strategy class and ``PARAMS`` to its YAML section (an
+:class:`~asyncfl.config.algorithm_base.AlgorithmParams` subclass with its ``name`` tag and the server
+``modes`` it runs under).  The registry is built by importing every module of this package, so adding an
+algorithm is adding one file.  The modules import torch lazily (:mod:`asyncfl.lazy`): the schema reads
+their sections without importing torch.
 """
 
 from __future__ import annotations
@@ -9,23 +12,30 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-import torch
-
 from asyncfl.algorithms.base import Aggregate, Context, Strategy, Update
-from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.config.algorithm_base import AlgorithmParams, algorithm_name
+from asyncfl.lazy import torch
 
 
-def _discover() -> dict[str, type]:
-    registry = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+def _discover() -> tuple[dict[str, type[AlgorithmParams]], dict[str, type]]:
+    found = []
+    for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        strategy = getattr(module, "STRATEGY", None)
+        strategy, params = getattr(module, "STRATEGY", None), getattr(module, "PARAMS", None)
         if strategy is not None:
-            registry[strategy.name] = strategy
-    return registry
+            if params is None or not issubclass(params, AlgorithmParams) or not params.modes:
+                raise TypeError(f"{module.__name__}: PARAMS must be an AlgorithmParams subclass stating its modes")
+            found.append((params.order, algorithm_name(params), params, strategy))
+    found.sort(key=lambda entry: entry[:2])
+    return {name: params for _, name, params, _ in found}, {name: strategy for _, name, _, strategy in found}
 
 
-REGISTRY: dict[str, type] = _discover()
+PARAMS, REGISTRY = _discover()  # name -> parameter section, name -> strategy class; in reference order
+
+
+def algorithms_for(mode: str) -> tuple[str, ...]:
+    """The names of the algorithms that run under ``server.mode`` ``mode``."""
+    return tuple(name for name, params in PARAMS.items() if mode in params.modes)
 
 
 def make_strategy(params: AlgorithmParams, num_clients: int, like: torch.Tensor) -> Strategy:
@@ -41,4 +51,4 @@ def make_strategy(params: AlgorithmParams, num_clients: int, like: torch.Tensor)
     return REGISTRY[name](params, num_clients, like)
 
 
-__all__ = ["Aggregate", "Context", "REGISTRY", "Strategy", "Update", "make_strategy"]
+__all__ = ["PARAMS", "REGISTRY", "Aggregate", "Context", "Strategy", "Update", "algorithms_for", "make_strategy"]

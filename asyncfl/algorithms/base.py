@@ -8,10 +8,13 @@ are ``-delta / lr``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Sequence
+from typing import Any, Protocol
 
-import torch
+import numpy as np
+
+from asyncfl.lazy import torch
 
 
 @dataclass(frozen=True)
@@ -65,15 +68,41 @@ class Strategy(Protocol):
     """Every algorithm implements this.
 
     Constructed as ``cls(params, num_clients, like)``: its params section, the population size and the
-    initial global vector (shape, dtype and device for preallocated memory).  Set ``STRATEGY = cls``
-    in the module so the registry finds it.  Optionally ``extra_outputs() -> {file name: rows}``
-    returns tables written into the run directory at the end (e.g. FL-FDMS's similarity matrix).
+    initial global vector (shape, dtype and device for preallocated memory).  The module sets
+    ``STRATEGY = cls`` and ``PARAMS = <its AlgorithmParams subclass>`` (name, modes) so the registry finds
+    both.  ``state_dict()`` returns everything the strategy remembers between aggregations as tensors and
+    plain values (numbers, strings, lists, tuples and dicts of them), ``load_state_dict(state)`` puts it
+    into a freshly constructed strategy: a checkpoint holds that, never the strategy object.  Optionally
+    ``extra_outputs() -> {file name: rows}`` returns tables written into the run directory at the end
+    (e.g. FL-FDMS's similarity matrix).
     """
 
-    name: ClassVar[str]
-    modes: ClassVar[frozenset[str]]
-
     def aggregate(self, global_params: torch.Tensor, updates: Sequence[Update], context: Context) -> Aggregate: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class Memoryless:
+    """For strategies that remember nothing between aggregations: an empty state."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state:
+            raise ValueError(f"{type(self).__name__} keeps no state, got {sorted(state)}")
+
+
+def array_state(array: np.ndarray) -> torch.Tensor:
+    """A numpy memory as a tensor for ``state_dict`` (same dtype and values; shares the memory)."""
+    return torch.from_numpy(array)
+
+
+def array_from_state(tensor: torch.Tensor) -> np.ndarray:
+    """The inverse of :func:`array_state`, as an array of its own."""
+    return tensor.numpy().copy()
 
 
 def weighted_sum(updates: Sequence[Update], weights: Sequence[float]) -> torch.Tensor:

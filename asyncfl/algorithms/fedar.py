@@ -29,14 +29,58 @@ Delta_i / eta_i (= -G_i).
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
-import torch
+from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update
+from asyncfl.algorithms.base import Aggregate, Context, Update, array_from_state, array_state
 from asyncfl.algorithms.memory import UpdateStore
-from asyncfl.config.sync_algorithms import Cutoff, FedArParams
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.config.base import Section
+from asyncfl.lazy import torch
+
+
+class LinearCutoff(Section):
+    """g(t) = t0 + t / b (FedAR Theorem 1, convex analysis: t0 > 0, b > 2).  t0 = 20, b = 4 are our
+    choice: the paper gives no values."""
+
+    kind: Literal["linear"]
+    t0: float = Field(default=20.0, gt=0, description="rounds of inactivity tolerated at the start")
+    b: float = Field(default=4.0, gt=2, description="g grows by one every b rounds")
+
+
+class SqrtCutoff(Section):
+    """g(t) = c * max(sqrt(t), sqrt(t0)) (FedAR Theorem 2, non-convex analysis).  The paper's c depends
+    on unknown constants (L, beta, lambda, K, N); c = 4 and t0 = 25 are our choice (g = 20 at first)."""
+
+    kind: Literal["sqrt"]
+    c: float = Field(default=4.0, gt=0)
+    t0: float = Field(default=25.0, gt=0)
+
+
+class NoCutoff(Section):
+    """g(t) = infinity: no client is ever excluded."""
+
+    kind: Literal["none"]
+
+
+Cutoff = Annotated[LinearCutoff | SqrtCutoff | NoCutoff, Field(discriminator="kind")]
+
+
+class FedArParams(AlgorithmParams):
+    """FedAR (fedar.md section 4, eqs. 4-7): psi-weighted latest updates of every contributing client."""
+
+    name: Literal["fedar"]
+    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
+    order: ClassVar[int] = 4
+    rho: float = Field(default=0.1, ge=0, le=1, description="psi = min((tau + 1)^rho, psi_max); paper section 6")
+    psi_max: float = Field(default=2.0, ge=1, description="cap of psi; the paper fixes 2 for its convergence proof")
+    cutoff: Cutoff = Field(
+        default=LinearCutoff(kind="linear"),
+        description="g(t): clients inactive for g(t) rounds or more get psi = 0 and leave N_t",
+    )
 
 
 def cutoff_rounds(spec: Cutoff, t: int) -> float:
@@ -55,9 +99,6 @@ def psi(tau: np.ndarray, g: float, rho: float, psi_max: float) -> np.ndarray:
 
 
 class FedAR:
-    name = "fedar"
-    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
-
     def __init__(self, params: FedArParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -98,8 +139,23 @@ class FedAR:
             },
         )
 
+    def state_dict(self) -> dict:
+        return {
+            "store": self.store.state_dict(),
+            "tau": array_state(self.tau),
+            "ever": array_state(self.ever),
+            "lr": self.lr,
+            "log": [dict(row) for row in self.log],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.store.load_state_dict(state["store"])
+        self.tau, self.ever = array_from_state(state["tau"]), array_from_state(state["ever"])
+        self.lr, self.log = state["lr"], [dict(row) for row in state["log"]]
+
     def extra_outputs(self) -> dict[str, list[dict]]:
         return {"fedar_exclusions.csv": self.log}
 
 
 STRATEGY = FedAR
+PARAMS = FedArParams

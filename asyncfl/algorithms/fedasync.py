@@ -14,14 +14,47 @@ s is one of the shared staleness functions of :mod:`asyncfl.algorithms.staleness
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import torch
+from pydantic import Field
 
 from asyncfl.algorithms.base import Aggregate, Context, Update
-from asyncfl.algorithms.memory import DTYPES
-from asyncfl.algorithms.staleness import staleness_weight
-from asyncfl.config.async_algorithms import FedAsyncParams
+from asyncfl.algorithms.memory import store_dtype
+from asyncfl.algorithms.staleness import PolynomialStaleness, Staleness, staleness_weight
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.lazy import torch
+
+if TYPE_CHECKING:
+    from asyncfl.config.schema import Scenario
+
+
+class FedAsyncParams(AlgorithmParams):
+    """FedAsync (Xie et al. 2019, Alg. 1): w <- (1 - a_t) w + a_t w_local, a_t = mixing * s(tau); needs server.k 1.
+
+    The paper's experiments use mixing in {0.5, 0.6, 0.8, 0.9} and the polynomial s with a = 0.5;
+    the defaults are mixing 0.6 and polynomial a = 0.5.
+    """
+
+    name: Literal["fedasync"]
+    modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
+    order: ClassVar[int] = 8
+    mixing: float = Field(default=0.6, gt=0, le=1, description="mixing hyperparameter alpha of FedAsync")
+    staleness: Staleness = Field(
+        default=PolynomialStaleness(kind="polynomial"), description="discount s(tau) of the mixing weight"
+    )
+    keep_versions: int | None = Field(
+        default=None,
+        ge=1,
+        description="w_local = w_base + Delta needs the base model: keep the versions an update up to N "
+        "versions stale needs (null: all; with large models set server.max_staleness and this to the same N)",
+    )
+
+    def check(self, scenario: Scenario) -> None:
+        if scenario.server.k != 1:
+            raise ValueError(
+                f"algorithm.name fedasync mixes one update at a time: set server.k to 1 (got {scenario.server.k})"
+            )
 
 
 def fedasync_mix(current: torch.Tensor, base: torch.Tensor, delta: torch.Tensor, a: float) -> torch.Tensor:
@@ -30,9 +63,6 @@ def fedasync_mix(current: torch.Tensor, base: torch.Tensor, delta: torch.Tensor,
 
 
 class FedAsync:
-    name = "fedasync"
-    modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
-
     def __init__(self, params: FedAsyncParams, num_clients: int, like: torch.Tensor) -> None:
         if params.server_lr != 1.0:
             raise ValueError(
@@ -41,7 +71,7 @@ class FedAsync:
         self.params = params
         self.num_clients = num_clients
         self.store_device = like.device if params.memory.device == "model" else torch.device("cpu")
-        self.store_dtype = DTYPES[params.memory.dtype]
+        self.store_dtype = store_dtype(params.memory.dtype)
         self.versions: dict[int, torch.Tensor] = {0: self._stored(like)}  # global model of each kept version
 
     def _stored(self, w: torch.Tensor) -> torch.Tensor:
@@ -66,6 +96,12 @@ class FedAsync:
         self._remember(context.round + 1, new)
         return Aggregate(new, weights={u.client: a}, notes={u.client: {"staleness": u.staleness}})
 
+    def state_dict(self) -> dict:
+        return {"versions": dict(self.versions)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.versions = {int(v): self._stored(w) for v, w in state["versions"].items()}
+
     def _remember(self, version: int, w: torch.Tensor) -> None:
         self.versions[version] = self._stored(w)
         keep = self.params.keep_versions
@@ -75,3 +111,4 @@ class FedAsync:
 
 
 STRATEGY = FedAsync
+PARAMS = FedAsyncParams

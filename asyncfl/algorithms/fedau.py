@@ -22,13 +22,27 @@ round t's weights never see round t's participation (the slides' "history up to 
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
 import numpy as np
-import torch
+from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update, weighted_sum
-from asyncfl.config.sync_algorithms import FedAuParams
+from asyncfl.algorithms.base import Aggregate, Context, Update, array_from_state, array_state, weighted_sum
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.lazy import torch
+
+
+class FedAuParams(AlgorithmParams):
+    """FedAU (fedau-slides.md, Algorithms 1-2): omega_i = online mean of participation intervals,
+    each interval cut off at K; w <- w + eta_g / N * sum_{i in S} omega_i Delta_i."""
+
+    name: Literal["fedau"]
+    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
+    order: ClassVar[int] = 5
+    cutoff: int | None = Field(
+        default=50, ge=1, description="interval cutoff K (paper's experiments: 50); null = K -> infinity"
+    )
 
 
 def advance_weights(
@@ -46,9 +60,6 @@ def advance_weights(
 
 
 class FedAU:
-    name = "fedau"
-    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
-
     def __init__(self, params: FedAuParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -71,5 +82,13 @@ class FedAU:
             notes={u.client: {"omega": float(omega[u.client]), "staleness": u.staleness} for u in updates},
         )
 
+    def state_dict(self) -> dict:
+        return {name: array_state(getattr(self, name)) for name in ("omega", "count", "open_interval")}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.omega, self.count = array_from_state(state["omega"]), array_from_state(state["count"])
+        self.open_interval = array_from_state(state["open_interval"])
+
 
 STRATEGY = FedAU
+PARAMS = FedAuParams

@@ -12,12 +12,29 @@ received updates divided by N, so rounds with few participants move the model le
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
-import torch
+from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update, weighted_sum
-from asyncfl.config.sync_algorithms import FedAvgParams
+from asyncfl.algorithms.base import Aggregate, Context, Memoryless, Update, weighted_sum
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.lazy import torch
+
+
+class FedAvgParams(AlgorithmParams):
+    """FedAvg: w <- w + eta_g * sum_i a_i Delta_i over the received deltas.
+
+    ``all_clients`` is FedAU's "average all" baseline: a_i = 1/N, so the step shrinks when few
+    clients participate (fedau-slides.md, Algorithm 1 with omega = 1)."""
+
+    name: Literal["fedavg"]
+    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
+    order: ClassVar[int] = 0
+    weighting: Literal["uniform", "samples", "all_clients"] = Field(
+        default="uniform",
+        description="uniform: mean of received; samples: weighted by sample counts; all_clients: sum / N",
+    )
 
 
 def fedavg_weights(updates: Sequence[Update], weighting: str, num_clients: int) -> list[float]:
@@ -30,10 +47,7 @@ def fedavg_weights(updates: Sequence[Update], weighting: str, num_clients: int) 
     return [1.0 / len(updates)] * len(updates)
 
 
-class FedAvg:
-    name = "fedavg"
-    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
-
+class FedAvg(Memoryless):
     def __init__(self, params: FedAvgParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -50,3 +64,4 @@ class FedAvg:
 
 
 STRATEGY = FedAvg
+PARAMS = FedAvgParams

@@ -14,12 +14,21 @@ like fresh ones.
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
-import torch
+from asyncfl.algorithms.base import Aggregate, Context, Memoryless, Update, weighted_sum
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.lazy import torch
 
-from asyncfl.algorithms.base import Aggregate, Context, Update, weighted_sum
-from asyncfl.config.sync_algorithms import FedAvgKnownPParams
+
+class FedAvgKnownPParams(AlgorithmParams):
+    """FedAvg with known participation probabilities (FedAR's FedAvg-IS, FedAU's "known participation
+    statistics"): w <- w + eta_g / N * sum_i Delta_i / p_i, p_i from the availability model."""
+
+    name: Literal["fedavg_known_p"]
+    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
+    order: ClassVar[int] = 1
 
 
 def known_p_weights(clients: Sequence[int], participation: Sequence[float], num_clients: int) -> list[float]:
@@ -36,10 +45,7 @@ def known_p_weights(clients: Sequence[int], participation: Sequence[float], num_
     return weights
 
 
-class FedAvgKnownP:
-    name = "fedavg_known_p"
-    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
-
+class FedAvgKnownP(Memoryless):
     def __init__(self, params: FedAvgKnownPParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -59,3 +65,4 @@ class FedAvgKnownP:
 
 
 STRATEGY = FedAvgKnownP
+PARAMS = FedAvgKnownPParams

@@ -8,19 +8,29 @@ K is the buffer size (server.k), tau_i = v - base_version_i, s a staleness disco
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
-import torch
+from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update, weighted_sum
-from asyncfl.algorithms.staleness import staleness_weight
-from asyncfl.config.async_algorithms import FedBuffParams
+from asyncfl.algorithms.base import Aggregate, Context, Memoryless, Update, weighted_sum
+from asyncfl.algorithms.staleness import PolynomialStaleness, Staleness, staleness_weight
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.lazy import torch
 
 
-class FedBuff:
-    name = "fedbuff"
+class FedBuffParams(AlgorithmParams):
+    """FedBuff: w <- w + eta_g * (1/K) sum_i s(tau_i) Delta_i."""
+
+    name: Literal["fedbuff"]
     modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
+    order: ClassVar[int] = 7
+    staleness: Staleness = Field(
+        default=PolynomialStaleness(kind="polynomial"), description="discount s(tau); FedBuff's default (1+tau)^-0.5"
+    )
 
+
+class FedBuff(Memoryless):
     def __init__(self, params: FedBuffParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -39,3 +49,4 @@ class FedBuff:
 
 
 STRATEGY = FedBuff
+PARAMS = FedBuffParams

@@ -38,14 +38,46 @@ Choices where the paper is silent or ambiguous (all YAML keys of ``algorithm``):
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import ClassVar, Literal
 
-import torch
+from pydantic import Field
 
 from asyncfl.algorithms.base import Aggregate, Context, Update
-from asyncfl.algorithms.staleness import staleness_weight
-from asyncfl.config.async_algorithms import FedHistParams
+from asyncfl.algorithms.staleness import ExponentialStaleness, Staleness, staleness_weight
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.lazy import torch
+
+
+class FedHistParams(AlgorithmParams):
+    """FedHist (Jiang et al., fedhist.txt section II): EGS + HAA + INA on a buffer of h past rounds.
+
+    The paper gives no values for alpha, lambda, gamma, sim_T and h; the defaults are our choices,
+    justified in :mod:`asyncfl.algorithms.fedhist` and measured in plots/fedhist_sensitivity.png.
+    """
+
+    name: Literal["fedhist"]
+    modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
+    order: ClassVar[int] = 9
+    history: int = Field(
+        default=5, ge=1, description="h, rounds of global/local gradients kept (our choice: N/(2K), paper section II-C)"
+    )
+    alpha: float = Field(default=0.1, ge=0, description="EGS fusion weight of eq. 7 (our choice; paper: alpha > 0)")
+    lam: float = Field(default=0.1, ge=0, description="HAA lambda of eq. 8, weight of the utility (our choice)")
+    gamma: float = Field(default=0.3, gt=0, le=1, description="EMA constant of eq. 13 (our choice)")
+    sim_t: float = Field(default=0.1, ge=-1, le=1, description="similarity threshold sim_T of eqs. 11-12 (our choice)")
+    egs: bool = Field(default=True, description="enhancement of gradient stability (eqs. 5-7); false = ablation")
+    haa: bool = Field(default=True, description="history-aware aggregation (eqs. 8-13); false = uniform 1/K (ablation)")
+    ina: bool = Field(default=True, description="l2-norm amplification (eq. 14); false = keep the aggregate's norm")
+    staleness: Staleness = Field(
+        default=ExponentialStaleness(kind="exponential"), description="s(tau) of eqs. 8 and 12: the paper's (e/2)^-tau"
+    )
+    staleness_offset: int = Field(
+        default=1,
+        ge=0,
+        description="the paper counts staleness from 1 (II-C: tau >= 1), ours from 0: s is taken at tau + offset",
+    )
 
 
 def local_gradients(updates: Sequence[Update]) -> torch.Tensor:
@@ -114,9 +146,6 @@ class RoundRecord:
 
 
 class FedHist:
-    name = "fedhist"
-    modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
-
     def __init__(self, params: FedHistParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -209,6 +238,23 @@ class FedHist:
                     "utility_avg": float(self.util_avg[client]),
                 })  # fmt: skip
 
+    def state_dict(self) -> dict:
+        return {
+            "global_grads": self.global_grads,
+            "global_rounds": self.global_rounds,
+            "local": [asdict(record) for record in self.local],
+            "util_avg": self.util_avg,
+            "evaluations": [dict(row) for row in self.evaluations],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.global_grads.copy_(state["global_grads"])
+        self.global_rounds.copy_(state["global_rounds"])
+        self.local.clear()
+        self.local.extend(RoundRecord(**record) for record in state["local"])
+        self.util_avg.copy_(state["util_avg"])
+        self.evaluations = [dict(row) for row in state["evaluations"]]
+
     def extra_outputs(self) -> dict[str, list[dict]]:
         return {"fedhist_utilities.csv": self.evaluations} if self.params.record_weights else {}
 
@@ -222,3 +268,4 @@ def _by_client(clients: list[int], weights: list[float]) -> dict[int, float]:
 
 
 STRATEGY = FedHist
+PARAMS = FedHistParams

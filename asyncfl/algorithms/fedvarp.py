@@ -17,13 +17,21 @@ staleness beyond the memory itself.  Memory: one preallocated [N x d] :class:`Up
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
-
-import torch
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
 from asyncfl.algorithms.base import Aggregate, Context, Update
 from asyncfl.algorithms.memory import UpdateStore
-from asyncfl.config.sync_algorithms import FedVarpParams
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.lazy import torch
+
+
+class FedVarpParams(AlgorithmParams):
+    """FedVARP (Jhunjhunwala et al. 2022): v = mean_all(y) + mean_{i in S}(Delta_i - y_i); y_i <- Delta_i."""
+
+    name: Literal["fedvarp"]
+    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
+    order: ClassVar[int] = 3
 
 
 def fedvarp_direction(
@@ -37,9 +45,6 @@ def fedvarp_direction(
 
 
 class FedVarp:
-    name = "fedvarp"
-    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
-
     def __init__(self, params: FedVarpParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -63,5 +68,12 @@ class FedVarp:
             weights.setdefault(c, 0.0)
         return Aggregate(global_params + self.params.server_lr * v, weights=weights, notes=notes)
 
+    def state_dict(self) -> dict:
+        return {"store": self.store.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.store.load_state_dict(state["store"])
+
 
 STRATEGY = FedVarp
+PARAMS = FedVarpParams

@@ -27,13 +27,43 @@ counts are [N x N] (no per-client model memory: substitutes are this round's upd
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
 import numpy as np
-import torch
+from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update, weighted_sum
-from asyncfl.config.sync_algorithms import Elimination, FlFdmsParams
+from asyncfl.algorithms.base import Aggregate, Context, Update, array_from_state, array_state, weighted_sum
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.config.base import Section
+from asyncfl.lazy import torch
+
+
+class Elimination(Section):
+    """FL-FDMS's candidate-set elimination (fl-fdms.md section 4.3, Hoeffding race).
+
+    Client i leaves client k's candidate set once R_k,best - R_k,i >= Theta_t with
+    Theta_t = scale * sqrt((2 ln(2 N^2 T B_max) - 2 ln p) / (beta t)) + delta_f (Theorem 2).  The
+    paper uses scale 1 ("Case 1") and 0.5 ("Case 2") and gives no values for beta, p, delta_f,
+    B_max, T: the defaults below are our choice."""
+
+    enabled: bool = Field(default=False, description="eliminate candidates (saves similarity computations)")
+    scale: float = Field(default=1.0, gt=0, description="multiplies Theorem 2's threshold (paper: 1 or 0.5)")
+    confidence: float = Field(default=0.1, gt=0, lt=1, description="p: failure probability of the race")
+    beta: float = Field(default=0.5, gt=0, le=1, description="fraction of rounds any pair is co-active")
+    delta_f: float = Field(default=0.0, ge=0, description="largest similarity gap among friends")
+    horizon_rounds: int = Field(default=1000, ge=1, description="T of Theorem 2")
+    max_friends: int | None = Field(default=None, ge=1, description="B_max of Theorem 2; null = N - 1")
+
+
+class FlFdmsParams(AlgorithmParams):
+    """FL-FDMS (fl-fdms.md section 4, eqs. 9-10): dropped clients take the update of their most
+    similar active client ("friend"); the aggregate is the mean over all N clients."""
+
+    name: Literal["fl_fdms"]
+    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
+    order: ClassVar[int] = 6
+    elimination: Elimination = Elimination()
 
 
 def normalized_cosine(a: torch.Tensor, rows: torch.Tensor) -> np.ndarray:
@@ -50,10 +80,10 @@ def elimination_threshold(spec: Elimination, num_clients: int, t: int) -> float:
     return spec.scale * math.sqrt(max(log_term, 0.0) / (spec.beta * t)) + spec.delta_f
 
 
-class FlFdms:
-    name = "fl_fdms"
-    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
+MEMORY = ("similarity", "co_active", "candidates", "substituted", "served", "mean_fallbacks")  # numpy state
 
+
+class FlFdms:
     def __init__(self, params: FlFdmsParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -148,6 +178,15 @@ class FlFdms:
             }
         return notes
 
+    def state_dict(self) -> dict:
+        state: dict = {name: array_state(getattr(self, name)) for name in MEMORY}
+        return {**state, "log": [dict(row) for row in self.log]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in MEMORY:
+            setattr(self, name, array_from_state(state[name]))
+        self.log = [dict(row) for row in state["log"]]
+
     def extra_outputs(self) -> dict[str, list[dict]]:
         n = self.num_clients
         matrix = np.where(self.co_active > 0, self.similarity, np.nan)
@@ -169,3 +208,4 @@ class FlFdms:
 
 
 STRATEGY = FlFdms
+PARAMS = FlFdmsParams

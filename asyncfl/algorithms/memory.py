@@ -8,21 +8,24 @@ Reads come back in the compute dtype and device of the caller.
 
 from __future__ import annotations
 
-from typing import Sequence
-
-import torch
+from collections.abc import Sequence
 
 from asyncfl.config.algorithm_base import MemoryStore
+from asyncfl.lazy import torch
 
 CHUNK_NUMBERS = 1 << 20  # rows are summed in chunks of about this many numbers (4 MiB in float32)
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def store_dtype(name: str) -> torch.dtype:
+    """The torch dtype of ``memory.dtype`` (float32, float16, bfloat16: torch's own names)."""
+    return getattr(torch, name)
 
 
 class UpdateStore:
     def __init__(self, num_clients: int, dim: int, like: torch.Tensor, spec: MemoryStore = MemoryStore()) -> None:
         device = like.device if spec.device == "model" else torch.device("cpu")
         self.compute_dtype, self.compute_device = like.dtype, like.device
-        self.rows = torch.zeros(num_clients, dim, dtype=DTYPES[spec.dtype], device=device)
+        self.rows = torch.zeros(num_clients, dim, dtype=store_dtype(spec.dtype), device=device)
         self.filled = torch.zeros(num_clients, dtype=torch.bool)
 
     def __contains__(self, client: int) -> bool:
@@ -50,6 +53,15 @@ class UpdateStore:
             rows = self.rows.index_select(0, index).to(self.compute_device, self.compute_dtype)
             total += w[start : start + step].to(rows) @ rows
         return total
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The stored rows and which are filled (the live tensors: save them before the next put)."""
+        return {"rows": self.rows, "filled": self.filled}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy a saved store into this one (same shape; kept on this store's device and dtype)."""
+        self.rows.copy_(state["rows"])
+        self.filled.copy_(state["filled"])
 
     def nbytes(self) -> int:
         return self.rows.numel() * self.rows.element_size()

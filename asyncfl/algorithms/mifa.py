@@ -19,20 +19,32 @@ fresh ones: they are its latest.  Memory: one preallocated [N x d] :class:`Updat
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
 import numpy as np
-import torch
+from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update
+from asyncfl.algorithms.base import Aggregate, Context, Update, array_from_state, array_state
 from asyncfl.algorithms.memory import UpdateStore
-from asyncfl.config.sync_algorithms import MifaParams
+from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.lazy import torch
+
+
+class MifaParams(AlgorithmParams):
+    """MIFA (Gu et al. 2021): w <- w + eta_g * mean over clients of each one's latest Delta."""
+
+    name: Literal["mifa"]
+    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
+    order: ClassVar[int] = 2
+    wait_for_all: bool = Field(
+        default=False,
+        description="true: no update until every client delivered once, then average over all N (original "
+        "MIFA); false: average over the clients seen so far",
+    )
 
 
 class Mifa:
-    name = "mifa"
-    modes: ClassVar[frozenset[str]] = frozenset({"sync"})
-
     def __init__(self, params: MifaParams, num_clients: int, like: torch.Tensor) -> None:
         self.params = params
         self.num_clients = num_clients
@@ -54,5 +66,13 @@ class Mifa:
             notes={c: {"inactive_rounds": int(context.round - self.last_round[c])} for c in seen},
         )
 
+    def state_dict(self) -> dict:
+        return {"store": self.store.state_dict(), "last_round": array_state(self.last_round)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.store.load_state_dict(state["store"])
+        self.last_round = array_from_state(state["last_round"])
+
 
 STRATEGY = Mifa
+PARAMS = MifaParams

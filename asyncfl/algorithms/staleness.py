@@ -1,4 +1,4 @@
-"""Staleness discount functions s(tau) shared by every K-async algorithm.
+"""Staleness discount functions s(tau) shared by every K-async algorithm: their YAML sections and values.
 
 constant     s = 1
 polynomial   s = (1 + tau)^-a                      (FedAsync, Xie et al. 2019; FedBuff uses a = 0.5)
@@ -9,8 +9,44 @@ exponential  s = (e/2)^-tau                         (FedHist, eq. 9)
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal
 
-from asyncfl.config.async_algorithms import Staleness
+from pydantic import Field
+
+from asyncfl.config.base import Section
+
+
+class ConstantStaleness(Section):
+    """s(tau) = 1."""
+
+    kind: Literal["constant"]
+
+
+class PolynomialStaleness(Section):
+    """s(tau) = (1 + tau)^-a (FedAsync's polynomial; FedBuff's default with a = 0.5)."""
+
+    kind: Literal["polynomial"]
+    a: float = Field(default=0.5, ge=0)
+
+
+class HingeStaleness(Section):
+    """s(tau) = 1 if tau <= b else 1 / (a (tau - b) + 1) (FedAsync's hinge)."""
+
+    kind: Literal["hinge"]
+    a: float = Field(default=10.0, ge=0)
+    b: int = Field(default=4, ge=0)
+
+
+class ExponentialStaleness(Section):
+    """s(tau) = (e/2)^-tau (FedHist's staleness discount)."""
+
+    kind: Literal["exponential"]
+
+
+Staleness = Annotated[
+    ConstantStaleness | PolynomialStaleness | HingeStaleness | ExponentialStaleness,
+    Field(discriminator="kind"),
+]
 
 
 def staleness_weight(spec: Staleness, tau: int) -> float:

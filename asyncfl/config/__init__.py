@@ -1,7 +1,7 @@
 """Scenario configuration: schema, YAML loading and user-facing errors.
 
-The names are loaded on first use (PEP 562): the registries the schema is built from (data sets,
-models, partitioners under ``asyncfl.learn``) import ``asyncfl.config.base`` and
+The names are loaded on first use (PEP 562): the registries the schema is built from (availability
+kinds, data sets, models, partitioners, server modes, algorithms) import ``asyncfl.config.base`` and
 ``asyncfl.config.errors``, which must not pull in the schema while it is being built.
 """
 

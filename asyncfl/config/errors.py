@@ -1,7 +1,8 @@
 """The one exception type for user-facing configuration problems.
 
 It lives in a module of its own, importing nothing, so the registries the schema is built from
-(data sets, models, partitioners) can raise it without importing the schema.
+(availability kinds, data sets, models, partitioners, server modes, algorithms) can raise
+it without importing the schema.
 """
 
 from __future__ import annotations

@@ -12,16 +12,16 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, create_model, field_validator, model_validator
 
-from asyncfl.config.async_algorithms import ASYNC_ALGORITHMS
+from asyncfl.algorithms import PARAMS, algorithms_for
 from asyncfl.config.base import Section
 from asyncfl.config.population import Population
-from asyncfl.config.sync_algorithms import SYNC_ALGORITHMS
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.models import REGISTRY as MODEL_REGISTRY
 from asyncfl.learn.partition import Partition
 from asyncfl.learn.partition.iid import IidPartition
 from asyncfl.learn.registry import or_list
 from asyncfl.sim.availability import kind_of
+from asyncfl.sim.servers import SERVER_MODES
 
 # The data sets, models and partitioners are registries (one module each, under asyncfl/learn): the
 # allowed values, the data.<name> sections, the data.partition union and the model/data check come from them.
@@ -96,34 +96,48 @@ class Trainer(Section):
     )
 
 
-class Server(Section):
-    mode: Literal["sync", "k_async"] = Field(default="sync", description="synchronous rounds or K-async buffering")
-    deadline_s: float | None = Field(default=None, gt=0, description="sync: round deadline (null: none)")
-    late_updates: Literal["drop", "next_round"] = Field(
-        default="drop", description="sync: what happens to an update that misses the deadline (null: the default)"
-    )
-    clients_per_round: int | None = Field(default=None, ge=1, description="sync: sample size (null: all)")
-    k: int = Field(default=10, ge=1, description="k_async: updates per aggregation (null: the default)")
-    concurrency: int = Field(default=20, ge=1, description="k_async: clients training at once (null: the default)")
-    max_staleness: int | None = Field(default=None, ge=0, description="k_async: drop older updates")
+def _either(words: list[str]) -> str:
+    """a, b or c"""
+    return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
 
-    @field_validator("late_updates", "k", "concurrency", mode="before")
+
+class ServerKeys(Section):
+    """Base of the flat ``server`` section: ``mode`` plus every mode's own keys (asyncfl.sim.servers)."""
+
+    @model_validator(mode="before")
     @classmethod
-    def _null_means_default(cls, value: object, info) -> object:
-        """null stands for the default, as for the nullable keys: a study variant that switches
-        server.mode clears the other mode's keys with null (a mapping is merged key by key)."""
-        return cls.model_fields[info.field_name].default if value is None else value
+    def _null_means_default(cls, raw: object) -> object:
+        """null stands for the default of a mode's key, as for the nullable keys: a study variant that
+        switches server.mode clears the other mode's keys with null (a mapping is merged key by key)."""
+        if not isinstance(raw, dict):
+            return raw
+        fields = cls.model_fields
+        return {k: fields[k].default if v is None and k in fields and k != "mode" else v for k, v in raw.items()}
 
 
-# keys that only one server mode reads: set in the other mode they would be silently ignored
-MODE_KEYS = {
-    "sync": ("deadline_s", "late_updates", "clients_per_round"),
-    "k_async": ("k", "concurrency", "max_staleness"),
-}
+# keys that only one server mode reads: set in another mode they would be silently ignored
+MODE_KEYS: dict[str, tuple[str, ...]] = {name: tuple(mode.keys.model_fields) for name, mode in SERVER_MODES.items()}
 
-Algorithm = Annotated[Union[SYNC_ALGORITHMS + ASYNC_ALGORITHMS], Field(discriminator="name")]  # type: ignore[valid-type]
-SYNC_NAMES = tuple(cls.model_fields["name"].annotation.__args__[0] for cls in SYNC_ALGORITHMS)
-ASYNC_NAMES = tuple(cls.model_fields["name"].annotation.__args__[0] for cls in ASYNC_ALGORITHMS)
+Server = create_model(  # type: ignore[call-overload]
+    "Server",
+    __base__=ServerKeys,
+    __module__=__name__,
+    mode=(
+        Literal[tuple(SERVER_MODES)],
+        Field(
+            default=next(iter(SERVER_MODES)),
+            description=_either([mode.summary for mode in SERVER_MODES.values()]),
+        ),
+    ),
+    **{
+        key: (field.annotation, field)
+        for mode in SERVER_MODES.values()
+        for key, field in mode.keys.model_fields.items()
+    },
+)
+
+Algorithm = Annotated[Union[tuple(PARAMS.values())], Field(discriminator="name")]  # type: ignore[valid-type]
+DEFAULT_ALGORITHMS = {name: mode.default_algorithm for name, mode in SERVER_MODES.items()}
 
 
 class Stop(Section):
@@ -220,7 +234,10 @@ class Scenario(Section):
     clock: Clock = Clock()
     population: Population = Population()
     server: Server = Server()
-    algorithm: Algorithm = Field(default=None, description="defaults to fedavg (sync) or fedbuff (k_async)")
+    algorithm: Algorithm = Field(
+        default=None,
+        description="defaults to " + _either([f"{name} ({mode})" for mode, name in DEFAULT_ALGORITHMS.items()]),
+    )
     stop: Stop = Stop(rounds=50)
     eval: Eval = Eval()
     output: Output = Output()
@@ -231,10 +248,11 @@ class Scenario(Section):
     def _default_algorithm(cls, raw: object) -> object:
         if isinstance(raw, dict):
             server = raw.get("server")
-            mode = server.get("mode", "sync") if isinstance(server, dict) else "sync"
+            first = next(iter(SERVER_MODES))
+            mode = server.get("mode", first) if isinstance(server, dict) else first
             algorithm = raw.get("algorithm")
             if algorithm is None:
-                raw = {**raw, "algorithm": {"name": "fedbuff" if mode == "k_async" else "fedavg"}}
+                raw = {**raw, "algorithm": {"name": DEFAULT_ALGORITHMS.get(mode, DEFAULT_ALGORITHMS[first])}}
             elif isinstance(algorithm, dict) and isinstance(algorithm.get("name"), str):
                 # before the algorithm's own keys are checked: those of the other mode's algorithm
                 # (fedbuff's staleness for fedavg) would be reported instead of the real problem
@@ -249,44 +267,40 @@ class Scenario(Section):
         mismatch = _mode_mismatch(mode, name)
         if mismatch:
             raise ValueError(mismatch)
-        other = next(m for m in MODE_KEYS if m != mode)
-        ignored = [
-            f"server.{key} ({getattr(self.server, key)!r})"
-            for key in MODE_KEYS[other]
-            if getattr(self.server, key) != Server.model_fields[key].default
-        ]
-        if ignored:
-            raise ValueError(
-                f"{', '.join(ignored)}: used only with server.mode {other}, but server.mode is {mode}, where it "
-                "would be ignored; remove it (or set it to null, or its default)"
-            )
-        if mode == "k_async" and self.server.k > self.data.clients:
-            raise ValueError(
-                f"server.k ({self.server.k}) is larger than the population (data.clients = {self.data.clients})"
-            )
+        _no_other_mode_keys(self.server)
+        SERVER_MODES[mode].check(self)
         availability = self.population.availability
-        problem = kind_of(availability).k_async_problem(availability) if mode == "k_async" else None
+        problem = kind_of(availability).k_async_problem(availability) if not SERVER_MODES[mode].rounds else None
         if problem:  # the kind says why (e.g. it counts sync rounds): asyncfl/sim/availability/
             raise ValueError(problem)
-        if name == "fedasync" and self.server.k != 1:
-            raise ValueError(
-                f"algorithm.name fedasync mixes one update at a time: set server.k to 1 (got {self.server.k})"
-            )
+        self.algorithm.check(self)
         mismatch = model_data_mismatch(self.model.name, self.data.dataset)
         if mismatch:
             raise ValueError(mismatch)
-        cpr = self.server.clients_per_round
-        if cpr is not None and cpr > self.data.clients:
-            raise ValueError(
-                f"server.clients_per_round ({cpr}) is larger than the population (data.clients = {self.data.clients})"
-            )
         return self
 
 
 def _mode_mismatch(mode: object, name: object) -> str | None:
-    """The error for an algorithm of the other server mode, or None."""
-    if mode == "sync" and name in ASYNC_NAMES:
-        return f"algorithm.name {name!r} needs server.mode k_async; sync algorithms are {', '.join(SYNC_NAMES)}"
-    if mode == "k_async" and name in SYNC_NAMES:
-        return f"algorithm.name {name!r} needs server.mode sync; k_async algorithms are {', '.join(ASYNC_NAMES)}"
-    return None
+    """The error for an algorithm that does not run under ``server.mode`` ``mode``, or None."""
+    if mode not in SERVER_MODES or name not in PARAMS or mode in PARAMS[name].modes:
+        return None
+    needs = _either([m for m in SERVER_MODES if m in PARAMS[name].modes])
+    return f"algorithm.name {name!r} needs server.mode {needs}; {mode} algorithms are {', '.join(algorithms_for(mode))}"
+
+
+def _no_other_mode_keys(server: Section) -> None:
+    """Refuse a key of another server mode set to anything but its default: it would be ignored."""
+    mine = MODE_KEYS[server.mode]
+    ignored = {
+        key: [m for m, keys in MODE_KEYS.items() if key in keys]
+        for keys in MODE_KEYS.values()
+        for key in keys
+        if key not in mine and getattr(server, key) != Server.model_fields[key].default
+    }
+    if ignored:
+        listed = ", ".join(f"server.{key} ({getattr(server, key)!r})" for key in ignored)
+        users = _either(list(dict.fromkeys(m for modes in ignored.values() for m in modes)))
+        raise ValueError(
+            f"{listed}: used only with server.mode {users}, but server.mode is {server.mode}, where it "
+            "would be ignored; remove it (or set it to null, or its default)"
+        )

@@ -1,0 +1,30 @@
+"""Server modes as SimPy processes, one module per ``server.mode`` (DESIGN.md section 4).
+
+Each module exports ``MODE``, a :class:`ServerMode`: its name, the ``server.*`` keys only it reads, its
+checks on the rest of the scenario, its default algorithm and its process, a generator over a
+:class:`ServerContext`.  The registry is built by importing every module of this package, and the
+schema's ``server`` section, its per-mode key rules and the default algorithms are built from it: adding
+a mode is adding one file (and an algorithm that states it runs under it).  No torch here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from asyncfl.sim.servers.base import CloseRound, RoundInfo, ServerContext, ServerMode, Submit
+
+
+def _discover() -> dict[str, ServerMode]:
+    modes = []
+    for info in pkgutil.iter_modules(__path__):
+        mode = getattr(importlib.import_module(f"{__name__}.{info.name}"), "MODE", None)
+        if mode is not None:
+            modes.append(mode)
+    modes.sort(key=lambda mode: (mode.order, mode.name))
+    return {mode.name: mode for mode in modes}
+
+
+SERVER_MODES: dict[str, ServerMode] = _discover()  # in server.mode's order; the first is the default
+
+__all__ = ["SERVER_MODES", "CloseRound", "RoundInfo", "ServerContext", "ServerMode", "Submit"]

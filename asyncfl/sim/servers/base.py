@@ -1,0 +1,99 @@
+"""What every server mode shares (DESIGN.md section 4): the round record, the context a server process
+runs in, and the registration a mode module exports as ``MODE``.
+
+The servers decide *who* works and *which* updates are aggregated *when*; they never touch a tensor.
+Two callbacks of the context connect them to the rest of the run:
+
+``submit(plan)``      a task that will deliver has started: its training job may be queued
+``close_round(info)`` an aggregation is due: the learning world aggregates ``info.received``,
+                      evaluates and records; returns True to stop the run
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import simpy
+
+from asyncfl.config.base import Section
+from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, phase_seconds
+
+if TYPE_CHECKING:
+    from asyncfl.config.schema import Scenario
+
+
+@dataclass
+class RoundInfo:
+    """Everything the server knows about one aggregation."""
+
+    round: int  # index of this aggregation (sync round / async version being produced)
+    started: float  # sync: round start; k_async: time of the previous aggregation
+    time: float  # aggregation time
+    selected: list[int] = field(default_factory=list)
+    received: list[TaskPlan] = field(default_factory=list)  # updates to aggregate (plan.round = base version)
+    late: int = 0  # updates still running at a sync close (dropped or delivered later)
+    failures: Counter = field(default_factory=Counter)  # reason -> count
+    failed_clients: list[int] = field(default_factory=list)
+    dropped_stale: int = 0  # k_async: updates older than max_staleness
+    lost_s: float = 0.0  # virtual seconds the failed tasks counted here had worked before failing
+    lost_compute_s: float = 0.0  # of which computing
+
+    def failed(self, plan: TaskPlan) -> None:
+        self.failures[plan.failure] += 1
+        self.failed_clients.append(plan.client)
+        download, compute, upload = phase_seconds(plan)
+        self.lost_s += download + compute + upload
+        self.lost_compute_s += compute
+
+
+Submit = Callable[[TaskPlan], None]
+CloseRound = Callable[[RoundInfo], bool]
+
+
+@dataclass(frozen=True)
+class ServerContext:
+    """Everything a server process works with.
+
+    ``server`` is the scenario's ``server`` section (its mode's keys included); ``time_limit`` the
+    virtual time at which the run stops; ``logs_client(client)`` whether ``log`` keeps that client's
+    lines (None: all), a speed hint a server may use to skip building events nobody keeps.
+    """
+
+    env: simpy.Environment
+    clients: list[ClientDevice]
+    work: Work
+    server: Any
+    seed: int
+    submit: Submit
+    close_round: CloseRound
+    log: EventSink
+    time_limit: float = math.inf
+    logs_client: Callable[[int], bool] | None = None
+
+
+def no_check(scenario: Scenario) -> None:
+    """A mode that imposes nothing on the rest of the scenario."""
+
+
+@dataclass(frozen=True)
+class ServerMode:
+    """One value of ``server.mode``, registered by its module as ``MODE``.
+
+    ``keys``: a section whose fields are the ``server.*`` keys only this mode reads (they join the flat
+    ``server`` section, in order; set under another mode they are refused).  ``check(scenario)`` raises
+    ValueError for a scenario this mode cannot run.  ``rounds``: whether aggregations are rounds every
+    selected client is asked to join (round-indexed availability needs them).  ``order``: position in
+    ``server.mode``'s allowed values; the first mode is the default.
+    """
+
+    name: str
+    summary: str  # "synchronous rounds": joins server.mode's description
+    keys: type[Section]
+    process: Callable[[ServerContext], Iterator[simpy.Event]]
+    default_algorithm: str  # algorithm.name when the scenario names none
+    rounds: bool
+    check: Callable[[Scenario], None] = no_check
+    order: int = 1000

@@ -1,0 +1,99 @@
+"""``server.mode: k_async``: K-async buffered aggregation.  Keep ``concurrency`` clients training,
+aggregate every K updates that arrive (FedBuff's server; FedAsync with K = 1)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Iterator
+
+import simpy
+from pydantic import Field
+
+from asyncfl.config.base import Section
+from asyncfl.seeding import stream
+from asyncfl.sim.clients import ClientDevice, TaskPlan, plan_task, run_task
+from asyncfl.sim.dispatch import make_dispatcher
+from asyncfl.sim.servers.base import RoundInfo, ServerContext, ServerMode
+
+if TYPE_CHECKING:
+    from asyncfl.config.schema import Scenario
+
+
+class KAsyncKeys(Section):
+    k: int = Field(default=10, ge=1, description="k_async: updates per aggregation (null: the default)")
+    concurrency: int = Field(default=20, ge=1, description="k_async: clients training at once (null: the default)")
+    max_staleness: int | None = Field(default=None, ge=0, description="k_async: drop older updates")
+
+
+def check(scenario: Scenario) -> None:
+    k, clients = scenario.server.k, scenario.data.clients
+    if k > clients:
+        raise ValueError(f"server.k ({k}) is larger than the population (data.clients = {clients})")
+
+
+def k_async_server(ctx: ServerContext) -> Iterator[simpy.Event]:
+    """K-async buffered aggregation: keep ``concurrency`` clients busy, aggregate every K updates."""
+    env, cfg, time_limit = ctx.env, ctx.server, ctx.time_limit
+    inbox = simpy.Store(env)
+    rng = stream(ctx.seed, "dispatch")
+    dispatcher = make_dispatcher(ctx.clients)
+    version, in_flight, last_aggregation = 0, 0, 0.0
+    buffer: list[TaskPlan] = []
+    info = RoundInfo(0, 0.0, 0.0)
+
+    def task(client: ClientDevice, plan: TaskPlan):
+        yield from run_task(env, client, plan, ctx.log)
+        inbox.put(plan)
+
+    arrival = inbox.get()
+    while True:
+        while in_flight < cfg.concurrency:
+            client = dispatcher.pick(env.now, version, rng)
+            if client is None:
+                break
+            plan = plan_task(client, ctx.work, env.now, version)
+            dispatcher.dispatched(client)
+            if plan.delivered:
+                ctx.submit(plan)
+            env.process(task(client, plan))
+            in_flight += 1
+        waits = [arrival, env.timeout(max(0.0, time_limit - env.now))]
+        if in_flight < cfg.concurrency:
+            wake = dispatcher.wake_time(env.now)
+            if math.isfinite(wake):
+                waits.append(env.timeout(wake - env.now))
+            elif in_flight == 0 and math.isinf(time_limit):  # nobody can ever work again: nothing to simulate
+                return
+        yield env.any_of(waits)
+        if env.now >= time_limit and not arrival.triggered:
+            return
+        if not arrival.triggered:
+            continue
+        plan, arrival = arrival.value, inbox.get()
+        in_flight -= 1
+        if not plan.delivered:
+            info.failed(plan)
+        elif cfg.max_staleness is not None and version - plan.round > cfg.max_staleness:
+            info.dropped_stale += 1
+            ctx.log(env.now, plan.client, "drop_stale", plan.round, "staleness")
+        else:
+            buffer.append(plan)
+        if len(buffer) >= cfg.k:
+            info.round, info.started, info.time = version, last_aggregation, env.now
+            info.received, buffer = buffer[: cfg.k], buffer[cfg.k :]
+            if ctx.close_round(info):
+                return
+            version, last_aggregation = version + 1, env.now
+            info = RoundInfo(version, env.now, env.now)
+
+
+MODE = ServerMode(
+    name="k_async",
+    summary="K-async buffering",
+    keys=KAsyncKeys,
+    process=k_async_server,
+    default_algorithm="fedbuff",
+    rounds=False,
+    check=check,
+    order=1,
+)
