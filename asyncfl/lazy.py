@@ -1,37 +1,36 @@
-"""Modules imported on first use: the standard library's recipe (importlib docs, "Implementing lazy imports").
+"""Modules imported on first use.
 
 Algorithm modules hold both their torch code and their YAML parameter class; the schema imports them for
 the parameter classes, and validating a scenario must not pay for importing torch.  So they write
-``from asyncfl.lazy import torch``: ``torch`` is then the real module, executed on its first attribute
-access (a run's first tensor).  Module-level code of such a module must not touch ``torch``.
+``from asyncfl.lazy import torch``: a stand-in that imports the real torch on its first attribute access
+(a run's first tensor) and from then on reads its attributes directly.  Module-level code of such a
+module must not touch ``torch``.
+
+Unlike the standard library's ``importlib.util.LazyLoader``, nothing is registered in ``sys.modules``
+until torch is really imported: libraries that look for ``"torch" in sys.modules`` and then touch it
+(scipy's array-API layer does, when ``asyncfl report`` imports scipy.stats) would otherwise import all of
+torch for nothing.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 import types
 
 
-def lazy_module(name: str) -> types.ModuleType:
-    """``name``, imported as usual if it already is, else registered now and executed on first use."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+class LazyModule(types.ModuleType):
+    """Module ``name``, imported when one of its attributes is first read."""
+
+    def __getattr__(self, attribute: str) -> object:
+        module = importlib.import_module(self.__name__)
+        self.__dict__.update(vars(module))  # later reads are plain attribute reads, not this method
+        return getattr(module, attribute)
 
 
 def is_loaded(name: str) -> bool:
-    """Whether ``name`` has been executed (a lazy module not touched yet has not)."""
-    module = sys.modules.get(name)
-    return module is not None and not isinstance(module, importlib.util._LazyModule)
+    """Whether module ``name`` has really been imported."""
+    return name in sys.modules
 
 
-torch = lazy_module("torch")
+torch = LazyModule("torch")

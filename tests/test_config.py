@@ -312,3 +312,10 @@ def test_an_algorithm_of_the_other_mode_is_blamed_on_the_mode_not_on_its_keys():
         load_scenario(root / "scenarios" / "k_async.yaml", ["algorithm.name=fedavg"])
     text = str(err.value)
     assert "algorithm.name 'fedavg' needs server.mode sync" in text and "staleness" not in text, text
+
+
+@pytest.mark.parametrize("mode", [[], {"a": 1}, 3, "x"])
+def test_a_server_mode_that_is_no_name_is_reported_on_its_path(mode):
+    """(hypothesis found server: {mode: []} raising TypeError once modes became a registry)"""
+    with pytest.raises(ConfigError, match=r"server\.mode: .*'sync' or 'k_async'"):
+        validate_scenario({"server": {"mode": mode}, "algorithm": {"name": "fedbuff"}})

@@ -9,25 +9,23 @@ their sections without importing torch.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import sys
 
 from asyncfl.algorithms.base import Aggregate, Context, Strategy, Update
 from asyncfl.config.algorithm_base import AlgorithmParams, algorithm_name
 from asyncfl.lazy import torch
+from asyncfl.registry import discover, public_modules
 
 
 def _discover() -> tuple[dict[str, type[AlgorithmParams]], dict[str, type]]:
-    found = []
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        strategy, params = getattr(module, "STRATEGY", None), getattr(module, "PARAMS", None)
-        if strategy is not None:
-            if params is None or not issubclass(params, AlgorithmParams) or not params.modes:
-                raise TypeError(f"{module.__name__}: PARAMS must be an AlgorithmParams subclass stating its modes")
-            found.append((params.order, algorithm_name(params), params, strategy))
-    found.sort(key=lambda entry: entry[:2])
-    return {name: params for _, name, params, _ in found}, {name: strategy for _, name, _, strategy in found}
+    for module in public_modules(__name__, __path__):
+        params = getattr(module, "PARAMS", None)
+        if getattr(module, "STRATEGY", None) is not None and (
+            params is None or not issubclass(params, AlgorithmParams) or not params.modes
+        ):
+            raise TypeError(f"{module.__name__}: PARAMS must be an AlgorithmParams subclass stating its modes")
+    params = discover(__name__, __path__, "PARAMS", name=algorithm_name)
+    return params, {name: sys.modules[p.__module__].STRATEGY for name, p in params.items()}
 
 
 PARAMS, REGISTRY = _discover()  # name -> parameter section, name -> strategy class; in reference order

@@ -19,7 +19,7 @@ from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.models import REGISTRY as MODEL_REGISTRY
 from asyncfl.learn.partition import Partition
 from asyncfl.learn.partition.iid import IidPartition
-from asyncfl.learn.registry import or_list
+from asyncfl.registry import or_list
 from asyncfl.sim.availability import kind_of
 from asyncfl.sim.servers import SERVER_MODES
 
@@ -250,10 +250,13 @@ class Scenario(Section):
             server = raw.get("server")
             first = next(iter(SERVER_MODES))
             mode = server.get("mode", first) if isinstance(server, dict) else first
+            mode = (
+                mode if isinstance(mode, str) and mode in SERVER_MODES else None
+            )  # (else the server section says why)
             algorithm = raw.get("algorithm")
             if algorithm is None:
-                raw = {**raw, "algorithm": {"name": DEFAULT_ALGORITHMS.get(mode, DEFAULT_ALGORITHMS[first])}}
-            elif isinstance(algorithm, dict) and isinstance(algorithm.get("name"), str):
+                raw = {**raw, "algorithm": {"name": DEFAULT_ALGORITHMS[mode or first]}}
+            elif mode is not None and isinstance(algorithm, dict) and isinstance(algorithm.get("name"), str):
                 # before the algorithm's own keys are checked: those of the other mode's algorithm
                 # (fedbuff's staleness for fedavg) would be reported instead of the real problem
                 mismatch = _mode_mismatch(mode, algorithm["name"])

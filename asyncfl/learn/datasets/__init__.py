@@ -4,7 +4,7 @@ Each module sets ``DATASET`` to a :class:`DataSet`: its name, input shape and nu
 (fixed, or computed from its own ``data.<name>:`` section), whether samples are 1-D signals or
 images, that optional section, and its loader.  The schema's ``data.dataset`` values and
 ``data.<name>`` sections, the model/data compatibility check and timing-only runs all read this
-registry, so adding a data set is adding one module here (see :mod:`asyncfl.learn.registry`).
+registry, so adding a data set is adding one module here (see :mod:`asyncfl.registry`).
 Importing this package does not import torch.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from asyncfl.config.errors import ConfigError
 from asyncfl.learn.datasets._base import DataSet, RawData, seeded_rng
 from asyncfl.learn.datasets.digits import digits_arrays
-from asyncfl.learn.registry import discover
+from asyncfl.registry import discover
 
 REGISTRY: dict[str, DataSet] = discover(__name__, __path__, "DATASET")
 

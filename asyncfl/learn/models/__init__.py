@@ -2,7 +2,7 @@
 LeNet-5, ResNet-18 with GroupNorm, a 1-D CNN).
 
 Each module sets ``MODEL`` to a :class:`ModelSpec`: its name, the data-set inputs it accepts and its
-builder (see :mod:`asyncfl.learn.registry`).  The schema's ``model.name`` values and its model/data
+builder (see :mod:`asyncfl.registry`).  The schema's ``model.name`` values and its model/data
 check are built from this registry, so model modules import torch inside their builder only.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from asyncfl.learn.models._base import ModelSpec
-from asyncfl.learn.registry import discover
+from asyncfl.registry import discover
 
 REGISTRY: dict[str, ModelSpec] = discover(__name__, __path__, "MODEL")
 

@@ -2,7 +2,7 @@
 
 One module per ``data.partition.kind`` (``iid``, ``dirichlet``, ``classes``, ``clusters``,
 ``isolated_class``): its section and its function, registered as ``PARTITIONER`` (see
-:mod:`asyncfl.learn.registry`).  The schema's ``data.partition`` tagged union is built from this
+:mod:`asyncfl.registry`).  The schema's ``data.partition`` tagged union is built from this
 registry.  Every partitioner returns one int64 index array per client; together they cover the pool
 exactly once, and :func:`partition` sorts them and leaves no client empty.
 """
@@ -17,7 +17,7 @@ from pydantic import Field
 from asyncfl.config.errors import ConfigError
 from asyncfl.learn.partition._base import Partitioner
 from asyncfl.learn.partition.clusters import cluster_of_clients
-from asyncfl.learn.registry import discover
+from asyncfl.registry import discover
 
 REGISTRY: dict[str, Partitioner] = discover(__name__, __path__, "PARTITIONER")
 

@@ -9,22 +9,10 @@ a mode is adding one file (and an algorithm that states it runs under it).  No t
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from asyncfl.registry import discover
 from asyncfl.sim.servers.base import CloseRound, RoundInfo, ServerContext, ServerMode, Submit
 
-
-def _discover() -> dict[str, ServerMode]:
-    modes = []
-    for info in pkgutil.iter_modules(__path__):
-        mode = getattr(importlib.import_module(f"{__name__}.{info.name}"), "MODE", None)
-        if mode is not None:
-            modes.append(mode)
-    modes.sort(key=lambda mode: (mode.order, mode.name))
-    return {mode.name: mode for mode in modes}
-
-
-SERVER_MODES: dict[str, ServerMode] = _discover()  # in server.mode's order; the first is the default
+# in server.mode's order; the first is the default
+SERVER_MODES: dict[str, ServerMode] = discover(__name__, __path__, "MODE")
 
 __all__ = ["SERVER_MODES", "CloseRound", "RoundInfo", "ServerContext", "ServerMode", "Submit"]
