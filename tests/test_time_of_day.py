@@ -75,11 +75,9 @@ def test_hourly_probabilities_mean_is_p_even_when_hours_saturate():
 
 @pytest.mark.parametrize("p", [0.1, 0.45, 0.85])
 def test_diurnal_long_run_online_fraction_is_p(p):
-    from asyncfl.sim.availability import switch_path_offline_seconds as _switch_offline
-
     m = av.Diurnal(p, av.hourly_probabilities(p, SINE), 1800.0, 3 * 3600 + 600, np.random.default_rng(7))
     days = 300
-    online = 1 - _switch_offline(m, days * 86400.0) / (days * 86400.0)
+    online = 1 - m.offline_seconds(days * 86400.0) / (days * 86400.0)
     assert online == pytest.approx(p, abs=0.015)
 
 

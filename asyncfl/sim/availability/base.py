@@ -7,6 +7,7 @@ No torch and no SimPy here: the schema imports this package while it validates a
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Literal, Union
@@ -31,7 +32,7 @@ HOUR_S = 3600.0
 DAY_S = 86400.0
 LABEL_MIX_STREAM = 0xFFFF_FFF0  # stream ids above any client id: FedAU's class weights m
 
-__all__ = ["INF", "HOUR_S", "DAY_S", "AllOf", "AvailabilityKind", "Draw", "Section", "switch_path_offline_seconds"]
+__all__ = ["INF", "HOUR_S", "DAY_S", "AllOf", "AvailabilityKind", "Draw", "Section", "SwitchPath"]
 
 
 @dataclass(frozen=True)
@@ -171,20 +172,40 @@ def label_correlated_p(spec: LabelCorrelated, label_histograms: np.ndarray | Non
     return [float(x) for x in p]
 
 
-def switch_path_offline_seconds(model, until: float) -> float:
-    """Offline time in [0, until] of a model that keeps its flips in ``switches`` (state i on
-    [s_i, s_{i+1}), alternating from ``first_online``): Markov and Diurnal."""
-    model.online(until, 0)  # draws the path past ``until``
-    switches, total = model.switches, 0.0
-    offline = not model.first_online
-    for i, start in enumerate(switches):
-        if start >= until:
-            break
-        if offline:
-            end = switches[i + 1] if i + 1 < len(switches) else until
-            total += min(end, until) - start
-        offline = not offline
-    return total
+class SwitchPath:
+    """A model whose on/off path is a list of flip times drawn on demand (Markov, Diurnal): state i
+    holds on [s_i, s_{i+1}) of ``switches``, alternating from ``first_online``; ``_extend_past(t)``
+    draws the path until it is known past t."""
+
+    switches: list[float]
+    first_online: bool
+
+    def _extend_past(self, t: float) -> None:
+        raise NotImplementedError
+
+    def _state(self, i: int) -> bool:
+        return self.first_online if i % 2 == 0 else not self.first_online
+
+    def _index(self, t: float) -> int:
+        self._extend_past(t)
+        return bisect.bisect_right(self.switches, t) - 1
+
+    def online(self, t: float, rnd: int) -> bool:
+        return self._state(self._index(t))
+
+    def offline_seconds(self, until: float) -> float:
+        """Offline time in [0, until]."""
+        self.online(until, 0)  # draws the path past ``until``
+        switches, total = self.switches, 0.0
+        offline = not self.first_online
+        for i, start in enumerate(switches):
+            if start >= until:
+                break
+            if offline:
+                end = switches[i + 1] if i + 1 < len(switches) else until
+                total += min(end, until) - start
+            offline = not offline
+        return total
 
 
 class AllOf:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import math
 from typing import Literal
 
@@ -15,8 +14,8 @@ from asyncfl.sim.availability.base import (
     AvailabilityKind,
     Probability,
     Section,
+    SwitchPath,
     p_in_unit_interval,
-    switch_path_offline_seconds,
 )
 
 __all__ = ["Diurnal", "DiurnalAvailability", "hourly_probabilities"]
@@ -94,7 +93,7 @@ def hourly_probabilities(p: float, weights: list[float]) -> list[float]:
     return [1.0 if w > 0 else 0.0 for w in weights]  # unreachable for p < share of positive hours
 
 
-class Diurnal:
+class Diurnal(SwitchPath):
     """Online with a probability that follows the hour of the client's *local* day.
 
     The process is a chain of one-hour segments aligned to local clock hours.  Within local hour h
@@ -186,22 +185,9 @@ class Diurnal:
             self.switches.append(end)
         self.state, self.segment = new, n + 1
 
-    def _known_past(self, t: float) -> None:
+    def _extend_past(self, t: float) -> None:
         while self._boundary(self.segment) <= t:
             self._draw_segment()
-
-    def _state(self, i: int) -> bool:
-        return self.first_online if i % 2 == 0 else not self.first_online
-
-    def _index(self, t: float) -> int:
-        self._known_past(t)
-        return bisect.bisect_right(self.switches, t) - 1
-
-    def online(self, t: float, rnd: int) -> bool:
-        return self._state(self._index(t))
-
-    def offline_seconds(self, until: float) -> float:
-        return switch_path_offline_seconds(self, until)
 
     def _next_switch(self, i: int) -> float:
         while len(self.switches) <= i + 1:  # the state persists to the end of the drawn path

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import bisect
 from typing import Literal
 
 import numpy as np
@@ -14,8 +13,8 @@ from asyncfl.sim.availability.base import (
     AvailabilityKind,
     Probability,
     Section,
+    SwitchPath,
     p_in_unit_interval,
-    switch_path_offline_seconds,
 )
 
 __all__ = ["Markov", "MarkovAvailability", "MarkovRounds"]
@@ -48,7 +47,7 @@ class MarkovAvailability(Section):
         return self
 
 
-class Markov:
+class Markov(SwitchPath):
     """Two-state on/off chain in continuous time with exponential holding times.
 
     Stationary probability of being online is p; mean online period p*cycle, offline (1-p)*cycle.
@@ -76,19 +75,6 @@ class Markov:
                 self.switches.append(INF)
             else:
                 self.switches.append(self.switches[-1] + self.rng.exponential(mean))
-
-    def _state(self, i: int) -> bool:
-        return self.first_online if i % 2 == 0 else not self.first_online
-
-    def _index(self, t: float) -> int:
-        self._extend_past(t)
-        return bisect.bisect_right(self.switches, t) - 1
-
-    def online(self, t: float, rnd: int) -> bool:
-        return self._state(self._index(t))
-
-    def offline_seconds(self, until: float) -> float:
-        return switch_path_offline_seconds(self, until)
 
     def next_offline(self, t: float, rnd: int) -> float:
         i = self._index(t)
