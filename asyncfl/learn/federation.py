@@ -12,10 +12,11 @@ import numpy as np
 import torch
 
 from asyncfl.config.schema import Data
-from asyncfl.learn.datasets import RawData, load_arrays, seeded_rng
+from asyncfl.learn.datasets import RawData, load_arrays
 from asyncfl.learn.partition import partition, split_train_test
+from asyncfl.seeding import seeded_rng
 
-# Random-stream tags (see asyncfl.learn.datasets); never renumber.
+# Random-stream tags (asyncfl.seeding.seeded_rng); never renumber.
 TAG_PARTITION = 21
 TAG_LOCAL_SPLIT = 22
 

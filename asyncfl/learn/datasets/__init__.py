@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from asyncfl.config.errors import ConfigError
-from asyncfl.learn.datasets._base import DataSet, RawData, seeded_rng
+from asyncfl.learn.datasets._base import DataSet, RawData
 from asyncfl.learn.datasets.digits import digits_arrays
 from asyncfl.registry import discover
+from asyncfl.seeding import seeded_rng
 
 REGISTRY: dict[str, DataSet] = discover(__name__, __path__, "DATASET")
 

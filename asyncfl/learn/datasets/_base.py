@@ -12,11 +12,6 @@ Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 Inputs = Literal["signals", "images"]  # what a sample is: a 1-D signal (or feature vector) or a [C, H, W] image
 
 
-def seeded_rng(seed: int, tag: int) -> np.random.Generator:
-    """The random stream for one purpose (``tag``) of one scenario seed."""
-    return np.random.default_rng(np.random.SeedSequence([seed, tag]))
-
-
 @dataclass(frozen=True, eq=False)
 class RawData:
     """A data set before it is placed on the device.

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from asyncfl.learn.datasets._base import DataSet, RawData, seeded_rng
+from asyncfl.learn.datasets._base import DataSet, RawData
+from asyncfl.seeding import seeded_rng
 
 # Fixed tag keying the hold-out's random stream off the scenario seed.  Never renumber it:
 # the data of earlier runs depends on it.

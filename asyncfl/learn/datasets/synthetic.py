@@ -10,8 +10,9 @@ from pydantic import Field
 
 from asyncfl.config.base import Distribution, Section
 from asyncfl.config.errors import ConfigError
-from asyncfl.learn.datasets._base import DataSet, RawData, seeded_rng
+from asyncfl.learn.datasets._base import DataSet, RawData
 from asyncfl.learn.partition import split_train_test
+from asyncfl.seeding import seeded_rng
 
 # Fixed tag keying the generator's random stream off the scenario seed.  Never renumber it.
 TAG_SYNTHETIC = 12
