@@ -34,7 +34,7 @@ from asyncfl.config.schema import Scenario, start_datetime
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
-from asyncfl.learn.models import build_model, parameter_count
+from asyncfl.learn.models import build_model, model_params, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
 from asyncfl.results import RunDirectory, new_run_dir, timeline_sample, write_atomic
@@ -172,7 +172,12 @@ class Simulation:
         with torch.random.fork_rng(devices=[]):  # model init must not touch the global generator
             torch.manual_seed(int(stream(s.seed, "model_init").integers(2**62)))
             self.model = build_model(
-                s.model.name, self.federation.input_shape, self.federation.num_classes, s.model.hidden, s.model.layers
+                s.model.name,
+                self.federation.input_shape,
+                self.federation.num_classes,
+                s.model.hidden,
+                s.model.layers,
+                model_params(s.model),
             )
         self.model.to(self.device)
         initial = torch.nn.utils.parameters_to_vector(self.model.parameters()).detach()
@@ -277,7 +282,7 @@ def timing_input(s: Scenario) -> tuple[tuple[int, ...], int]:
 def timing_model_bytes(s: Scenario) -> int:
     """Bytes of the float32 model a full run would train: its real parameter count x 4."""
     shape, classes = timing_input(s)
-    model = build_model(s.model.name, shape, classes, s.model.hidden, s.model.layers)
+    model = build_model(s.model.name, shape, classes, s.model.hidden, s.model.layers, model_params(s.model))
     return parameter_count(model) * 4
 
 

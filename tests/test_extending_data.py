@@ -56,16 +56,24 @@ LINEAR2_MODEL = '''
 
 import math
 
+from pydantic import Field
+
+from asyncfl.config.base import Section
 from asyncfl.learn.models import ModelSpec
 
 
-def build(input_shape, num_classes, **options):
+class Linear2(Section):
+    width: int = Field(default=8, ge=1, description="units of the middle layer")
+
+
+def build(input_shape, num_classes, params, **options):
     from torch import nn
 
-    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), 8), nn.Linear(8, num_classes))
+    width = params.width
+    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), width), nn.Linear(width, num_classes))
 
 
-MODEL = ModelSpec("linear2", build)
+MODEL = ModelSpec("linear2", build, params=Linear2)
 '''
 
 ALTERNATE_PARTITIONER = '''
@@ -99,6 +107,7 @@ import asyncfl
 from asyncfl.__main__ import main
 from asyncfl.config import load_scenario
 from asyncfl.learn.datasets import dataset_spec, load_arrays
+from asyncfl.runner import timing_model_bytes
 
 isolated = {"kind": "isolated_class", "label": 1, "clients": 2, "base": {"kind": "alternate"}}
 codes = {
@@ -111,7 +120,8 @@ s = load_scenario("toy.yaml")
 raw = load_arrays(s.data, s.seed)
 nested = load_scenario("toy.yaml", [f"data.partition={json.dumps(isolated)}"]).data.partition
 print(json.dumps({"codes": codes, "package": asyncfl.__file__, "spec": dataset_spec(s.data),
-                  "train": list(raw.x_train.shape), "test": list(raw.x_test.shape), "base": nested.base.kind}))
+                  "train": list(raw.x_train.shape), "test": list(raw.x_test.shape), "base": nested.base.kind,
+                  "linear2_bytes": timing_model_bytes(load_scenario("linear2.yaml"))}))
 """
 
 COMMON = """
@@ -136,7 +146,7 @@ def extended(tmp_path_factory) -> tuple[Path, dict]:
     toy = "name: toy\ndata: {dataset: toy, clients: 4, partition: {kind: alternate}, toy: {test_samples: 50}}\n"
     toy += "model: {name: logreg}\n"
     (root / "toy.yaml").write_text(toy + COMMON)
-    digits = "name: linear2\ndata: {dataset: digits, clients: 5}\nmodel: {name: linear2}\n"
+    digits = "name: linear2\ndata: {dataset: digits, clients: 5}\nmodel: {name: linear2, linear2: {width: 5}}\n"
     (root / "linear2.yaml").write_text(digits + COMMON)
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run(
@@ -164,12 +174,13 @@ def test_a_data_set_is_one_file(extended):
     assert timing["timing_only"] is True and timing["training_jobs_computed"] == 0
 
 
-def test_a_model_is_one_file(extended):
-    root, _ = extended
+def test_a_model_is_one_file_with_its_own_keys(extended):
+    root, out = extended
     rows = table(root / "runs/linear2/metrics.csv")
     assert int(rows[-1]["round"]) == 2 and float(rows[-1]["test_accuracy"]) > 0.3  # ten classes: chance is 0.1
     config = (root / "runs/linear2/config.yaml").read_text()
-    assert "name: linear2" in config
+    assert "name: linear2" in config and "linear2:\n    width: 5" in config  # model.linear2, its own section
+    assert out["linear2_bytes"] == 4 * (64 * 5 + 5 + 5 * 10 + 10)  # digits' 64 pixels -> width 5 -> 10 classes
 
 
 def test_the_unextended_package_refuses_both_names():

@@ -48,10 +48,19 @@ Data = create_model(  # type: ignore[call-overload]
 )
 
 
-class Model(Section):
+class _ModelKeys(Section):
     name: Literal[MODELS] = "mlp"  # type: ignore[valid-type]
     hidden: int = Field(default=200, ge=1, description="hidden units of the mlp (per hidden layer)")
     layers: int = Field(default=1, ge=1, description="hidden layers of the mlp (MNIST-1D paper's MLP: 2 of 100)")
+
+
+# model.<name>: the section of every model that registers one, after the shared keys
+Model = create_model(  # type: ignore[call-overload]
+    "Model",
+    __base__=_ModelKeys,
+    __module__=__name__,
+    **{name: (entry.params, entry.params()) for name, entry in MODEL_REGISTRY.items() if entry.params is not None},
+)
 
 
 def model_data_mismatch(model: str, dataset: str) -> str | None:

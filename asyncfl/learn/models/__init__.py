@@ -16,16 +16,31 @@ from asyncfl.registry import discover
 REGISTRY: dict[str, ModelSpec] = discover(__name__, __path__, "MODEL")
 
 
-def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, hidden: int = 200, layers: int = 1) -> Any:
+def build_model(
+    name: str,
+    input_shape: tuple[int, ...],
+    num_classes: int,
+    hidden: int = 200,
+    layers: int = 1,
+    params: Any = None,
+) -> Any:
     """A fresh ``torch.nn.Module``; ``hidden`` and ``layers`` shape the mlp only: ``layers`` ReLU layers of
-    ``hidden`` units each."""
+    ``hidden`` units each.  ``params``: the model's own section (``model.<name>``), if it registers one
+    (None: its defaults)."""
     if name not in REGISTRY:
         raise ValueError(f"unknown model {name!r}; available: {', '.join(REGISTRY)}")
-    return REGISTRY[name].build(tuple(input_shape), num_classes, hidden=hidden, layers=layers)
+    spec = REGISTRY[name]
+    own = {} if spec.params is None else {"params": params if params is not None else spec.params()}
+    return spec.build(tuple(input_shape), num_classes, hidden=hidden, layers=layers, **own)
+
+
+def model_params(model_section: Any) -> Any:
+    """The ``model.<name>`` section of the chosen model, or None when it registers none."""
+    return getattr(model_section, model_section.name, None) if REGISTRY[model_section.name].params else None
 
 
 def parameter_count(model: Any) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-__all__ = ["REGISTRY", "ModelSpec", "build_model", "parameter_count"]
+__all__ = ["REGISTRY", "ModelSpec", "build_model", "model_params", "parameter_count"]
