@@ -77,6 +77,13 @@ EXERCISES = {
 }
 
 
+def test_every_registered_server_mode_has_cases():
+    """A server mode added as a module of asyncfl/sim/servers must be given cases here before the suite passes."""
+    from asyncfl.sim.servers import SERVER_MODES
+
+    assert {case["server"]["mode"] for case in CASES.values()} == set(SERVER_MODES)
+
+
 def _merged(case: dict) -> dict:
     merged = {key: dict(value) if isinstance(value, dict) else value for key, value in BASE.items()}
     for key, value in case.items():
