@@ -27,7 +27,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ROUND_TIME_COLUMNS = ("wait_slowest_s", "slowest_task_s", "lost_s", "lost_compute_s")
@@ -271,7 +271,7 @@ class Checkpointer(Callback):
             "time": now,
             "stop": state.stop,
             "learner": self.learner_state(),
-            "progress": state.progress,
+            "progress": asdict(state.progress),
             "offsets": self.out.offsets(),
             "elapsed_s": state.wall_seconds(),
         })  # fmt: skip

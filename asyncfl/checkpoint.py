@@ -53,8 +53,9 @@ def load_for_resume(run_dir: Path) -> tuple[Scenario, dict | None]:
         return scenario, None
     try:
         # tensors come back on the devices they were saved from (the model's, or the CPU for a
-        # CPU-resident memory store): resuming is promised on the same kind of machine
-        checkpoint = torch.load(path, weights_only=False)
+        # CPU-resident memory store): resuming is promised on the same kind of machine.  Everything in a
+        # checkpoint is tensors and plain values, so it loads with weights_only: reading one runs no code.
+        checkpoint = torch.load(path, weights_only=True)
     except Exception as exc:  # a checkpoint is only ever replaced atomically, so this is outside damage
         raise ConfigError(f"--resume {run_dir}: {FILE} is unreadable ({exc}).") from None
     return scenario, checkpoint

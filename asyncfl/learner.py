@@ -120,7 +120,7 @@ class Learner:
         return {
             "params": self.params,
             "version": self.version,
-            "seen": set(self.seen),
+            "seen": sorted(self.seen),
             "strategy": self.strategy.state_dict(),
             "jobs": self.jobs.state(),
         }

@@ -261,7 +261,8 @@ class Simulation:
         if self.replayed < checkpoint["aggregations"]:
             return False
         self.learner.restore(checkpoint["learner"])
-        self.state = RunState(checkpoint["progress"], time.perf_counter() - checkpoint["elapsed_s"], checkpoint["stop"])
+        progress = Progress(**checkpoint["progress"])
+        self.state = RunState(progress, time.perf_counter() - checkpoint["elapsed_s"], checkpoint["stop"])
         for callback in self.callbacks:
             callback.on_resume(self.state, checkpoint)
         self.resume = None

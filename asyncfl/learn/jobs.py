@@ -17,6 +17,7 @@ book forgets it, with its result and, once unused, its base vector, when that ve
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import astuple
 
 import torch
 
@@ -34,15 +35,23 @@ class JobBook:
         self.users: Counter = Counter()  # base version -> outstanding jobs
         self.computed = 0
 
-    STATE = ("bases", "current_version", "pending", "done", "users", "computed")
-
     def state(self) -> dict:
-        """Everything but the trainer: outstanding jobs, their base vectors and computed results."""
-        return {name: getattr(self, name) for name in self.STATE}
+        """Everything but the trainer, as plain values (checkpoints load with ``weights_only``): the
+        outstanding jobs, their base vectors and the results already computed."""
+        return {
+            "bases": dict(self.bases),
+            "current_version": self.current_version,
+            "pending": {key: astuple(job) for key, job in self.pending.items()},
+            "done": {key: (r.delta, r.train_loss, r.num_steps) for key, r in self.done.items()},
+            "users": dict(self.users),
+            "computed": self.computed,
+        }
 
     def restore(self, state: dict) -> None:
-        for name in self.STATE:
-            setattr(self, name, state[name])
+        self.bases, self.current_version = dict(state["bases"]), state["current_version"]
+        self.pending = {key: TrainingJob(*job) for key, job in state["pending"].items()}
+        self.done = {key: TrainingResult(*result) for key, result in state["done"].items()}
+        self.users, self.computed = Counter(state["users"]), state["computed"]
 
     def publish(self, version: int, params: torch.Tensor) -> None:
         """A new global model exists; older bases are dropped once no job needs them."""
