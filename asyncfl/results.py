@@ -272,20 +272,15 @@ class RunDirectory:
         write_atomic(self.path / name, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def write_table(self, name: str, rows: list[Mapping[str, Any]]) -> None:
-        if not rows:
-            return
-        tmp = self.path / f".{name}.tmp"
-        columns = list(rows[0])
-        cleaned = [_clean_column([row[k] for row in rows]) for k in columns]  # clients.csv: 10^6 rows
-        with open(tmp, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(columns)
-            writer.writerows(zip(*cleaned))
-        os.replace(tmp, self.path / name)
+        """Rows (dicts with the same keys) as a CSV file, written whole (see :meth:`write_columns`)."""
+        if rows:
+            self.write_columns(name, {key: [row[key] for row in rows] for key in rows[0]})
 
     def write_columns(self, name: str, columns: Mapping[str, list[Any]]) -> None:
-        """:meth:`write_table` of the rows ``zip(*columns.values())``, given column by column (the
-        same bytes; clients.csv at 10^6 clients is formatted a column at a time, not a row at a time)."""
+        """A CSV file given column by column, written whole (temporary file, then renamed): the bytes
+        ``csv.writer`` writes for the rows ``zip(*columns.values())`` with every value cleaned as in the
+        logs (floats to 6 decimals, NaN empty), but formatted a column at a time: clients.csv at 10^6
+        clients is one column at a time, not a row at a time."""
         if not columns or not len(next(iter(columns.values()))):
             return
         tmp = self.path / f".{name}.tmp"

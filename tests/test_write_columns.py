@@ -1,14 +1,23 @@
-"""RunDirectory.write_columns (clients.csv, formatted a column at a time) writes the bytes that
-write_table (csv.writer, a row at a time) writes, whatever the columns hold."""
+"""RunDirectory.write_columns (clients.csv and every whole-file table, formatted a column at a time)
+writes the bytes csv.writer writes for the cleaned rows, a row at a time, whatever the columns hold."""
 
 from __future__ import annotations
 
+import csv
 import math
 import random
 
 import numpy as np
 
-from asyncfl.results import RunDirectory
+from asyncfl.results import RunDirectory, _clean
+
+
+def _rows_by_csv(path, columns: dict) -> None:
+    """The reference: csv.writer over the rows, every value cleaned as the logs clean it."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(list(columns))
+        writer.writerows([_clean(v) for v in row] for row in zip(*columns.values()))
 
 
 def _column(rng: random.Random, kind: str, n: int, trial: int) -> list:
@@ -38,5 +47,7 @@ def test_columns_are_written_as_csv_writes_the_rows(tmp_path):
         n = rng.randint(1, 30)
         columns = {f"c{c}": _column(rng, rng.choice(KINDS), n, trial) for c in range(rng.randint(1, 6))}
         out.write_columns("columns.csv", columns)
-        out.write_table("rows.csv", [dict(zip(columns, row)) for row in zip(*columns.values())])
+        _rows_by_csv(tmp_path / "rows.csv", columns)
         assert (tmp_path / "columns.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes(), columns
+        out.write_table("table.csv", [dict(zip(columns, row)) for row in zip(*columns.values())])
+        assert (tmp_path / "table.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
