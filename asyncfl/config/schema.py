@@ -39,13 +39,17 @@ class _DataKeys(Section):
     download: bool = Field(default=True, description="download torchvision data sets when missing")
 
 
-# data.<name>: the section of every data set that has one (data.synthetic, data.mnist1d), after the shared keys
-Data = create_model(  # type: ignore[call-overload]
-    "Data",
-    __base__=_DataKeys,
-    __module__=__name__,
-    **{name: (entry.params, entry.params()) for name, entry in DATASET_REGISTRY.items() if entry.params is not None},
-)
+def _with_own_sections(name: str, shared: type[Section], registry: dict, where: str) -> type[Section]:
+    """``shared`` plus one ``<entry>`` key per registered entry that brings a section of its own keys
+    (``data.synthetic``, ``model.<name>``), after the shared keys."""
+    own = {key: (entry.params, entry.params()) for key, entry in registry.items() if entry.params is not None}
+    clash = sorted(set(own) & set(shared.model_fields))
+    if clash:  # a module's name would hide a shared key
+        raise ValueError(f"{where} {clash[0]!r} brings its own section, but {where.split('.')[0]}.{clash[0]} is taken")
+    return create_model(name, __base__=shared, __module__=__name__, **own)  # type: ignore[call-overload]
+
+
+Data = _with_own_sections("Data", _DataKeys, DATASET_REGISTRY, "data.dataset")
 
 
 class _ModelKeys(Section):
@@ -54,13 +58,7 @@ class _ModelKeys(Section):
     layers: int = Field(default=1, ge=1, description="hidden layers of the mlp (MNIST-1D paper's MLP: 2 of 100)")
 
 
-# model.<name>: the section of every model that registers one, after the shared keys
-Model = create_model(  # type: ignore[call-overload]
-    "Model",
-    __base__=_ModelKeys,
-    __module__=__name__,
-    **{name: (entry.params, entry.params()) for name, entry in MODEL_REGISTRY.items() if entry.params is not None},
-)
+Model = _with_own_sections("Model", _ModelKeys, MODEL_REGISTRY, "model.name")
 
 
 def model_data_mismatch(model: str, dataset: str) -> str | None:
