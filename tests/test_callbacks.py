@@ -166,7 +166,10 @@ def test_checkpointer_cadence_by_rounds_by_time_and_at_the_stop():
         (6, 41.0, True),  # the run stops
     ]
     assert saved[1]["learner"] == {"params": "w"} and saved[1]["offsets"] == {"events.jsonl": 123}
-    assert saved[1]["progress"] is state.progress
+    state.progress.count(AggregationReport(6, 0.1, [0, 2]))
+    progress = Progress(**saved[-1]["progress"])  # a plain dict (checkpoints load with weights_only)
+    assert (progress.status, progress.rounds, progress.staleness) == ("running", 0, [])  # as it was then
+    assert state.progress.staleness == [0, 2]
     assert out.flushes == 7  # every aggregation is flushed: by a checkpoint or on its own
 
 
