@@ -23,9 +23,9 @@ from pathlib import Path
 import torch
 
 from asyncfl.config import ConfigError, Scenario, read_yaml, validate_scenario
+from asyncfl.results import CHECKPOINT_FILE as FILE
 from asyncfl.results import ENDED
 
-FILE = "checkpoint.pt"
 FINAL = ENDED  # a run that ended cannot be resumed
 
 

@@ -33,6 +33,7 @@ OFFLINE_COLUMNS = ("client", "offline_from_s", "offline_until_s")
 TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
 PHASES = ("download", "compute", "upload")  # a task's phases, as events.jsonl and timeline_tasks.csv name them
 ENDED = ("finished", "target_reached", "diverged")  # summary.json statuses of a run that cannot go on
+CHECKPOINT_FILE = "checkpoint.pt"  # what --resume reads (asyncfl.checkpoint); dropped once a run has ended
 MAX_OFFLINE_PERIODS = 20_000  # per client: guards a pathological availability pattern
 
 

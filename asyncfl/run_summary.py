@@ -11,8 +11,7 @@ from importlib import metadata
 from typing import Any
 
 from asyncfl.callbacks import Callback, RunState
-from asyncfl.checkpoint import FILE as CHECKPOINT_FILE
-from asyncfl.results import ENDED, OfflineMeter
+from asyncfl.results import CHECKPOINT_FILE, ENDED, OfflineMeter
 from asyncfl.sim.clients import ClientDevice, phase_seconds
 from asyncfl.sim.population import utc_offsets
 

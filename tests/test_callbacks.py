@@ -214,3 +214,62 @@ def test_progress_counts_and_the_bar_goes_on_from_a_resumed_checkpoint(capsys):
     quiet.on_aggregation(state, aggregation(1, 3.0))
     quiet.on_end(state, 3.0)
     assert capsys.readouterr().err == ""
+
+
+def _summary_writer(tmp_path, availability: dict, status: str, accuracies: list[float]):
+    """A SummaryWriter over a real timing-world population (no torch) and a learner stand-in."""
+    from asyncfl.config import validate_scenario
+    from asyncfl.results import CHECKPOINT_FILE, RunDirectory
+    from asyncfl.run_summary import SummaryWriter
+    from asyncfl.sim.population import build_clients, participation_probabilities
+
+    s = validate_scenario({
+        "name": "summary", "timing_only": True, "data": {"clients": 4}, "population": {"availability": availability},
+        "output": {"plot": False}, "stop": {"rounds": 3},
+    })  # fmt: skip
+    clients = build_clients(s.population, 4, s.seed)
+    probabilities = participation_probabilities(s.population.availability, 4, s.seed)
+    learner = SimpleNamespace(
+        client_accuracies=lambda: accuracies, strategy=None, jobs=SimpleNamespace(computed=0, trainer=None)
+    )
+    out = RunDirectory(tmp_path)
+    (tmp_path / CHECKPOINT_FILE).write_bytes(b"saved")
+    writer = SummaryWriter(s, out, clients, probabilities, learner, "cpu", [(0.0, 50.0, 0), (50.0, 100.0, 1)], [])
+    state = RunState()
+    state.progress.status, state.progress.rounds = status, 2
+    state.progress.count(AggregationReport(2, 0.3, [0, 1, 1]))
+    writer.on_end(state, 100.0)
+    return tmp_path, (tmp_path / CHECKPOINT_FILE).exists()
+
+
+def test_summary_writer_writes_clients_summary_and_drops_an_ended_runs_checkpoint(tmp_path):
+    import json
+
+    from conftest import table
+
+    run_dir, kept = _summary_writer(tmp_path, {"kind": "always"}, "finished", [0.5, 0.25, math.nan, 1.0])
+    rows = table(run_dir / "clients.csv")
+    assert [r["client"] for r in rows] == ["0", "1", "2", "3"]
+    assert [r["accuracy"] for r in rows] == ["0.5", "0.25", "", "1.0"]
+    assert all(float(r["idle_s"]) == 100.0 and float(r["offline_s"]) == 0.0 for r in rows)  # nobody acted
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["status"], summary["rounds"], summary["updates"], summary["virtual_time_s"]) == (
+        "finished", 2, 3, 100.0,
+    )  # fmt: skip
+    assert summary["staleness_mean"] == pytest.approx(2 / 3) and summary["final_accuracy"] is None
+    assert not kept  # an ended run cannot be resumed: its checkpoint goes
+
+
+def test_summary_writer_keeps_an_interrupted_runs_checkpoint_and_measures_offline_time(tmp_path):
+    from conftest import table
+
+    run_dir, kept = _summary_writer(tmp_path, {"kind": "cyclic", "p": 0.5, "period_s": 20.0}, "interrupted", [])
+    rows = table(run_dir / "clients.csv")
+    for r in rows:  # online half of every 20 s: 50 s offline in [0, 100], the rest idle
+        assert float(r["offline_s"]) == pytest.approx(50.0) and float(r["idle_s"]) == pytest.approx(50.0)
+        assert float(r["availability_p"]) == 0.5
+    assert kept
+
+
+def test_the_summary_writer_needs_no_torch():
+    assert "torch" not in _loaded("import asyncfl.run_summary")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "asyncfl" / "study"
-ANALYSIS = ("compare", "report", "aggregate", "tables", "straggler", "timeline", "figures", "advise")
+ANALYSIS = tuple(sorted(path.stem for path in STUDY.glob("*.py") if path.stem != "__init__"))  # sweep, jobs too
 WORLDS = ("asyncfl.sim", "asyncfl.learn", "asyncfl.algorithms", "asyncfl.runner", "torch", "simpy")
 
 

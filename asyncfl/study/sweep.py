@@ -25,8 +25,8 @@ from pathlib import Path
 
 import yaml
 
-from asyncfl.checkpoint import FILE as CHECKPOINT
 from asyncfl.config import ConfigError
+from asyncfl.results import CHECKPOINT_FILE as CHECKPOINT
 from asyncfl.results import ENDED, new_run_dir, refuse_used_out, write_atomic
 from asyncfl.study.aggregate import RunRecord, read_summary
 from asyncfl.study.compare import STUDY_FILE, write_comparison
