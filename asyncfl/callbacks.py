@@ -102,19 +102,19 @@ class RunState:
 
 
 class Callback:
-    """Every hook does nothing unless overridden."""
+    """The four hooks of the run loop; a callback overrides the ones it needs (the others do nothing)."""
 
     def on_start(self, state: RunState) -> None:
-        pass
+        """A fresh run, before the clock starts (a resumed run never hears it)."""
 
     def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
-        pass
+        """After every live aggregation (not while a resumed run replays up to its checkpoint)."""
 
     def on_resume(self, state: RunState, checkpoint: dict) -> None:
-        pass
+        """A resumed run, once the checkpoint's learning state is back in place."""
 
     def on_end(self, state: RunState, now: float) -> None:
-        pass
+        """The run ended (finished, stopped, diverged or interrupted) at virtual time ``now``."""
 
 
 def rounds_row(info: Any, report: AggregationReport, reasons: Sequence[str] = ()) -> dict:

@@ -170,7 +170,7 @@ class TimingLearner:
         self.strategy, self.participation = None, None
 
     def submit(self, plan) -> None:
-        pass
+        """Nothing is trained: the plan's timing is all the run needs."""
 
     def state(self) -> dict:
         return {"version": self.version}

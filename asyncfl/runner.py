@@ -34,7 +34,7 @@ from asyncfl.config.schema import Scenario, start_datetime
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
-from asyncfl.learn.models import build_model, model_params, parameter_count
+from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
 from asyncfl.results import RunDirectory, new_run_dir, timeline_sample, write_atomic
@@ -114,7 +114,7 @@ class Simulation:
         self.threads: int | None = None  # torch CPU threads while running (trainer.threads)
         if s.timing_only:  # no data, no model: see TimingLearner
             self.federation, self.learner, histograms = None, TimingLearner(timing_model_bytes(s)), None
-            num_classes = timing_input(s)[1]
+            num_classes = dataset_spec(s.data)[1]
         else:
             self.federation = build_federation(s.data, s.seed, self.device)
             self.learner = self._build_learner(s)
@@ -171,14 +171,7 @@ class Simulation:
     def _build_learner(self, s: Scenario) -> Learner:
         with torch.random.fork_rng(devices=[]):  # model init must not touch the global generator
             torch.manual_seed(int(stream(s.seed, "model_init").integers(2**62)))
-            self.model = build_model(
-                s.model.name,
-                self.federation.input_shape,
-                self.federation.num_classes,
-                s.model.hidden,
-                s.model.layers,
-                model_params(s.model),
-            )
+            self.model = build_model_of(s.model, self.federation.input_shape, self.federation.num_classes)
         self.model.to(self.device)
         initial = torch.nn.utils.parameters_to_vector(self.model.parameters()).detach()
         strategy = make_strategy(s.algorithm, s.data.clients, initial)
@@ -275,15 +268,10 @@ class Simulation:
             callback.on_end(self.state, now)
 
 
-def timing_input(s: Scenario) -> tuple[tuple[int, ...], int]:
-    """(input shape, classes) of the data set, for timing_only runs that never load the data."""
-    return dataset_spec(s.data)
-
-
 def timing_model_bytes(s: Scenario) -> int:
     """Bytes of the float32 model a full run would train: its real parameter count x 4."""
-    shape, classes = timing_input(s)
-    model = build_model(s.model.name, shape, classes, s.model.hidden, s.model.layers, model_params(s.model))
+    shape, classes = dataset_spec(s.data)  # from the data set's registration: nothing is loaded
+    model = build_model_of(s.model, shape, classes)
     return parameter_count(model) * 4
 
 

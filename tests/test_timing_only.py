@@ -15,10 +15,11 @@ import torch
 
 import asyncfl.sim.servers.sync as sync_server
 from asyncfl.config.loading import validate_scenario
+from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model
 from asyncfl.results import read_csv
-from asyncfl.runner import run_scenario, timing_input, timing_model_bytes
+from asyncfl.runner import run_scenario, timing_model_bytes
 from asyncfl.sim.clients import run_task
 
 BASE = {
@@ -78,7 +79,7 @@ def test_timing_only_needs_no_data_and_draws_the_timing_figure(tmp_path):
 def test_timing_model_bytes_match_the_real_model(name):
     scenario = validate_scenario({**BASE, "model": {"name": name}})
     fed = build_federation(scenario.data, 0, torch.device("cpu"))
-    assert timing_input(scenario) == (fed.input_shape, fed.num_classes)
+    assert dataset_spec(scenario.data) == (fed.input_shape, fed.num_classes)
     model = build_model(name, fed.input_shape, fed.num_classes, scenario.model.hidden)
     assert timing_model_bytes(scenario) == 4 * sum(p.numel() for p in model.parameters())
 

@@ -34,13 +34,15 @@ def build_model(
     return spec.build(tuple(input_shape), num_classes, hidden=hidden, layers=layers, **own)
 
 
-def model_params(model_section: Any) -> Any:
-    """The ``model.<name>`` section of the chosen model, or None when it registers none."""
-    return getattr(model_section, model_section.name, None) if REGISTRY[model_section.name].params else None
+def build_model_of(section: Any, input_shape: tuple[int, ...], num_classes: int) -> Any:
+    """:func:`build_model` from a scenario's ``model`` section (its shared keys, and its own
+    ``model.<name>`` section where the model registers one)."""
+    own = getattr(section, section.name, None) if REGISTRY[section.name].params is not None else None
+    return build_model(section.name, input_shape, num_classes, section.hidden, section.layers, own)
 
 
 def parameter_count(model: Any) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-__all__ = ["REGISTRY", "ModelSpec", "build_model", "model_params", "parameter_count"]
+__all__ = ["REGISTRY", "ModelSpec", "build_model", "build_model_of", "parameter_count"]
