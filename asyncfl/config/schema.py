@@ -103,11 +103,6 @@ class Trainer(Section):
     )
 
 
-def _either(words: list[str]) -> str:
-    """a, b or c"""
-    return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
-
-
 class ServerKeys(Section):
     """Base of the flat ``server`` section: ``mode`` plus every mode's own keys (asyncfl.sim.servers)."""
 
@@ -133,7 +128,7 @@ Server = create_model(  # type: ignore[call-overload]
         Literal[tuple(SERVER_MODES)],
         Field(
             default=next(iter(SERVER_MODES)),
-            description=_either([mode.summary for mode in SERVER_MODES.values()]),
+            description=or_list([mode.summary for mode in SERVER_MODES.values()]),
         ),
     ),
     **{
@@ -243,7 +238,7 @@ class Scenario(Section):
     server: Server = Server()
     algorithm: Algorithm = Field(
         default=None,
-        description="defaults to " + _either([f"{name} ({mode})" for mode, name in DEFAULT_ALGORITHMS.items()]),
+        description="defaults to " + or_list([f"{name} ({mode})" for mode, name in DEFAULT_ALGORITHMS.items()]),
     )
     stop: Stop = Stop(rounds=50)
     eval: Eval = Eval()
@@ -294,7 +289,7 @@ def _mode_mismatch(mode: object, name: object) -> str | None:
     """The error for an algorithm that does not run under ``server.mode`` ``mode``, or None."""
     if mode not in SERVER_MODES or name not in PARAMS or mode in PARAMS[name].modes:
         return None
-    needs = _either([m for m in SERVER_MODES if m in PARAMS[name].modes])
+    needs = or_list([m for m in SERVER_MODES if m in PARAMS[name].modes])
     return f"algorithm.name {name!r} needs server.mode {needs}; {mode} algorithms are {', '.join(algorithms_for(mode))}"
 
 
@@ -309,7 +304,7 @@ def _no_other_mode_keys(server: Section) -> None:
     }
     if ignored:
         listed = ", ".join(f"server.{key} ({getattr(server, key)!r})" for key in ignored)
-        users = _either(list(dict.fromkeys(m for modes in ignored.values() for m in modes)))
+        users = or_list(list(dict.fromkeys(m for modes in ignored.values() for m in modes)))
         raise ValueError(
             f"{listed}: used only with server.mode {users}, but server.mode is {server.mode}, where it "
             "would be ignored; remove it (or set it to null, or its default)"
