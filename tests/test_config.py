@@ -9,7 +9,7 @@ from conftest import scenario
 
 from asyncfl.config import ConfigError, apply_override, validate_scenario
 from asyncfl.config.reference import reference_markdown
-from asyncfl.sim.population import read_availability_trace
+from asyncfl.sim.availability.trace import read_availability_trace
 from asyncfl.sim.profiles import read_device_trace
 
 

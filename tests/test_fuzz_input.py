@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from asyncfl.__main__ import main
 from asyncfl.config import ConfigError, Scenario, apply_override, validate_scenario
-from asyncfl.sim.population import read_availability_trace
+from asyncfl.sim.availability.trace import read_availability_trace
 from asyncfl.sim.profiles import read_device_trace
 
 # Real key names make the generator reach deep into the schema instead of failing at the top level.

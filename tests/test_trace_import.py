@@ -13,7 +13,7 @@ import pytest
 from asyncfl.__main__ import main
 from asyncfl.config import validate_scenario
 from asyncfl.config.loading import check_trace_files
-from asyncfl.sim.population import read_availability_trace
+from asyncfl.sim.availability.trace import read_availability_trace
 from asyncfl.sim.profiles import read_device_trace
 from asyncfl.sim.trace_import import unroll
 from tests.conftest import table

@@ -12,7 +12,6 @@ from asyncfl.config.population import Population
 from asyncfl.seeding import StreamFamily, stream
 from asyncfl.sim.availability import DAY_S, AllOf, Availability, Draw, kind_of
 from asyncfl.sim.availability.cyclic import Cyclic
-from asyncfl.sim.availability.trace import read_availability_trace  # noqa: F401  (its old home, still imported)
 from asyncfl.sim.battery import Battery
 from asyncfl.sim.clients import ClientDevice
 from asyncfl.sim.profiles import draw_profiles
