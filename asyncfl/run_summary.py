@@ -48,7 +48,9 @@ class SummaryWriter(Callback):
         s, p, out, clients, learner = self.scenario, state.progress, self.out, self.clients, self.learner
         accuracies = learner.client_accuracies() if s.eval.per_client and p.status != "diverged" else []
         columns = client_columns(clients, self.probabilities, accuracies, s.timing_only)
-        always_online = s.population.availability.kind == "always" and s.population.eligibility is None
+        # p_i = 1 means online at every time and round, for every kind (the availability contract suite
+        # checks it): then nobody is ever offline and no client's model need be built to say so
+        always_online = s.population.eligibility is None and all(p == 1.0 for p in self.probabilities)
         columns.update(time_breakdown_columns(clients, now, self.round_spans, always_online))
         for reason in self.reasons:
             counts = columns.setdefault(f"failed_{reason}", [0] * len(clients))
