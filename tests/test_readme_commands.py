@@ -1,0 +1,66 @@
+"""What the README promises about its own commands: the two commands come first, CI runs the test
+command exactly as written inside a brand-new virtual environment, and the command synopsis names
+every command the parser has."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from asyncfl.__main__ import COMMANDS, _parser
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def _section(title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", README, re.DOTALL | re.MULTILINE)
+    assert match, f"README has no '## {title}' section"
+    return match.group(1)
+
+
+def _indented_commands(text: str) -> list[str]:
+    return [line[4:] for line in text.splitlines() if line.startswith("    ") and line.strip()]
+
+
+def test_the_two_commands_are_the_first_section():
+    first = re.search(r"^## (.*)$", README, re.MULTILINE)
+    assert first and first.group(1) == "Two commands"
+    install_and_run, install_and_test = _indented_commands(_section("Two commands"))[:2]
+    assert install_and_run == "pip install -e . && python -m asyncfl scenarios/k_async.yaml"
+    assert install_and_test.startswith("pip install -e \".[dev]\" && python -m pytest")
+
+
+def test_ci_runs_the_readme_test_command_in_a_new_virtual_environment():
+    test_command = _indented_commands(_section("Two commands"))[1]
+    lines = [line.strip() for line in CI.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert lines[-1] == test_command  # exactly as a user types it, and last: its status is CI's
+    venv = re.search(r'python3? -m venv "\$VENV"', CI)
+    assert venv, ".ci/run must build its own virtual environment"
+    assert re.search(r'VENV="\$\(mktemp -d\)', CI), "in a new temporary directory, on every run"
+    activate = CI.index('source "$VENV/bin/activate"')
+    assert venv.start() < activate < CI.index(test_command), "and run the tests inside it"
+    for name in ("torch", "numpy", "mnist1d", "pandas", "pydantic", "simpy"):
+        assert f'"{name}"' in CI, f".ci/run prints the version of {name} before the tests"
+
+
+def test_the_synopsis_names_every_command():
+    synopsis = _indented_commands(_section("The command line"))
+    named = {m.group(1) for line in synopsis if (m := re.match(r"python -m asyncfl (\w+)", line))}
+    assert "FILE.yaml" in synopsis[0]  # `run` is the default command
+    assert set(COMMANDS) - {"run"} <= named, f"missing from the README synopsis: {set(COMMANDS) - {'run'} - named}"
+    subcommands = _parser()._subparsers._group_actions[0].choices  # what argparse really accepts
+    assert set(subcommands) == set(COMMANDS)
+
+
+def test_sweep_paragraph_lists_every_file_of_the_sweep_table():
+    table_start = README.index("A sweep directory (see")
+    table = README[table_start : README.index("\n\n", README.index("| file |", table_start))]
+    files = re.findall(r"^\| `([^`]+)` \|", table, re.MULTILINE)
+    assert "report.csv" in files and "report.md" in files
+    paragraph_start = README.index("The layout is the same with either executor")
+    paragraph = README[paragraph_start : README.index("\n\n", paragraph_start)]
+    for name in files:
+        stem, ext = name.rsplit(".", 1)
+        assert name in paragraph or f"{stem}.csv/.{ext}" in paragraph or f"{stem}.csv/.md" in paragraph, name
