@@ -18,8 +18,13 @@ def add_traces_parser(sub) -> None:
     convert = actions.add_parser(
         "convert",
         help="write a device trace (fedscale-capacity) or an availability trace (fedscale-behavior, flash)",
+        description="Write a device trace (fedscale-capacity) or an availability trace (fedscale-behavior, flash). "
+        "FedScale's files are Python pickles, and reading a pickle can run code its author put in it: convert "
+        "only files from a source you trust. asyncfl reads them with a restricted unpickler that accepts only "
+        "plain data (dicts, lists, numbers, strings) and refuses (exit 2) a file naming anything else.",
     )
-    convert.add_argument("input", type=Path, metavar="IN")
+    convert.add_argument("input", type=Path, metavar="IN",
+                         help="trace file (fedscale-*: a pickle, read as plain data only; flash: JSON)")  # fmt: skip
     convert.add_argument("--from", dest="fmt", required=True, choices=FORMATS, help="format of IN")
     convert.add_argument("--out", type=Path, required=True, metavar="OUT.csv",
                          help="trace CSV to write (client-to-entry mapping: OUT.mapping.csv)")  # fmt: skip
