@@ -369,7 +369,7 @@ def advice_markdown(rows: list[dict[str, Any]], horizon_s: float, horizon_from: 
         shares = " / ".join(_fmt(100 * r[f"share_q{q + 1}"], 0) for q in range(QUARTILES))
         stale = " / ".join(_fmt(r[c], 2 if c == "staleness_mean" else 1) for c in
                            ("staleness_mean", "staleness_p50", "staleness_p90", "staleness_max"))  # fmt: skip
-        cells += [f"{r['virtual_time_s']:,.6g}", str(r["aggregations"]),
+        cells += [f"{r['virtual_time_s']:,.6g}", f"{r['aggregations']:,}",
                   _fmt(r["updates_per_hour"], 0), _fmt(r["mean_round_s"], 2), shares, stale,
                   _fmt(100 * r["never_heard_share"], 1)]  # fmt: skip
         table.append(dict(zip(head, cells)))
