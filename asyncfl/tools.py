@@ -18,8 +18,13 @@ def add_traces_parser(sub) -> None:
     convert = actions.add_parser(
         "convert",
         help="write a device trace (fedscale-capacity) or an availability trace (fedscale-behavior, flash)",
+        description="Write a device trace (fedscale-capacity) or an availability trace (fedscale-behavior, flash). "
+        "FedScale's files are Python pickles, and reading a pickle can run code its author put in it: convert "
+        "only files from a source you trust. asyncfl reads them with a restricted unpickler that accepts only "
+        "plain data (dicts, lists, numbers, strings) and refuses (exit 2) a file naming anything else.",
     )
-    convert.add_argument("input", type=Path, metavar="IN")
+    convert.add_argument("input", type=Path, metavar="IN",
+                         help="trace file (fedscale-*: a pickle, read as plain data only; flash: JSON)")  # fmt: skip
     convert.add_argument("--from", dest="fmt", required=True, choices=FORMATS, help="format of IN")
     convert.add_argument("--out", type=Path, required=True, metavar="OUT.csv",
                          help="trace CSV to write (client-to-entry mapping: OUT.mapping.csv)")  # fmt: skip
@@ -76,13 +81,16 @@ def traces_command(args: argparse.Namespace) -> int:
 def add_advise_parser(sub) -> None:
     advise = sub.add_parser(
         "advise",
-        help="timing-only runs over a grid of deadlines (sync) or K (k_async): updates per hour, round time, "
-        "participation by speed quartile, staleness, clients never heard from",
+        help="timing-only runs over a grid of deadlines (sync) or K (k_async), each for the same virtual time: "
+        "updates per hour, round time, participation by speed quartile, staleness, clients never heard from",
     )
     advise.add_argument("scenario", type=Path)
     advise.add_argument("--deadline", metavar="START:STOP:STEP", help="sync: deadlines to try, e.g. 5:60:5")
     advise.add_argument("--k", metavar="K,K,...", help="k_async: K values to try, e.g. 1,5,10,20")
     advise.add_argument("--concurrency", metavar="C,C,...", help="k_async: concurrencies to try with each K")
+    advise.add_argument("--horizon", metavar="S",
+                        help="virtual seconds every setting runs for (default: the scenario's stop.virtual_time_s, "
+                             "else the virtual time its own setting needs for its stop.rounds)")  # fmt: skip
     advise.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a scenario key (repeatable), e.g. --set stop.virtual_time_s=3600")  # fmt: skip
     advise.add_argument("--seed", type=int, help="same as --set seed=N")
@@ -95,7 +103,9 @@ def advise_command(args: argparse.Namespace) -> int:
     from asyncfl.study.advise import run_advice
 
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
-    out = run_advice(args.scenario, overrides, args.deadline, args.k, args.concurrency, args.out, args.quiet)
+    out = run_advice(
+        args.scenario, overrides, args.deadline, args.k, args.concurrency, args.out, args.quiet, args.horizon
+    )
     print((out / "advice.md").read_text(encoding="utf-8"), end="")
     print(out)
     return 0

@@ -16,6 +16,7 @@ from asyncfl.config import ConfigError
 from asyncfl.results import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.aggregate import RunRecord, tail_accuracy
+from asyncfl.study.compare import write_comparison
 from asyncfl.study.report import (
     direction,
     one_sided_misses,
@@ -203,3 +204,58 @@ def test_a_study_reads_trace_files_relative_to_its_own_folder(tmp_path, monkeypa
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def hand_records(tmp_path: Path, runs: dict[str, dict[int, list[float]]]) -> list[RunRecord]:
+    return [
+        RunRecord(v, s, fake_run(tmp_path / v / f"seed{s}", acc))
+        for v, seeds in runs.items()
+        for s, acc in seeds.items()
+    ]
+
+
+def test_a_target_only_one_side_reached_says_so(tmp_path):
+    runs = {  # "new" reaches 0.6 on every seed, "base" on none; nobody reaches 0.95
+        "base": {0: [0.1, 0.3, 0.5], 1: [0.1, 0.2, 0.4], 2: [0.2, 0.3, 0.5]},
+        "new": {0: [0.1, 0.6, 0.7], 1: [0.2, 0.7, 0.8], 2: [0.1, 0.5, 0.6]},
+        "once": {0: [0.1, 0.6, 0.7], 1: [0.1, 0.2, 0.3], 2: [0.1, 0.2, 0.3]},  # one seed only
+    }
+    records = hand_records(tmp_path, runs)
+    write_report(tmp_path, records, "base", targets=[0.6, 0.95])
+    rows = {(r["variant"], r["measure"]): r for r in read_csv(tmp_path / "report.csv")}
+    for measure in ("time to 0.6 (virtual s)", "rounds to 0.6"):
+        assert rows[("new", measure)]["paired_seeds"] == "0"
+        assert rows[("new", measure)]["vs_baseline"] == "only this variant reached it"
+        assert rows[("once", measure)]["vs_baseline"] == "only this variant reached it"
+        assert rows[("new", measure.replace("0.6", "0.95"))]["vs_baseline"] == "neither reached it"
+    md = (tmp_path / "report.md").read_text()
+    assert "| new | time to 0.6 (virtual s) | 3/3 | 13.3 ± 14.3 | — | 0 | only this variant reached it |" in md
+    assert "too few seeds" not in md  # three seeds each: never too few here
+    write_report(tmp_path, records, "new", targets=[0.6])  # the other way round
+    rows = {(r["variant"], r["measure"]): r for r in read_csv(tmp_path / "report.csv")}
+    assert rows[("base", "time to 0.6 (virtual s)")]["vs_baseline"] == "only the baseline reached it"
+    # "once" and "new" both reached 0.6 on seed 0 only: one pair is too few for an interval
+    assert rows[("once", "time to 0.6 (virtual s)")]["paired_seeds"] == "1"
+    assert rows[("once", "time to 0.6 (virtual s)")]["vs_baseline"] == "too few seeds"
+
+
+def test_one_seed_prints_no_spread_rather_than_zero(tmp_path):
+    records = hand_records(tmp_path, {"base": {0: [0.1, 0.5, 0.7]}, "new": {0: [0.2, 0.6, 0.9]}})
+    write_report(tmp_path, records, "base", targets=[0.6])
+    md = (tmp_path / "report.md").read_text()
+    assert "| new | final accuracy (%) | 1/1 | 90.0 ± n/a | +20.0 ± n/a | 1 | too few seeds |" in md
+    write_comparison(tmp_path, records, targets=[0.6])
+    ttt = (tmp_path / "time_to_target.md").read_text()
+    assert "± 0" not in ttt
+    assert "| new | 0.6 | 1/1 | 10 ± n/a | 1.0 ± n/a | 90.0 ± n/a | 90.0 ± n/a |" in ttt
+    row = next(r for r in read_csv(tmp_path / "time_to_target.csv") if r["variant"] == "new")
+    assert row["final_accuracy_std"] == "" and row["time_to_target_std_s"] == ""
+
+
+def test_report_without_a_baseline_promises_no_verdict(tmp_path):
+    records = hand_records(tmp_path, {"a": {0: [0.1, 0.5], 1: [0.2, 0.6]}, "b": {0: [0.3, 0.4], 1: [0.2, 0.5]}})
+    write_report(tmp_path, records, None)
+    md = (tmp_path / "report.md").read_text()
+    header = md.splitlines()[2]
+    assert "verdict" not in header and "verdict" not in md.split("No baseline")[0]
+    assert "No baseline" in md

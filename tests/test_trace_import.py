@@ -248,3 +248,48 @@ def test_unroll_matches_fedscales_modulo_rule_at_random_times():
         for t in rng.uniform(0, horizon, size=200):
             expected = any(a <= t % period < b for a, b in windows)
             assert any(a <= t < b for a, b in intervals) == expected
+
+
+class _RunsAShellCommand:
+    """What a malicious trace file holds: unpickling it calls os.system (here: create a marker file)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_pickle_that_would_run_code_is_refused_not_run(tmp_path):
+    marker = tmp_path / "executed"
+    evil = _pickle(
+        tmp_path, "client_device_capacity", {1: {"computation": 10.0, "communication": _RunsAShellCommand(marker)}}
+    )
+    command = [sys.executable, "-m", "asyncfl", "traces", "convert", str(evil), "--from", "fedscale-capacity"]
+    done = subprocess.run([*command, "--out", str(tmp_path / "o.csv")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert str(evil) in done.stderr and "refused" in done.stderr
+    assert "posix.system" in done.stderr or "os.system" in done.stderr  # the global it names
+    assert not marker.exists() and not (tmp_path / "o.csv").exists()
+    assert "can run code" in subprocess.run([*command[:5], "--help"], capture_output=True, text=True).stdout
+
+
+def test_plain_data_written_by_other_tools_still_loads(tmp_path, capsys):
+    import collections
+
+    import numpy as np
+
+    # the same data as CAPACITY, written another way: an OrderedDict (also by protocol 2, which names
+    # builtins and collections as globals) and numpy float scalars (protocol >= 3: their bytes need no codec)
+    ordered = collections.OrderedDict((k, dict(v)) for k, v in CAPACITY.items())
+    numpy_floats = {k: {key: np.float64(x) for key, x in v.items()} for k, v in CAPACITY.items()}
+    out = tmp_path / "o.csv"
+    for i, (data, protocol) in enumerate(((ordered, 2), (ordered, 5), (numpy_floats, 3), (numpy_floats, 5))):
+        src = tmp_path / f"cap{i}.pkl"
+        src.write_bytes(pickle.dumps(data, protocol=protocol))
+        code, _, err = _convert(tmp_path, capsys, src, "--from", "fedscale-capacity", "--out", out)
+        assert code == 0, err
+        speeds = [float(r["samples_per_s"]) for r in table(out)]
+        assert speeds == pytest.approx([1000 / (3 * v["computation"]) for v in CAPACITY.values()])

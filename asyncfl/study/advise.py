@@ -2,12 +2,20 @@
 
 The scenario runs once per grid value in ``timing_only`` mode (the clock world alone: no data set,
 no model, no training) through the sweep's job runner (:func:`asyncfl.study.jobs.run_locally`), each
-into an ordinary run directory.  The advice is then read from those files, never re-simulated:
+into an ordinary run directory.
+
+Every setting runs for the same virtual time (the *horizon*: ``stop.virtual_time_s``, with
+``stop.rounds`` lifted), because a fixed number of rounds lasts 72 virtual seconds with K = 1 and
+thousands with K = 50, and a share like "never heard from" would then mostly measure the run's length.
+The horizon is ``--horizon`` if given, else the scenario's own ``stop.virtual_time_s``, else the virtual
+time the scenario's own setting needs for its ``stop.rounds`` (one more timing-only run, kept as
+``scenario_setting/``).  The advice is then read from those files, never re-simulated:
 
 ``updates_per_hour``     aggregated updates (rows of updates.csv) per virtual hour (summary.json's
                          ``virtual_time_s``)
-``mean_round_s``         mean of ``time - started`` over rounds.csv: a sync round's length, or in
-                         K-async the time between two aggregations
+``mean_round_s``         mean of ``time - started`` over rounds.csv: a sync round's length (not
+                         counting a last round cut short by the horizon), or in K-async the time
+                         between two aggregations
 ``share_q1`` .. ``q4``   share of the aggregated updates sent by each speed quartile (clients.csv
                          ``samples_per_s``, ranked slowest first, ties by client id; 0.25 each = every
                          speed heard equally; q1 = the slowest quarter)
@@ -15,8 +23,10 @@ into an ordinary run directory.  The advice is then read from those files, never
                          updates.csv ``staleness``
 ``never_heard_share``    share of clients with no aggregated update (clients.csv ``participations`` = 0)
 
-Outputs: ``advice.csv`` (those columns per setting), ``advice.md`` (the same as a Markdown table) and
-``advice.png`` (updates per hour and never-heard share against the grid value).
+Outputs: ``advice.csv`` (those columns per setting, with each run's ``virtual_time_s`` and
+``aggregations``), ``advice.md`` (the same as a Markdown table, saying what was held fixed) and
+``advice.png`` (updates per hour, never-heard share, round length or staleness, and aggregations
+against the grid value).
 """
 
 from __future__ import annotations
@@ -25,23 +35,19 @@ import copy
 import json
 import math
 import re
-import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from asyncfl.config import ConfigError, apply_override, read_scenario, validate_scenario
 from asyncfl.config.loading import check_trace_files
-from asyncfl.results import new_run_dir, refuse_used_out, write_atomic
-from asyncfl.study.tables import markdown, write_csv
+from asyncfl.results import new_run_dir, refuse_used_out
+from asyncfl.study.advice_files import advice_row, write_advice
 
 MAX_SETTINGS = 200
+REFERENCE = "scenario_setting"  # run directory of the scenario's own setting when it sets the horizon
 OPTION = {"deadline_s": "--deadline value", "k": "--k", "concurrency": "--concurrency"}
-QUARTILES = 4
 # what every advice run sets: the clock world only, and no file the advice does not read
 TIMING_KEYS = {
     "timing_only": True,
@@ -138,8 +144,32 @@ def _set(raw: dict, dotted: str, value: Any) -> None:
     apply_override(raw, f"{dotted}={json.dumps(value)}")
 
 
-def plan(path: Path, overrides: list[str], deadline: str | None, k: str | None, concurrency: str | None):
-    """(settings, validated scenarios as JSON data, scenario name) for the grid."""
+@dataclass(frozen=True)
+class Plan:
+    raw: dict  # the scenario file with --set applied
+    base: Any  # the validated scenario as given (its own setting)
+    settings: list[Setting]
+    horizon_s: float | None  # None: measured by running the scenario's own setting
+    horizon_from: str  # where the horizon comes from, for the output
+
+
+def parse_horizon(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"--horizon {text!r}: expected a positive number of virtual seconds, e.g. 3600.")
+    return value
+
+
+def plan(
+    path: Path, overrides: list[str], deadline: str | None, k: str | None, concurrency: str | None,
+    horizon: str | None = None,
+) -> Plan:  # fmt: skip
+    """Read the scenario, check the grid and every setting's scenario (nothing is written yet)."""
     from asyncfl.study.spec import is_study
 
     raw = read_scenario(path)
@@ -149,16 +179,52 @@ def plan(path: Path, overrides: list[str], deadline: str | None, k: str | None, 
         raise ConfigError(f"{path}: advise runs one scenario; this file is a study (compare: / seeds:).")
     base = validate_scenario(copy.deepcopy(raw), source=str(path))
     settings = grid(base.server.mode, deadline, k, concurrency)
+    horizon_s, horizon_from = parse_horizon(horizon), "--horizon"
+    if horizon_s is None and base.stop.virtual_time_s is not None:
+        horizon_s, horizon_from = base.stop.virtual_time_s, "the scenario's stop.virtual_time_s"
+    elif horizon_s is None:
+        own = f"the scenario's own setting ({own_setting(base)})"
+        horizon_from = f"the time {own} needs for its stop.rounds = {base.stop.rounds}"
+    result = Plan(raw, base, settings, horizon_s, horizon_from)
+    setting_scenarios(path, result, horizon_s or 1.0)  # every setting validates before anything is written
+    check_trace_files(base)
+    return result
+
+
+def round_up(seconds: float) -> float:
+    """The next number of three significant digits strictly above ``seconds`` (549.65 -> 550, 550 -> 551).
+    Strictly above: a K-async run stops at its time limit before an update arriving at that very instant,
+    so a horizon equal to the reference's last aggregation would lose that aggregation."""
+    step = 10.0 ** (math.floor(math.log10(seconds)) - 2)
+    return _clean((math.floor(seconds / step + 1e-9) + 1) * step)
+
+
+def own_setting(base: Any) -> str:
+    server = base.server
+    if server.mode == "sync":
+        return f"deadline_s = {server.deadline_s:g}" if server.deadline_s is not None else "no deadline"
+    return f"k = {server.k}, concurrency = {server.concurrency}"
+
+
+def setting_scenarios(path: Path, plan: Plan, horizon_s: float) -> list[dict]:
+    """Each setting's scenario (validated, as JSON data): timing-only, run for ``horizon_s`` virtual seconds."""
+    stop = {"stop.rounds": None, "stop.virtual_time_s": horizon_s, "stop.target_accuracy": None}
     scenarios = []
-    for setting in settings:
-        variant = copy.deepcopy(raw)
-        for key, value in {**TIMING_KEYS, **setting.overrides}.items():
+    for setting in plan.settings:
+        variant = copy.deepcopy(plan.raw)
+        for key, value in {**TIMING_KEYS, **stop, **setting.overrides}.items():
             _set(variant, key, value)
         option = ", ".join(f"{OPTION[key]} {value:g}" for key, value in setting.values.items())
-        scenario = validate_scenario(variant, source=f"{path} with {option}")
-        scenarios.append(scenario)
-    check_trace_files(scenarios[0])
-    return settings, [s.model_dump(mode="json") for s in scenarios], base.name
+        scenarios.append(validate_scenario(variant, source=f"{path} with {option}").model_dump(mode="json"))
+    return scenarios
+
+
+def reference_scenario(path: Path, plan: Plan) -> dict:
+    """The scenario's own setting as given (its stop.rounds), timing-only: its length is the horizon."""
+    variant = copy.deepcopy(plan.raw)
+    for key, value in TIMING_KEYS.items():
+        _set(variant, key, value)
+    return validate_scenario(variant, source=str(path)).model_dump(mode="json")
 
 
 def run_advice(
@@ -169,143 +235,43 @@ def run_advice(
     concurrency: str | None = None,
     out: Path | None = None,
     quiet: bool = False,
+    horizon: str | None = None,
 ) -> Path:
-    """Run the grid and write advice.csv / .md / .png into the output directory (returned)."""
+    """Run the grid over one common virtual horizon and write advice.csv / .md / .png into the output
+    directory (returned)."""
     from asyncfl.study.jobs import Job, run_locally
 
-    settings, scenarios, name = plan(path, overrides, deadline, k, concurrency)
+    chosen = plan(path, overrides, deadline, k, concurrency, horizon)
     if out is not None:
         refuse_used_out(out)
         out.mkdir(parents=True, exist_ok=True)
     else:
-        out = new_run_dir(Path(scenarios[0]["output"]["dir"]), f"{name}_advice")
+        out = new_run_dir(Path(chosen.base.output.dir), f"{chosen.base.name}_advice")
     log = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    jobs = [Job(s.label, sc["seed"], sc, out / s.label) for s, sc in zip(settings, scenarios)]
-    log(f"advise {out}: {len(jobs)} timing-only run(s)")
-    failures = run_locally(jobs, log)
-    if failures:
-        job, error = failures[0]
-        raise ConfigError(f"advise: the run {job.variant} failed: {error}")
-    rows = [advice_row(s, out / s.label) for s in settings]
-    write_advice(out, rows, settings)
+
+    def run(jobs: list[Job]) -> None:
+        failures = run_locally(jobs, log)
+        if failures:
+            job, error = failures[0]
+            raise ConfigError(f"advise: the run {job.variant} failed: {error}")
+
+    horizon_s, horizon_from = chosen.horizon_s, chosen.horizon_from
+    if horizon_s is None:
+        log(f"advise {out}: the scenario's own setting first, to fix the virtual horizon")
+        reference = reference_scenario(path, chosen)
+        run([Job(REFERENCE, reference["seed"], reference, out / REFERENCE)])
+        needed = float(json.loads((out / REFERENCE / "summary.json").read_text(encoding="utf-8"))["virtual_time_s"])
+        if not needed > 0:
+            raise ConfigError(
+                f"advise: the scenario's own setting ended at virtual time 0, so it cannot fix the horizon; "
+                f"give --horizon SECONDS ({out / REFERENCE})."
+            )
+        horizon_s = round_up(needed)
+        horizon_from += f", {needed:,.6g} s, rounded up"
+    scenarios = setting_scenarios(path, chosen, horizon_s)
+    jobs = [Job(s.label, sc["seed"], sc, out / s.label) for s, sc in zip(chosen.settings, scenarios)]
+    log(f"advise {out}: {len(jobs)} timing-only run(s) of {horizon_s:,.6g} virtual s each")
+    run(jobs)
+    rows = [advice_row(s.values, s.label, out / s.label, horizon_s) for s in chosen.settings]
+    write_advice(out, rows, horizon_s, horizon_from)
     return out
-
-
-# ------------------------------------------------------------------ reading the runs
-
-
-def quantile(sorted_values: list[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    if not sorted_values:
-        return math.nan
-    pos = q * (len(sorted_values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def speed_quartiles(clients: pd.DataFrame) -> pd.Series:
-    """Quartile (0 = slowest) of every client (the index) by rank of samples_per_s (ties: lower id first)."""
-    ranked = clients.sort_values(["samples_per_s", "client"])["client"].to_numpy()
-    return pd.Series(np.minimum(QUARTILES - 1, np.arange(len(ranked)) * QUARTILES // len(ranked)), index=ranked)
-
-
-def advice_row(setting: Setting, run_dir: Path) -> dict[str, Any]:
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    rounds, updates, clients = (pd.read_csv(run_dir / f"{name}.csv") for name in ("rounds", "updates", "clients"))
-    hours = summary["virtual_time_s"] / 3600.0
-    staleness = sorted(updates["staleness"].astype(float).tolist())
-    per_quartile = updates["client"].map(speed_quartiles(clients)).value_counts()
-    lengths = (rounds["time"] - rounds["started"]).tolist()
-    n = len(updates)
-    row: dict[str, Any] = dict(setting.values)
-    row.update({
-        "virtual_time_s": summary["virtual_time_s"], "aggregations": len(rounds), "updates": n,
-        "updates_per_hour": n / hours if hours > 0 else math.nan,
-        "mean_round_s": statistics.fmean(lengths) if lengths else math.nan,
-        **{f"share_q{q + 1}": int(per_quartile.get(q, 0)) / n if n else math.nan for q in range(QUARTILES)},
-        "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
-        "staleness_p50": quantile(staleness, 0.5), "staleness_p90": quantile(staleness, 0.9),
-        "staleness_max": staleness[-1] if staleness else math.nan,
-        "never_heard_share": int((clients["participations"] == 0).sum()) / len(clients) if len(clients) else math.nan,
-        "run_dir": setting.label,
-    })  # fmt: skip
-    return row
-
-
-# ------------------------------------------------------------------ writing
-
-
-def write_advice(out: Path, rows: list[dict[str, Any]], settings: list[Setting]) -> list[Path]:
-    write_csv(out / "advice.csv", rows, digits=None)
-    write_atomic(out / "advice.md", advice_markdown(rows))
-    draw_advice(out / "advice.png", rows)
-    return [out / "advice.csv", out / "advice.md", out / "advice.png"]
-
-
-def _fmt(value: Any, digits: int = 1) -> str:
-    if isinstance(value, float):
-        return "—" if math.isnan(value) else f"{value:,.{digits}f}"
-    return str(value)
-
-
-def advice_markdown(rows: list[dict[str, Any]]) -> str:
-    grid_cols = [c for c in ("deadline_s", "k", "concurrency") if c in rows[0]]
-    sync = "deadline_s" in rows[0]
-    head = grid_cols + [
-        "updates / virtual h",
-        "mean round (s)" if sync else "mean time between aggregations (s)",
-        "updates by speed quartile (slowest → fastest, %)",
-        "staleness mean / p50 / p90 / max",
-        "never heard (%)",
-    ]
-    table = []
-    for r in rows:
-        cells = [_fmt(r[c], 0) if isinstance(r[c], int) else f"{r[c]:g}" for c in grid_cols]
-        shares = " / ".join(_fmt(100 * r[f"share_q{q + 1}"], 0) for q in range(QUARTILES))
-        stale = " / ".join(_fmt(r[c], 2 if c == "staleness_mean" else 1) for c in
-                           ("staleness_mean", "staleness_p50", "staleness_p90", "staleness_max"))  # fmt: skip
-        cells += [_fmt(r["updates_per_hour"], 0), _fmt(r["mean_round_s"], 2), shares, stale,
-                  _fmt(100 * r["never_heard_share"], 1)]  # fmt: skip
-        table.append(dict(zip(head, cells)))
-    what = "deadline" if sync else "K"
-    note = (
-        f"\nOne timing-only run per {what} (no training). Updates are the aggregated ones (updates.csv); speed "
-        "quartiles rank clients by `samples_per_s` (q1 = slowest quarter; 25 % each = every speed heard "
-        "equally); never heard = clients with no aggregated update in the run.\n"
-    )
-    return markdown(table) + note
-
-
-def draw_advice(path: Path, rows: list[dict[str, Any]]) -> None:
-    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch
-
-    sync = "deadline_s" in rows[0]
-    x_key = "deadline_s" if sync else "k"
-    groups: dict[Any, list[dict]] = {}
-    for r in rows:
-        groups.setdefault(r.get("concurrency"), []).append(r)
-    fig = Figure(figsize=(13, 3.8))
-    axes = fig.subplots(1, 3)
-    panels = (
-        ("updates_per_hour", "updates per virtual hour", 1.0),
-        ("never_heard_share", "clients never heard from (%)", 100.0),
-        ("mean_round_s", "mean round length (virtual s)", 1.0)
-        if sync
-        else ("staleness_p90", "staleness p90 (versions)", 1.0),
-    )
-    for ax, (key, label, scale) in zip(axes, panels):
-        for conc, items in groups.items():
-            xs = [r[x_key] for r in items]
-            ys = [scale * r[key] for r in items]
-            ax.plot(xs, ys, marker="o", label=None if conc is None else f"concurrency {conc}")
-        ax.set_xlabel("deadline (virtual s)" if sync else "K (updates per aggregation)")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-        if len(groups) > 1:
-            ax.legend(fontsize=8)
-    axes[0].set_ylim(bottom=0)
-    axes[1].set_ylim(0, max(5.0, 110.0 * max(r["never_heard_share"] for r in rows)))
-    fig.suptitle("advice: " + ("sync deadline" if sync else "K-async K") + " (timing-only runs, no training)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)

@@ -106,11 +106,12 @@ def run_rows(records: Sequence[RunRecord]) -> list[dict]:
 
 
 def mean_std(values: Sequence[float] | pd.Series) -> tuple[float, float]:
-    """Mean and sample std (0 for one value) of the values that are not None or NaN."""
+    """Mean and sample std of the values that are not None or NaN; the std of one value is NaN (a
+    single seed says nothing about the spread, and 0 would claim there is none)."""
     v = pd.Series(values, dtype=np.float64).dropna().to_numpy()
     if not len(v):
         return math.nan, math.nan
-    return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+    return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else math.nan
 
 
 def _number(value: object) -> float:
@@ -148,7 +149,8 @@ def measures_by_run(records: Sequence[RunRecord], targets: Sequence[float]) -> p
 def time_to_target_rows(records: Sequence[RunRecord], targets: Sequence[float]) -> list[dict]:
     """time_to_target.csv: per variant and target, how many seeds reached it, and how fast.
 
-    Mean and std of the time (rounds) to target are over the seeds that reached it."""
+    Mean and std of the time (rounds) to target are over the seeds that reached it; a std over one
+    seed is empty."""
     rows = []
     for label, runs in measures_by_run(records, targets).groupby("variant", sort=False):
         final, best = mean_std(runs["final accuracy"]), mean_std(runs["best accuracy"])

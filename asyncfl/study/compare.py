@@ -60,14 +60,12 @@ def write_comparison(
 
 
 def _ttt_markdown(r: dict) -> dict[str, str]:
-    one = r["reached"] == 1  # a single seed has no spread to show
-    nan = float("nan")
     return {
         "variant": r["variant"],
         "target": f"{r['target']:g}",
         "reached": f"{r['reached']}/{r['seeds']}",
-        "time to target (virtual s)": pm(r["time_to_target_mean_s"], nan if one else r["time_to_target_std_s"], 0),
-        "rounds to target": pm(r["rounds_to_target_mean"], nan if one else r["rounds_to_target_std"], 1),
+        "time to target (virtual s)": pm(r["time_to_target_mean_s"], r["time_to_target_std_s"], 0),
+        "rounds to target": pm(r["rounds_to_target_mean"], r["rounds_to_target_std"], 1),
         "final accuracy (%)": pm(r["final_accuracy_mean"], r["final_accuracy_std"], 1, 100),
         "best accuracy (%)": pm(r["best_accuracy_mean"], r["best_accuracy_std"], 1, 100),
     }

@@ -10,7 +10,10 @@ split, device profiles, availability draws), so a paired interval is usually muc
 two unpaired ones.  "higher" / "lower" means the paired interval excludes 0; "no difference" that it
 does not — which says the seeds cannot separate the two, not that they are equal; "mixed" that the
 interval excludes 0 but a seed left out of it (one of the two never reached the target) points the
-other way.
+other way.  For a time to target with no seed where both reached it, the verdict says what happened
+instead: "only this variant reached it", "only the baseline reached it" or "neither reached it";
+"too few seeds" is left for fewer than two pairs otherwise (an interval needs two).  A spread that
+cannot be computed (one seed) is printed ``n/a``.
 
 Writes ``report.csv`` (numbers) and ``report.md`` (the table) into the sweep directory.
 """
@@ -79,13 +82,26 @@ def one_sided_misses(values: Mapping[int, float], baseline: Mapping[int, float])
     )
 
 
+# verdicts on a time to target that no seed has from both runs
+ONLY_VARIANT, ONLY_BASELINE, NEITHER = (
+    "only this variant reached it",
+    "only the baseline reached it",
+    "neither reached it",
+)
+
+
 def direction(diff: Interval, misses: tuple[int, int] = (0, 0)) -> str:
     """``higher`` / ``lower`` when the paired interval excludes 0, ``no difference`` otherwise.
 
     ``misses`` (:func:`one_sided_misses`, for times to target): the paired interval only sees seeds where
     both runs reached the target, so a variant that missed it on some seed the baseline reached was slower
     there, and calling it ``lower`` from the other seeds would drop the evidence against it (and the
-    same for ``higher`` when the baseline missed).  Such a result is ``mixed``."""
+    same for ``higher`` when the baseline missed).  Such a result is ``mixed``.  With no pair at all the
+    misses alone decide when they all point one way: only one of the two ever reached the target."""
+    if diff.n == 0 and misses[1] and not misses[0]:
+        return ONLY_VARIANT
+    if diff.n == 0 and misses[0] and not misses[1]:
+        return ONLY_BASELINE
     if diff.n < 2 or math.isnan(diff.half_width):
         return "too few seeds"
     if diff.low > 0:
@@ -97,6 +113,21 @@ def direction(diff: Interval, misses: tuple[int, int] = (0, 0)) -> str:
 
 def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
+
+
+def _is_target(measure: str) -> bool:
+    """A time or rounds to a target (:func:`~asyncfl.study.aggregate.run_measures`): NaN there means
+    "never reached", elsewhere "not measured"."""
+    return measure.startswith(("time to ", "rounds to "))
+
+
+def vs_baseline(measure: str, values: Mapping[int, float], baseline: Mapping[int, float], diff: Interval) -> str:
+    """The verdict of ``values`` against ``baseline`` for one measure (see :func:`direction`)."""
+    if not _is_target(measure):
+        return direction(diff)
+    if not any(_finite(v) for v in (*values.values(), *baseline.values())) and values.keys() & baseline.keys():
+        return NEITHER
+    return direction(diff, one_sided_misses(values, baseline))
 
 
 def measure_table(records: Sequence[RunRecord], targets: Sequence[float]) -> dict[str, dict[str, dict[int, float]]]:
@@ -127,7 +158,7 @@ def report_rows(
             if baseline is not None:
                 other = table[baseline].get(measure, {})
                 diff = paired_difference(by_seed, other, confidence)
-                verdict = "baseline" if variant == baseline else direction(diff, one_sided_misses(by_seed, other))
+                verdict = "baseline" if variant == baseline else vs_baseline(measure, by_seed, other, diff)
                 row.update({
                     "baseline": baseline, "paired_seeds": diff.n, "diff_mean": diff.mean,
                     "diff_ci_half_width": diff.half_width, "vs_baseline": verdict,
@@ -137,12 +168,13 @@ def report_rows(
 
 
 def format_interval(mean: float, half: float, scale: float = 1.0, digits: int = 1, signed: bool = False) -> str:
-    """``mean ± half`` (scaled), ``mean`` alone when the half-width is NaN, ``—`` when the mean is."""
+    """``mean ± half`` (scaled), ``mean ± n/a`` when the half-width is NaN (one value has no spread),
+    ``—`` when the mean is NaN."""
     if not _finite(mean):
         return "—"
     sign = "+" if signed else ""
     text = f"{mean * scale:{sign},.{digits}f}"
-    return text if not _finite(half) else f"{text} ± {half * scale:,.{digits}f}"
+    return f"{text} ± " + (f"{half * scale:,.{digits}f}" if _finite(half) else "n/a")
 
 
 def _is_accuracy(measure: str) -> bool:
@@ -177,9 +209,12 @@ def write_report(
     """report.csv and report.md for ``records`` (every run of a study) into ``out_dir``."""
     table = measure_table(records, targets)
     rows = report_rows(table, baseline)
-    intro = (
-        f"Mean ± {CONFIDENCE:.0%} confidence interval (Student t) over seeds"
-        + (f"; paired differences against `{baseline}`, seed by seed" if baseline else "")
-        + ". Accuracies in percent; the verdict says whether the paired interval excludes 0."
-    )
+    intro = f"Mean ± {CONFIDENCE:.0%} confidence interval (Student t) over seeds (n/a: one seed); accuracies in %."
+    if baseline:
+        intro += (
+            f" Differences against `{baseline}` are paired seed by seed; the verdict says whether the paired"
+            " interval excludes 0, or which of the two reached a target when no seed has both."
+        )
+    else:
+        intro += " No baseline, so no paired verdicts: name one with `baseline:` or `report --baseline VARIANT`."
     return [write_csv(out_dir / "report.csv", rows), write_markdown(out_dir / "report.md", markdown_rows(rows), intro)]

@@ -46,9 +46,10 @@ def write_markdown(path: Path, table: Table, intro: str = "") -> Path:
 
 
 def pm(mean: float, std: float, digits: int = 1, scale: float = 1.0) -> str:
-    """``mean ± std`` (std omitted when NaN), or an em dash when the mean is NaN."""
+    """``mean ± std``, ``mean ± n/a`` when the std is NaN (one seed has no spread), or an em dash when
+    the mean is NaN."""
     if mean is None or math.isnan(mean):
         return "—"
     if std is None or math.isnan(std):
-        return f"{mean * scale:,.{digits}f}"
+        return f"{mean * scale:,.{digits}f} ± n/a"
     return f"{mean * scale:,.{digits}f} ± {std * scale:,.{digits}f}"
