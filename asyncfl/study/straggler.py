@@ -29,7 +29,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from asyncfl.config import ConfigError
-from asyncfl.plots import plot_accuracy_vs_time, run_start, time_of_day_axis
+from asyncfl.plots import draw_progress, run_label, run_start, run_title, time_of_day_axis
+from asyncfl.run_files import read_table
 from asyncfl.study.aggregate import bias_stats
 from asyncfl.study.tables import write_csv, write_markdown
 from asyncfl.study.timeline import (
@@ -48,34 +49,54 @@ TIMELINE_AGGREGATIONS = 30  # default window: up to this many aggregations
 
 
 def render_run_figures(
-    run_dir: Path, title: str | None = None, window: tuple[float, float | None] | None = None, clients=None
+    run_dir: Path, window: tuple[float, float | None] | None = None, clients=None, timeline_name: str = "timeline.png"
 ) -> list[Path]:
-    """Every figure whose data the run directory holds; returns the files written.  A figure whose
-    files an older run directory lacks is skipped with a note on stderr.  ``window`` and ``clients``:
-    see :func:`draw_timeline`."""
+    """Every figure whose data the run directory holds; returns the files written.  Every figure is
+    drawn before any file is written, so a damaged file (a ConfigError naming it and the line) leaves
+    every figure as it was rather than some redrawn and some stale.  A figure whose files an older
+    run directory lacks is skipped with a note on stderr.  ``window`` and ``clients``: see
+    :func:`draw_timeline`, which is written to ``timeline_name``."""
     if clients is not None:
         try:
-            _timeline_rows(run_dir, {}, clients)  # a bad --clients fails before anything is redrawn
+            _timeline_rows(run_dir, {}, clients)  # a bad --clients fails before anything is drawn
         except NotRecorded:
             pass  # said below, when the timeline is skipped
-    out = [plot_accuracy_vs_time(run_dir, title)]
+    figures: dict[str, Figure] = dict([draw_progress(run_dir)])
     draws = (
-        lambda: plot_timeline(run_dir, window, clients),
-        lambda: plot_staleness(run_dir),
-        lambda: plot_participation(run_dir),
-        lambda: plot_client_accuracy(run_dir),
-        lambda: plot_time_breakdown(run_dir),
-        lambda: plot_timezones(run_dir),
+        (timeline_name, lambda: draw_timeline(run_dir, window, clients)),
+        ("staleness.png", lambda: draw_staleness(run_dir)),
+        ("participation.png", lambda: draw_participation(run_dir)),
+        ("client_accuracy.png", lambda: draw_client_accuracy(run_dir)),
+        ("time_breakdown.png", lambda: draw_time_breakdown(run_dir)),
+        ("timezones.png", lambda: draw_timezones(run_dir)),
     )
-    for draw in draws:
+    for name, draw in draws:
         try:
-            path = draw()
+            fig = draw()
         except NotRecorded as missing:
             print(f"note: {missing}", file=sys.stderr)
             continue
-        if path is not None:
-            out.append(path)
-    return out
+        if fig is not None:
+            figures[name] = fig
+    if "client_accuracy.png" in figures:
+        write_client_accuracy_tables(run_dir)
+    title = run_title(run_dir)
+    return [_save(fig, run_dir / name, title) for name, fig in figures.items()]
+
+
+def timeline_file(window: str | None, clients: str | None) -> str:
+    """Where ``plot --window/--clients`` writes the timeline: beside timeline.png (the default view,
+    kept), named after the options, e.g. ``timeline_100-400.png``, ``timeline_1000-end_8clients.png``."""
+    if window is None and clients is None:
+        return "timeline.png"
+    name = "timeline"
+    if window is not None:
+        lo, hi = parse_window(window)
+        name += f"_{lo:g}-{'end' if hi is None else f'{hi:g}'}"
+    if clients is not None:
+        rows = parse_clients(clients)
+        name += f"_{rows}clients" if isinstance(rows, int) else "_clients" + "-".join(map(str, rows))
+    return f"{name}.png"
 
 
 def parse_window(text: str | None) -> tuple[float, float | None] | None:
@@ -111,7 +132,7 @@ def parse_clients(text: str | None) -> int | list[int] | None:
 
 def _clients(run_dir: Path) -> pd.DataFrame:
     path = run_dir / "clients.csv"
-    return pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    return read_table(path) if path.is_file() else pd.DataFrame()
 
 
 def spread_by_speed(speed: dict[int, float], count: int) -> list[int]:
@@ -156,6 +177,7 @@ def draw_timeline(
     if window is None:
         start = 0.0
         until = aggregations[TIMELINE_AGGREGATIONS - 1] if len(aggregations) >= TIMELINE_AGGREGATIONS else last
+        until = max(until, start + 1.0)  # a run that ended at once (nobody could work) still gets an axis
     else:
         start, until = window[0], window[1] if window[1] is not None else last
         if start >= until:
@@ -198,18 +220,15 @@ def draw_timeline(
     ]
     handles = legend + ax.get_legend_handles_labels()[0]
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
-    ax.set_title(f"{_title(run_dir)}: {len(chosen)} clients by speed, virtual s {start:,.0f} to {until:,.0f}")
+    ax.set_title(f"{run_label(run_dir)}: {len(chosen)} clients by speed, virtual s {start:,.0f} to {until:,.0f}")
     return fig
 
 
-def plot_timeline(run_dir: Path, window=None, clients=None) -> Path | None:
-    fig = draw_timeline(run_dir, window, clients)
-    return None if fig is None else _save(fig, run_dir / "timeline.png")
-
-
-def plot_staleness(run_dir: Path) -> Path | None:
+def draw_staleness(run_dir: Path) -> Figure | None:
+    """Histogram of the staleness of every aggregated update; none when every update is fresh
+    (tau = 0: a sync run whose late updates are dropped), as one bar would say nothing."""
     tau = update_staleness(run_dir)
-    if not len(tau):
+    if not len(tau) or not tau.any():
         return None
     counts = np.bincount(tau)  # one bar per staleness value: 10^6 updates cost no more than 10
     fig = Figure(figsize=(6, 4), layout="constrained")
@@ -223,13 +242,8 @@ def plot_staleness(run_dir: Path) -> Path | None:
     ax.set_xlim(-0.5, max(top, 1) + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend()
-    ax.set_title(f"{_title(run_dir)}: {len(tau):,} updates, max τ = {top}")
-    return _save(fig, run_dir / "staleness.png")
-
-
-def plot_participation(run_dir: Path) -> Path | None:
-    fig = draw_participation(run_dir)
-    return None if fig is None else _save(fig, run_dir / "participation.png")
+    ax.set_title(f"{run_label(run_dir)}: {len(tau):,} updates, max τ = {top}")
+    return fig
 
 
 def draw_participation(run_dir: Path) -> Figure | None:
@@ -259,7 +273,7 @@ def draw_participation(run_dir: Path) -> Figure | None:
     left.set_ylabel("delivered updates")
     left.grid(alpha=0.3)
     _outcomes_by_speed(right, clients, speed)
-    fig.suptitle(f"{_title(run_dir)}: participation against device speed")
+    fig.suptitle(f"{run_label(run_dir)}: participation against device speed")
     return fig
 
 
@@ -290,11 +304,13 @@ def _outcomes_by_speed(ax, clients: pd.DataFrame, speed: np.ndarray) -> None:
 
 BREAKDOWN = (
     ("download_s", "downloading", COLORS["download"]),
-    ("compute_s", "computing", COLORS["compute"]),
+    ("compute_s", "computing, kept (update delivered or still running)", COLORS["compute"]),
+    ("lost_compute_s", "computing, thrown away (task failed)", COLORS["failed"]),
     ("upload_s", "uploading", COLORS["upload"]),
     ("idle_s", "idle (online, no task)", "#f0e6b8"),
     ("offline_s", "offline / not eligible", COLORS["offline"]),
 )
+TIME_COLUMNS = ("download_s", "compute_s", "upload_s", "idle_s", "offline_s")  # clients.csv: they add up to the run
 
 
 def speed_groups(speed: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
@@ -310,28 +326,31 @@ def speed_groups(speed: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
     return groups, [f"{name}\n{len(g):,} clients" for name, g in zip(names, groups)]
 
 
-def plot_time_breakdown(run_dir: Path) -> Path | None:
-    fig = draw_time_breakdown(run_dir)
-    return None if fig is None else _save(fig, run_dir / "time_breakdown.png")
-
-
 def draw_time_breakdown(run_dir: Path) -> Figure | None:
-    """Mean share of the run each speed group spent downloading, computing, uploading, idle and
-    offline (clients.csv's time columns, which add up to the run's virtual length per client), and
-    the same in virtual seconds per client on the right axis."""
+    """Mean share of the run each speed group spent downloading, computing (the part of it whose
+    task then failed apart, in red: work thrown away), uploading, idle and offline (clients.csv's time
+    columns, which add up to the run's virtual length per client), and the same in virtual seconds
+    per client on the right axis."""
     clients = _clients(run_dir)
-    if not len(clients) or any(key not in clients for key, _, _ in BREAKDOWN):
+    if not len(clients) or any(key not in clients for key in TIME_COLUMNS):
         return None  # a run directory from before these columns
     speed = clients["samples_per_s"].to_numpy(dtype=float)
     groups, names = speed_groups(speed)
-    seconds = {key: clients[key].to_numpy(dtype=float) for key, _, _ in BREAKDOWN}
+    seconds = {key: clients[key].to_numpy(dtype=float) for key in TIME_COLUMNS}
     length = float(np.median(sum(seconds.values())))
     if not length > 0:
         return None
-    fig = Figure(figsize=(8.5, 4.4), layout="constrained")
+    parts = BREAKDOWN
+    if "lost_compute_s" in clients:  # computing: what was kept apart from what was thrown away
+        seconds["lost_compute_s"] = clients["lost_compute_s"].to_numpy(dtype=float)
+        seconds["compute_s"] = seconds["compute_s"] - seconds["lost_compute_s"]
+    else:  # a run directory from before lost_compute_s: computing as one part
+        parts = [(key, "computing", color) if key == "compute_s" else (key, label, color)
+                 for key, label, color in BREAKDOWN if key != "lost_compute_s"]  # fmt: skip
+    fig = Figure(figsize=(10, 4.4), layout="constrained")
     ax = fig.subplots()
     bottom = np.zeros(len(groups))
-    for key, label, color in BREAKDOWN:
+    for key, label, color in parts:
         share = np.array([seconds[key][g].mean() / length for g in groups])
         ax.bar(range(len(groups)), share, bottom=bottom, color=color, label=label, edgecolor="white", lw=0.5)
         for i, (b, v) in enumerate(zip(bottom, share)):
@@ -344,14 +363,9 @@ def draw_time_breakdown(run_dir: Path) -> Figure | None:
     ax.set_ylim(0, 1)
     right = ax.secondary_yaxis("right", functions=(lambda f: f * length, lambda s: s / length))
     right.set_ylabel("virtual seconds per client")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.12, 0.5), frameon=False)
-    ax.set_title(f"{_title(run_dir)}: where {length:,.0f} virtual s went, per speed group")
+    fig.legend(fontsize=8, loc="outside right center", frameon=False)
+    ax.set_title(f"{run_label(run_dir)}: where {length:,.0f} virtual s went, per speed group")
     return fig
-
-
-def plot_timezones(run_dir: Path) -> Path | None:
-    fig = draw_timezones(run_dir)
-    return None if fig is None else _save(fig, run_dir / "timezones.png")
 
 
 def draw_timezones(run_dir: Path) -> Figure | None:
@@ -361,7 +375,7 @@ def draw_timezones(run_dir: Path) -> Figure | None:
     clients = _clients(run_dir)
     if not len(clients) or "utc_offset_h" not in clients or not (run_dir / "updates.csv").is_file():
         return None
-    rounds, updates = pd.read_csv(run_dir / "rounds.csv"), pd.read_csv(run_dir / "updates.csv")
+    rounds, updates = read_table(run_dir / "rounds.csv"), read_table(run_dir / "updates.csv")
     if not len(rounds) or not len(updates):
         return None
     times = rounds.set_index("round")["time"]
@@ -391,7 +405,7 @@ def draw_timezones(run_dir: Path) -> Figure | None:
     ax.legend(fontsize=8, frameon=False)
     start = run_start(run_dir)
     when = "" if start is not None else " (no clock.start_time: virtual second 0 is midnight UTC)"
-    ax.set_title(f"{_title(run_dir)}: participation by client time zone{when}")
+    ax.set_title(f"{run_label(run_dir)}: participation by client time zone{when}")
     return fig
 
 
@@ -412,33 +426,61 @@ def _spread_ties(speed: np.ndarray) -> np.ndarray:
     return speed.astype(np.float64) * np.exp(spread)
 
 
-def plot_client_accuracy(run_dir: Path) -> Path | None:
-    """The figure in fractions, like every other accuracy axis; client_accuracy.csv/.md keep FedAR's
-    Table 3 in percent."""
-    fig = draw_client_accuracy(run_dir)
-    return None if fig is None else _save(fig, run_dir / "client_accuracy.png")
+def _client_accuracies(run_dir: Path) -> tuple[pd.DataFrame, dict[str, float]]:
+    """The clients with an accuracy (clients.csv) and FedAR's Table 3 statistics of them (in %)."""
+    clients = _clients(run_dir)
+    if "accuracy" not in clients:
+        return clients.iloc[:0], {}
+    scored = clients[clients["accuracy"].notna()]
+    return scored, bias_stats(scored["accuracy"].to_numpy(dtype=float))
+
+
+def write_client_accuracy_tables(run_dir: Path) -> None:
+    """client_accuracy.csv and .md: the statistics in percent, as in FedAR's Table 3."""
+    _, stats = _client_accuracies(run_dir)
+    write_csv(run_dir / "client_accuracy.csv", [stats])
+    write_markdown(run_dir / "client_accuracy.md", [bias_table_row(run_label(run_dir), stats)])
 
 
 def draw_client_accuracy(run_dir: Path) -> Figure | None:
-    clients = _clients(run_dir)
-    accuracies = clients["accuracy"].dropna().to_numpy(dtype=float) if "accuracy" in clients else np.array([])
-    stats = bias_stats(accuracies)
+    """The final model's accuracy over clients in fractions, like every other accuracy axis (left),
+    and against the size of each client's local test split (right): a client with 6 test samples
+    can only score 0, 1/6, ..., 1, so a spike at 1.0 is often small splits, not good models."""
+    scored, stats = _client_accuracies(run_dir)
     if not stats:
         return None
-    write_csv(run_dir / "client_accuracy.csv", [stats])
-    write_markdown(run_dir / "client_accuracy.md", [bias_table_row(_title(run_dir), stats)])
-    fig = Figure(figsize=(6, 4), layout="constrained")
-    ax = fig.subplots()
+    accuracies = scored["accuracy"].to_numpy(dtype=float)
+    sizes = scored["test_samples"].to_numpy(dtype=float) if "test_samples" in scored else None
+    fig = Figure(figsize=(11, 4) if sizes is not None else (6, 4), layout="constrained")
+    axes = fig.subplots(1, 2 if sizes is not None else 1, squeeze=False)[0]
+    ax = axes[0]
     ax.hist(accuracies, bins=np.linspace(0, 1, 21), color="#4c72b0", edgecolor="white")
-    lines = (("mean", "mean", "-"), ("worst10_mean", "worst 10 %", "--"), ("best10_mean", "best 10 %", ":"))
-    for key, label, style in lines:
-        ax.axvline(stats[key] / 100, color="black", ls=style, lw=1.2, label=f"{label}: {stats[key] / 100:.3f}")
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("accuracy of the final global model on the client's local test data")
+    lines = (("mean", "mean", "-", "black"), ("worst10_mean", "worst 10 %", "--", "#c44e52"),
+             ("best10_mean", "best 10 %", "-.", "#dd8452"))  # fmt: skip
+    for key, label, style, color in lines:
+        ax.axvline(stats[key] / 100, color=color, ls=style, lw=2, zorder=3, label=f"{label}: {stats[key] / 100:.3f}")
+    ax.set_xlim(-0.03, 1.03)  # a mean of 1.0 (best 10 %) is drawn inside the frame, not on it
+    ax.set_xlabel("accuracy of the final global model on the client's local test split")
     ax.set_ylabel("clients")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(f"{_title(run_dir)}: {stats['clients']} clients, std {stats['std'] / 100:.3f}")
+    ax.set_title(f"{stats['clients']} clients, std {stats['std'] / 100:.3f}", fontsize="medium")
+    if sizes is not None:
+        right = axes[1]
+        right.scatter(_spread_ties(sizes), accuracies, s=14, color="#4c72b0", alpha=0.6, edgecolor="none")
+        wide = sizes.min() > 0 and sizes.max() / sizes.min() > 30
+        if wide:
+            right.set_xscale("log")
+            right.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        right.set_xlabel(f"test samples of the client ({'log scale; ' if wide else ''}equal sizes spread apart)")
+        right.set_ylabel("accuracy on them")
+        right.set_ylim(-0.03, 1.03)
+        right.grid(alpha=0.3)
+        perfect = sizes[accuracies == 1.0]
+        at_one = f"; at 1.0: {len(perfect)}, median {np.median(perfect):g} samples" if len(perfect) else ""
+        right.set_title(f"test split: median {np.median(sizes):g} samples ({sizes.min():g} to {sizes.max():g}){at_one}",
+                        fontsize="medium")  # fmt: skip
+    fig.suptitle(f"{run_label(run_dir)}: final model's accuracy per client")
     return fig
 
 
@@ -453,13 +495,6 @@ def bias_table_row(label: str, stats: dict[str, float]) -> dict[str, str]:
     }
 
 
-def _title(run_dir: Path) -> str:
-    parts = run_dir.resolve().parts
-    if parts[-1].startswith("seed") and len(parts) >= 2:
-        return f"{parts[-2]} {parts[-1]}"
-    return parts[-1]
-
-
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=120)
+def _save(fig, path: Path, title: str) -> Path:
+    fig.savefig(path, dpi=120, metadata={"Title": title})  # the PNG says which run it shows
     return path
