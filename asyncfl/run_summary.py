@@ -102,7 +102,25 @@ class SummaryWriter(Callback):
             "trainer": type(learner.jobs.trainer).__name__ if learner.jobs.trainer else None,
             "real_seconds": state.wall_seconds(),
             "versions": _versions(),
+            "warnings": self.warnings(state, now),
         }
+
+    def warnings(self, state: RunState, now: float) -> list[str]:
+        """What makes the run's results meaningless though it ran (the CLI prints them on stderr):
+        today, a run that aggregated no update at all (e.g. a deadline no task can meet)."""
+        p = state.progress
+        if p.staleness or p.status == "interrupted":
+            return []
+        failed: dict[str, int] = {}
+        for client in self.clients.built():
+            for reason, count in client.stats.failures.items():
+                failed[reason] = failed.get(reason, 0) + count
+        failures = ", ".join(f"{reason} {count:,}" for reason, count in failed.items() if count) or "none"
+        return [
+            f"no update was aggregated in the whole run ({p.rounds:,} aggregation(s), {now:,.1f} virtual s; "
+            f"failed tasks by reason: {failures}): the model never changed and every result is that of the "
+            "initial model. Check server.deadline_s, the population's speeds and availability, and stop."
+        ]
 
 
 def time_breakdown_columns(clients, now: float, rounds: list, always_online: bool = False) -> dict[str, list]:
