@@ -20,7 +20,8 @@ from matplotlib.collections import PolyCollection
 
 from asyncfl.plots import accuracy_limits, draw_accuracy
 from asyncfl.results import read_csv, timeline_sample
-from asyncfl.study.straggler import draw_client_accuracy, draw_participation, draw_timeline
+from asyncfl.study.client_figures import draw_client_accuracy, draw_participation
+from asyncfl.study.straggler import draw_timeline
 from asyncfl.study.timeline import timeline_clients
 
 README = Path(__file__).resolve().parents[1] / "README.md"

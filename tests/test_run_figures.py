@@ -13,7 +13,8 @@ from conftest import run, table
 from PIL import Image
 
 from asyncfl.__main__ import main
-from asyncfl.study.straggler import draw_client_accuracy, draw_time_breakdown, render_run_figures
+from asyncfl.study.client_figures import draw_client_accuracy, draw_time_breakdown
+from asyncfl.study.straggler import render_run_figures
 
 TRANSFER = 0.5026  # 2,600 bytes over 8 Mbit/s + 0.5 s latency (see tests/test_timing.py)
 COMPUTE = (0.16, 0.32, 1.6)  # 16 samples at 100, 50 and 10 samples/s
