@@ -164,6 +164,8 @@ def _finished(run_dir: Path) -> int:
 
     print(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
+    for warning in summary.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     if summary["status"] == "diverged":
         print(
             f"error: the run diverged at round {summary['diverged_round']}: the model's loss or parameters became "

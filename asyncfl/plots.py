@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Sequence
 
-import yaml
+import numpy as np
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch (PNGs via Agg)
 
-from asyncfl.results import read_csv
+from asyncfl.run_files import read_config, read_table
 
-
-def _floats(rows: list[dict[str, str]], key: str) -> list[float]:
-    return [float(r[key]) if r[key] != "" else float("nan") for r in rows]
+MARKERS_UP_TO = 200  # points per line drawn with markers; more would merge into a solid band
 
 
 def accuracy_limits(values: Sequence[float]) -> tuple[float, float]:
@@ -27,26 +26,33 @@ def accuracy_limits(values: Sequence[float]) -> tuple[float, float]:
     return max(0.0, lo - pad), min(1.0, hi + pad)
 
 
-def run_title(run_dir: Path, name: str | None = None) -> str:
-    """``name: algorithm (mode, K)``, from the run's config.yaml; ``name`` defaults to the scenario's."""
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        return name or run_dir.name
-    config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    server = config.get("server", {})
+def run_label(run_dir: Path) -> str:
+    """What a figure's title calls the run: ``scenario, seed N``, and inside a sweep
+    (``<sweep>/<variant>/seed<N>/`` beside study.yaml) ``study / variant, seed N``, from config.yaml
+    and the directory's place; the directory's own name (a timestamp) says nothing."""
+    config = read_config(run_dir)
+    name, seed = config.get("name", run_dir.name), config.get("seed")
+    in_sweep = re.fullmatch(r"seed(\d+)", run_dir.name) and (run_dir.parent.parent / "study.yaml").is_file()
+    if in_sweep:
+        name = f"{name} / {run_dir.parent.name}"
+    return name if seed is None else f"{name}, seed {seed}"
+
+
+def run_title(run_dir: Path) -> str:
+    """``label: algorithm (mode, K)``, see :func:`run_label`."""
+    config = read_config(run_dir)
+    if not config:
+        return run_label(run_dir)
+    server = config.get("server") or {}
     mode = server.get("mode", "sync")
     detail = f"k_async, K={server.get('k')}" if mode == "k_async" else mode
-    return f"{name or config.get('name', run_dir.name)}: {config.get('algorithm', {}).get('name', '?')} ({detail})"
+    return f"{run_label(run_dir)}: {(config.get('algorithm') or {}).get('name', '?')} ({detail})"
 
 
 def run_start(run_dir: Path):
     """The run's ``clock.start_time`` as a datetime in the offset it names (UTC when it names none),
     or None when the run has no time of day."""
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        return None
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    text = (config.get("clock") or {}).get("start_time")
+    text = (read_config(run_dir).get("clock") or {}).get("start_time")
     if not text:
         return None
     from datetime import datetime, timezone
@@ -87,27 +93,34 @@ def time_of_day_axis(ax, run_dir: Path, start=None) -> bool:
     return True
 
 
-def plot_accuracy_vs_time(run_dir: Path, title: str | None = None) -> Path:
-    """Test accuracy against virtual wall-clock seconds (and against rounds, on a second axis below).
-
-    A run without any accuracy (``timing_only``) gets :func:`plot_timing` instead; the path of the
-    figure drawn is returned either way."""
-    rows = [r for r in read_csv(run_dir / "metrics.csv") if r["test_accuracy"] != ""]
-    if not rows and (run_dir / "rounds.csv").is_file():
-        return plot_timing(run_dir, title)
-    out = run_dir / "accuracy_vs_time.png"
-    fig = draw_accuracy(run_dir, rows, title)
-    fig.savefig(out, dpi=120)
-    return out
+def draw_progress(run_dir: Path) -> tuple[str, Figure]:
+    """``accuracy_vs_time.png``, or ``updates_vs_time.png`` for a run without any accuracy
+    (``timing_only``): the file name and the figure."""
+    metrics = read_table(run_dir / "metrics.csv")
+    metrics = metrics[metrics["test_accuracy"].notna()] if "test_accuracy" in metrics else metrics.iloc[:0]
+    if not len(metrics) and (run_dir / "rounds.csv").is_file():
+        return "updates_vs_time.png", draw_timing(run_dir)
+    return "accuracy_vs_time.png", draw_accuracy(run_dir)
 
 
-def draw_accuracy(run_dir: Path, rows: list[dict[str, str]], title: str | None = None) -> Figure:
+def plot_accuracy_vs_time(run_dir: Path) -> Path:
+    """Draw :func:`draw_progress`'s figure into the run directory; returns its path."""
+    name, fig = draw_progress(run_dir)
+    fig.savefig(run_dir / name, dpi=120)
+    return run_dir / name
+
+
+def draw_accuracy(run_dir: Path) -> Figure:
+    """Test accuracy against virtual wall-clock seconds (left) and against rounds (right)."""
+    metrics = read_table(run_dir / "metrics.csv")
+    rows = metrics[metrics["test_accuracy"].notna()] if "test_accuracy" in metrics else metrics.iloc[:0]
     fig = Figure(figsize=(10, 4), layout="constrained")
     (ax_time, ax_round) = fig.subplots(1, 2)
-    accuracy = _floats(rows, "test_accuracy")
-    if rows:
-        ax_time.plot(_floats(rows, "time"), accuracy, marker=".", lw=1.5)
-        ax_round.plot(_floats(rows, "round"), accuracy, marker=".", lw=1.5, color="C1")
+    accuracy = rows["test_accuracy"].to_numpy(dtype=float) if len(rows) else np.array([])
+    if len(rows):
+        marker = "." if len(rows) <= MARKERS_UP_TO else None
+        ax_time.plot(rows["time"].to_numpy(dtype=float), accuracy, marker=marker, lw=1.5)
+        ax_round.plot(rows["round"].to_numpy(dtype=float), accuracy, marker=marker, lw=1.5, color="C1")
     ax_time.set_xlabel("virtual wall-clock time (s)")
     ax_round.set_xlabel("aggregations (rounds / versions)")
     for ax in (ax_time, ax_round):
@@ -115,7 +128,7 @@ def draw_accuracy(run_dir: Path, rows: list[dict[str, str]], title: str | None =
         ax.set_ylim(*accuracy_limits(accuracy))
         ax.grid(alpha=0.3)
     time_of_day_axis(ax_time, run_dir)
-    fig.suptitle(run_title(run_dir, title))
+    fig.suptitle(run_title(run_dir))
     return fig
 
 
@@ -125,36 +138,36 @@ FAILURES = (
 )  # fmt: skip
 
 
-def plot_timing(run_dir: Path, title: str | None = None) -> Path:
-    """Timing-only runs: updates received and failed per aggregation against virtual time (left), and
-    the virtual length of every round / interval between async aggregations (right)."""
-    rows = read_csv(run_dir / "rounds.csv")
-    out = run_dir / "updates_vs_time.png"
-    fig = Figure(figsize=(10, 4), layout="constrained")
-    (ax_updates, ax_length) = fig.subplots(1, 2)
-    if rows:
-        t = _floats(rows, "time")
-        ax_updates.plot(t, _floats(rows, "received"), marker=".", lw=1.5, label="received")
+def draw_timing(run_dir: Path) -> Figure:
+    """Timing-only runs: updates received and failed per aggregation (left), and the virtual length
+    of every round / interval between async aggregations (right), both against virtual time (as
+    time of day when the run has ``clock.start_time``).  A day of 5-minute rounds is thousands of
+    points: then lines without markers, so that the shape stays readable."""
+    rounds = read_table(run_dir / "rounds.csv")
+    fig = Figure(figsize=(11, 4), layout="constrained")
+    (ax_updates, ax_length) = fig.subplots(1, 2, sharex=True)
+    if len(rounds):
+        t = rounds["time"].to_numpy(dtype=float)
+        many = len(rounds) > MARKERS_UP_TO
+        style = {"marker": None, "lw": 0.7} if many else {"marker": ".", "lw": 1.5}
+        ax_updates.plot(t, rounds["received"].to_numpy(dtype=float), label="received", **style)
         for key, label in FAILURES:
-            if key not in rows[0]:
-                continue
-            values = _floats(rows, key)
-            if any(values):
-                ax_updates.plot(t, values, marker=".", lw=1, label=f"failed: {label}")
+            if key in rounds and rounds[key].any():
+                ax_updates.plot(t, rounds[key].to_numpy(dtype=float), label=f"failed: {label}", **style)
         ax_updates.legend(fontsize="small")
-        lengths = [end - start for end, start in zip(t, _floats(rows, "started"))]
-        ax_length.plot(_floats(rows, "round"), lengths, marker=".", lw=1.5, color="k")
+        lengths = t - rounds["started"].to_numpy(dtype=float)
+        ax_length.plot(t, lengths, color="k", **style)
+        for ax in (ax_updates, ax_length):
+            ax.set_xlabel("virtual wall-clock time (s), at each aggregation")
+            time_of_day_axis(ax, run_dir)
+        ax_length.set_title(f"{len(rounds):,} aggregations", fontsize="medium")
     else:
         for ax in (ax_updates, ax_length):
             ax.text(0.5, 0.5, "no aggregation happened", ha="center", va="center", transform=ax.transAxes)
-    ax_updates.set_xlabel("virtual wall-clock time (s)")
-    if rows:
-        time_of_day_axis(ax_updates, run_dir)
+            ax.set_xlabel("virtual wall-clock time (s)")
     ax_updates.set_ylabel("updates per aggregation")
-    ax_length.set_xlabel("aggregations (rounds / versions)")
     ax_length.set_ylabel("virtual s since the previous aggregation")
     for ax in (ax_updates, ax_length):
         ax.grid(alpha=0.3)
-    fig.suptitle(f"{run_title(run_dir, title)}, timing only")
-    fig.savefig(out, dpi=120)
-    return out
+    fig.suptitle(f"{run_title(run_dir)}, timing only")
+    return fig

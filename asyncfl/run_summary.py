@@ -16,10 +16,11 @@ from asyncfl.sim.clients import ClientDevice, phase_seconds
 from asyncfl.sim.population import utc_offsets
 
 TIME_BREAKDOWN = ("download_s", "compute_s", "upload_s", "idle_s", "offline_s")
+LOST_COMPUTE = "lost_compute_s"  # of compute_s, the part spent on tasks that then failed
 CLIENT_COLUMNS = (
     "client", "samples_per_s", "uplink_mbps", "downlink_mbps", "latency_s", "availability_p", "train_samples",
-    "attempts", "participations", "failed_offline", "failed_battery", "failed_deadline", "busy_s", "energy_j",
-    "battery_level_j", "accuracy",
+    "test_samples", "attempts", "participations", "failed_offline", "failed_battery", "failed_deadline", "busy_s",
+    "energy_j", "battery_level_j", "accuracy",
 )  # fmt: skip
 
 
@@ -47,7 +48,9 @@ class SummaryWriter(Callback):
     def on_end(self, state: RunState, now: float) -> None:
         s, p, out, clients, learner = self.scenario, state.progress, self.out, self.clients, self.learner
         accuracies = learner.client_accuracies() if s.eval.per_client and p.status != "diverged" else []
-        columns = client_columns(clients, self.probabilities, accuracies, s.timing_only)
+        federation = getattr(learner, "federation", None)  # none when timing_only: no data set
+        test_samples = [len(split) for split in federation.client_test] if federation is not None else []
+        columns = client_columns(clients, self.probabilities, accuracies, s.timing_only, test_samples)
         # p_i = 1 means online at every time and round, for every kind (the availability contract suite
         # checks it): then nobody is ever offline and no client's model need be built to say so
         always_online = s.population.eligibility is None and all(p == 1.0 for p in self.probabilities)
@@ -99,17 +102,37 @@ class SummaryWriter(Callback):
             "trainer": type(learner.jobs.trainer).__name__ if learner.jobs.trainer else None,
             "real_seconds": state.wall_seconds(),
             "versions": _versions(),
+            "warnings": self.warnings(state, now),
         }
+
+    def warnings(self, state: RunState, now: float) -> list[str]:
+        """What makes the run's results meaningless though it ran (the CLI prints them on stderr):
+        today, a run that aggregated no update at all (e.g. a deadline no task can meet)."""
+        p = state.progress
+        if p.staleness or p.status == "interrupted":
+            return []
+        failed: dict[str, int] = {}
+        for client in self.clients.built():
+            for reason, count in client.stats.failures.items():
+                failed[reason] = failed.get(reason, 0) + count
+        failures = ", ".join(f"{reason} {count:,}" for reason, count in failed.items() if count) or "none"
+        return [
+            f"no update was aggregated in the whole run ({p.rounds:,} aggregation(s), {now:,.1f} virtual s; "
+            f"failed tasks by reason: {failures}): the model never changed and every result is that of the "
+            "initial model. Check server.deadline_s, the population's speeds and availability, and stop."
+        ]
 
 
 def time_breakdown_columns(clients, now: float, rounds: list, always_online: bool = False) -> dict[str, list]:
     """clients.csv's where-the-time-went columns: seconds downloading, computing, uploading, idle and
-    offline in [0, now].  Phases are those of every task planned (a failed one up to its cut, one
-    still running trimmed at ``now``); offline is the time the client could not take work (not
-    available, or with ``population.eligibility`` not eligible) while not busy; idle is the rest
-    (online, no task, including time waiting to be selected or for a battery to charge), so the
-    five add up to ``now`` for every client.  A client never built never acted: no phases, and its
-    offline time is read from its availability model alone."""
+    offline in [0, now], and ``lost_compute_s``, the part of computing spent on tasks that failed
+    (their work was thrown away; rounds.csv's lost_compute_s per client).  Phases are those of every
+    task planned (a failed one up to its cut, one still running trimmed at ``now``); offline is the
+    time the client could not take work (not available, or with ``population.eligibility`` not
+    eligible) while not busy; idle is the rest (online, no task, including time waiting to be
+    selected or for a battery to charge), so the five add up to ``now`` for every client.  A client
+    never built never acted: no phases, and its offline time is read from its availability model
+    alone."""
     n = len(clients)
     download, compute, upload = [0.0] * n, [0.0] * n, [0.0] * n
     offline = [0.0] * n
@@ -131,13 +154,19 @@ def time_breakdown_columns(clients, now: float, rounds: list, always_online: boo
             if not built[i]:
                 offline[i] = meter(clients.availability_of(i))
     idle = [now - d - cp - u - o for d, cp, u, o in zip(download, compute, upload, offline)]
-    return dict(zip(TIME_BREAKDOWN, (download, compute, upload, idle, offline)))
+    lost = [0.0] * n
+    for c in clients.built():
+        lost[c.id] = c.stats.lost_compute_s
+    return {**dict(zip(TIME_BREAKDOWN, (download, compute, upload, idle, offline))), LOST_COMPUTE: lost}
 
 
-def client_columns(clients, probabilities: list[float], accuracies: list[float], timing_only: bool) -> dict:
-    """clients.csv as columns, one value per client in id order.  A client that never acted was never
-    built (:class:`asyncfl.sim.population.Clients`): its columns are read from the drawn profiles and
-    batteries, its counters are zero.  At 10^6 clients one dict per row cost seconds."""
+def client_columns(
+    clients, probabilities: list[float], accuracies: list[float], timing_only: bool, test_samples: list[int] = ()
+) -> dict:
+    """clients.csv as columns, one value per client in id order (``test_samples``: the size of each
+    client's local test split, on which ``accuracy`` is measured; none when timing only).  A client
+    that never acted was never built (:class:`asyncfl.sim.population.Clients`): its columns are read
+    from the drawn profiles and batteries, its counters are zero.  At 10^6 clients one dict per row cost seconds."""
     n = len(clients)
     speed, up, down, latency = clients.profile_columns()
     batteries = clients.batteries()
@@ -149,6 +178,7 @@ def client_columns(clients, probabilities: list[float], accuracies: list[float],
         "latency_s": list(latency),
         "availability_p": list(probabilities),
         "train_samples": [ClientDevice.train_samples] * n,
+        "test_samples": list(test_samples) if len(test_samples) else [math.nan] * n,
         "attempts": [0] * n,
         "participations": [0] * n,
         "failed_offline": [0] * n,

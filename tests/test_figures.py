@@ -20,7 +20,8 @@ from matplotlib.collections import PolyCollection
 
 from asyncfl.plots import accuracy_limits, draw_accuracy
 from asyncfl.results import read_csv, timeline_sample
-from asyncfl.study.straggler import draw_client_accuracy, draw_participation, draw_timeline
+from asyncfl.study.client_figures import draw_client_accuracy, draw_participation
+from asyncfl.study.straggler import draw_timeline
 from asyncfl.study.timeline import timeline_clients
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -157,11 +158,11 @@ def test_accuracy_axis_fits_the_data_and_the_title_names_the_algorithm(runs):
     assert accuracy_limits([0.99, 1.0]) == pytest.approx((0.97, 1.0))  # never above 1
     rows = [r for r in read_csv(runs["k_async"] / "metrics.csv") if r["test_accuracy"]]
     accuracy = [float(r["test_accuracy"]) for r in rows]
-    fig = draw_accuracy(runs["k_async"], rows)
+    fig = draw_accuracy(runs["k_async"])
     for ax in fig.axes:
         assert ax.get_ylim() == pytest.approx(accuracy_limits(accuracy))
         assert ax.get_ylim() != (0, 1)
-    assert fig._suptitle.get_text() == "scenario: fedbuff (k_async, K=3)"
+    assert fig._suptitle.get_text() == "scenario, seed 0: fedbuff (k_async, K=3)"
     plt.close(fig)
 
 
@@ -195,7 +196,7 @@ def test_plot_command_takes_window_and_clients_and_rejects_bad_values(runs, caps
 
     sync = str(runs["sync"])
     assert main(["plot", sync, "--window", "5:", "--clients", "4"]) == 0
-    assert "timeline.png" in capsys.readouterr().out
+    assert "timeline_5-end_4clients.png" in capsys.readouterr().out
     for args, message in (
         (["--window", "9:3"], "--window 9:3: expected START:END in virtual seconds"),
         (["--window", "abc"], "--window abc: expected START:END"),
@@ -250,7 +251,7 @@ def test_participation_tick_labels_do_not_overlap(tmp_path, sigma):
 def test_client_accuracy_is_drawn_in_fractions_like_every_other_accuracy(runs):
     fig = draw_client_accuracy(runs["sync"])
     ax = fig.axes[0]
-    assert ax.get_xlim() == (0, 1)
+    assert ax.get_xlim() == (-0.03, 1.03)  # 0 to 1 with a margin: a mean of 1.0 is drawn inside the frame
     accuracies = [float(r["accuracy"]) for r in table(runs["sync"] / "clients.csv")]
     mean_line = ax.get_lines()[0]
     assert mean_line.get_xdata()[0] == pytest.approx(sum(accuracies) / len(accuracies), abs=1e-6)

@@ -338,7 +338,8 @@ def test_figures_show_time_of_day_and_the_breakdown(tmp_path):
     import matplotlib.pyplot as plt
 
     from asyncfl.plots import plot_accuracy_vs_time
-    from asyncfl.study.straggler import draw_time_breakdown, draw_timeline, draw_timezones
+    from asyncfl.study.client_figures import draw_time_breakdown, draw_timezones
+    from asyncfl.study.straggler import draw_timeline
 
     run = run_scenario(validate_scenario(ELIGIBLE), tmp_path / "run")
     fig = draw_timezones(run)

@@ -57,6 +57,7 @@ def test_timing_only_reproduces_the_full_runs_events(tmp_path, server):
     assert (full / "rounds.csv").read_text() == (clock / "rounds.csv").read_text()
     for a, b in zip(read_csv(full / "clients.csv"), read_csv(clock / "clients.csv"), strict=True):
         assert int(a.pop("train_samples")) >= 32 and b.pop("train_samples") == ""
+        assert a.pop("test_samples").isdigit() and b.pop("test_samples") == ""  # no data set: no test split
         assert a == b
     summary = json.loads((clock / "summary.json").read_text())
     assert summary["timing_only"] and summary["training_jobs_computed"] == 0 and summary["final_accuracy"] is None

@@ -40,6 +40,7 @@ class ClientStats:
     download_s: float = 0.0
     compute_s: float = 0.0
     upload_s: float = 0.0
+    lost_compute_s: float = 0.0  # of compute_s, the computing of tasks that failed (work thrown away)
     last_plan: TaskPlan | None = None
     late_spans: list = field(default_factory=list)  # sync next_round: (round close, task end) of tasks running on
 
@@ -192,6 +193,7 @@ def _finish(client: ClientDevice, plan: TaskPlan, now: float, log: EventSink) ->
         log(now, client.id, "arrive", plan.round, None)
     else:
         client.stats.failures[plan.failure] += 1
+        client.stats.lost_compute_s += phase_seconds(plan)[1]
         log(now, client.id, "fail", plan.round, plan.failure)
 
 

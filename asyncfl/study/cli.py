@@ -124,23 +124,33 @@ def run_study(study: Study, args: argparse.Namespace) -> int:
 
 def plot_dir(path: Path, window: str | None = None, clients: str | None = None) -> int:
     """Re-render a run's figures, or a sweep's comparison (and every run's figures); ``window`` and
-    ``clients`` choose what timeline.png shows (see asyncfl.study.straggler.draw_timeline)."""
+    ``clients`` choose what the timeline shows (see asyncfl.study.straggler.draw_timeline; it is then
+    written beside timeline.png).  Every file the figures read is checked first: a damaged one is an
+    error naming it, and no figure is redrawn."""
+    from asyncfl.run_files import check_run_files
     from asyncfl.study.compare import sweep_records, write_comparison
-    from asyncfl.study.straggler import parse_clients, parse_window, render_run_figures
+    from asyncfl.study.straggler import parse_clients, parse_window, render_run_figures, timeline_file
 
-    span, rows = parse_window(window), parse_clients(clients)
-    if (path / "study.yaml").is_file():
-        raw = read_yaml(path / "study.yaml")
-        records = sweep_records(path)
-        for record in records:
-            render_run_figures(record.path, record.label, span, rows)
-        for written in write_comparison(path, records, raw.get("targets") or (), title=str(raw.get("name", ""))):
-            print(written)
-        return 0
-    if not (path / "metrics.csv").is_file():
+    span, rows, timeline = parse_window(window), parse_clients(clients), timeline_file(window, clients)
+    sweep = (path / "study.yaml").is_file()
+    if not sweep and not (path / "metrics.csv").is_file():
         raise ConfigError(f"{path}: not a run directory (no metrics.csv) nor a sweep directory (no study.yaml).")
-    for written in render_run_figures(path, window=span, clients=rows):
-        print(written)
+    raw = read_yaml(path / "study.yaml") if sweep else {}
+    run_dirs = [record.path for record in sweep_records(path)] if sweep else [path]
+    try:
+        for run_dir in run_dirs:
+            check_run_files(run_dir)
+    except ConfigError as damaged:
+        raise ConfigError(f"{damaged} No figure was drawn.") from None
+    for run_dir in run_dirs:
+        written = render_run_figures(run_dir, span, rows, timeline)
+        if not sweep:
+            print(*written, sep="\n")
+    if sweep:
+        for written in write_comparison(
+            path, sweep_records(path), raw.get("targets") or (), title=str(raw.get("name", ""))
+        ):
+            print(written)
     return 0
 
 

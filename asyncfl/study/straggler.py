@@ -1,17 +1,18 @@
 """Figures of one run, drawn from its run directory alone (see :mod:`asyncfl.study.timeline` for
-the files they read; none re-parses events.jsonl).
+the files they read; none re-parses events.jsonl); those from clients.csv are drawn by
+:mod:`asyncfl.study.client_figures`.
 
 ``accuracy_vs_time.png`` test accuracy against virtual time and rounds (``updates_vs_time.png`` when
                          timing only), see :mod:`asyncfl.plots`
 ``timeline.png``         per-client timeline (download / compute / upload / offline / failed) for a
                          readable subset of the recorded clients, spread over the range of device speeds
-``staleness.png``        histogram of the staleness of every aggregated update
+``staleness.png``        histogram of the staleness of every aggregated update (none when all are 0)
 ``participation.png``    delivered updates against device speed, and the outcome of attempts by
                          speed group
 ``client_accuracy.png``  distribution of the final model's accuracy over clients, with FedAR's
                          Table 3 statistics (in %, also in ``client_accuracy.csv`` and ``.md``)
-``time_breakdown.png``   where virtual time went (downloading, computing, uploading, idle, offline)
-                         per speed group, from clients.csv
+``time_breakdown.png``   where virtual time went (downloading, computing kept / thrown away,
+                         uploading, idle, offline) per speed group, from clients.csv
 ``timezones.png``        delivered updates per hour by the clients' time zone (``population.timezones``),
                          from updates.csv, rounds.csv and clients.csv
 """
@@ -23,15 +24,21 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.ticker import MaxNLocator
 
 from asyncfl.config import ConfigError
-from asyncfl.plots import plot_accuracy_vs_time, run_start, time_of_day_axis
-from asyncfl.study.aggregate import bias_stats
-from asyncfl.study.tables import write_csv, write_markdown
+from asyncfl.plots import draw_progress, run_label, run_title, time_of_day_axis
+from asyncfl.study.client_figures import (
+    COLORS,
+    draw_client_accuracy,
+    draw_participation,
+    draw_time_breakdown,
+    draw_timezones,
+    read_clients,
+    write_client_accuracy_tables,
+)
 from asyncfl.study.timeline import (
     NotRecorded,
     aggregation_times,
@@ -41,41 +48,60 @@ from asyncfl.study.timeline import (
     update_staleness,
 )
 
-COLORS = {"download": "#4c72b0", "compute": "#dd8452", "upload": "#55a868", "offline": "#c8c8c8", "failed": "#c44e52"}
 FAIL_MARKERS = {"offline": "x", "battery": "v", "deadline": "|", "charging": "^", "network": "s"}
 TIMELINE_CLIENTS = 16  # rows in the timeline by default (of results.TIMELINE_SAMPLE recorded)
 TIMELINE_AGGREGATIONS = 30  # default window: up to this many aggregations
 
 
 def render_run_figures(
-    run_dir: Path, title: str | None = None, window: tuple[float, float | None] | None = None, clients=None
+    run_dir: Path, window: tuple[float, float | None] | None = None, clients=None, timeline_name: str = "timeline.png"
 ) -> list[Path]:
-    """Every figure whose data the run directory holds; returns the files written.  A figure whose
-    files an older run directory lacks is skipped with a note on stderr.  ``window`` and ``clients``:
-    see :func:`draw_timeline`."""
+    """Every figure whose data the run directory holds; returns the files written.  Every figure is
+    drawn before any file is written, so a damaged file (a ConfigError naming it and the line) leaves
+    every figure as it was rather than some redrawn and some stale.  A figure whose files an older
+    run directory lacks is skipped with a note on stderr.  ``window`` and ``clients``: see
+    :func:`draw_timeline`, which is written to ``timeline_name``."""
     if clients is not None:
         try:
-            _timeline_rows(run_dir, {}, clients)  # a bad --clients fails before anything is redrawn
+            _timeline_rows(run_dir, {}, clients)  # a bad --clients fails before anything is drawn
         except NotRecorded:
             pass  # said below, when the timeline is skipped
-    out = [plot_accuracy_vs_time(run_dir, title)]
+    figures: dict[str, Figure] = dict([draw_progress(run_dir)])
     draws = (
-        lambda: plot_timeline(run_dir, window, clients),
-        lambda: plot_staleness(run_dir),
-        lambda: plot_participation(run_dir),
-        lambda: plot_client_accuracy(run_dir),
-        lambda: plot_time_breakdown(run_dir),
-        lambda: plot_timezones(run_dir),
+        (timeline_name, lambda: draw_timeline(run_dir, window, clients)),
+        ("staleness.png", lambda: draw_staleness(run_dir)),
+        ("participation.png", lambda: draw_participation(run_dir)),
+        ("client_accuracy.png", lambda: draw_client_accuracy(run_dir)),
+        ("time_breakdown.png", lambda: draw_time_breakdown(run_dir)),
+        ("timezones.png", lambda: draw_timezones(run_dir)),
     )
-    for draw in draws:
+    for name, draw in draws:
         try:
-            path = draw()
+            fig = draw()
         except NotRecorded as missing:
             print(f"note: {missing}", file=sys.stderr)
             continue
-        if path is not None:
-            out.append(path)
-    return out
+        if fig is not None:
+            figures[name] = fig
+    if "client_accuracy.png" in figures:
+        write_client_accuracy_tables(run_dir)
+    title = run_title(run_dir)
+    return [_save(fig, run_dir / name, title) for name, fig in figures.items()]
+
+
+def timeline_file(window: str | None, clients: str | None) -> str:
+    """Where ``plot --window/--clients`` writes the timeline: beside timeline.png (the default view,
+    kept), named after the options, e.g. ``timeline_100-400.png``, ``timeline_1000-end_8clients.png``."""
+    if window is None and clients is None:
+        return "timeline.png"
+    name = "timeline"
+    if window is not None:
+        lo, hi = parse_window(window)
+        name += f"_{lo:g}-{'end' if hi is None else f'{hi:g}'}"
+    if clients is not None:
+        rows = parse_clients(clients)
+        name += f"_{rows}clients" if isinstance(rows, int) else "_clients" + "-".join(map(str, rows))
+    return f"{name}.png"
 
 
 def parse_window(text: str | None) -> tuple[float, float | None] | None:
@@ -107,11 +133,6 @@ def parse_clients(text: str | None) -> int | list[int] | None:
     if any(v < (1 if len(values) == 1 else 0) for v in values):
         raise ConfigError(problem)
     return values[0] if "," not in text else list(dict.fromkeys(values))
-
-
-def _clients(run_dir: Path) -> pd.DataFrame:
-    path = run_dir / "clients.csv"
-    return pd.read_csv(path) if path.is_file() else pd.DataFrame()
 
 
 def spread_by_speed(speed: dict[int, float], count: int) -> list[int]:
@@ -148,7 +169,7 @@ def draw_timeline(
     segments, failures = task_segments(run_dir)
     if not segments and not failures:
         return None
-    table = _clients(run_dir)
+    table = read_clients(run_dir)
     speed = dict(zip(table["client"].astype(int), table["samples_per_s"].astype(float))) if len(table) else {}
     chosen = _timeline_rows(run_dir, speed, clients)
     aggregations = aggregation_times(run_dir)
@@ -156,6 +177,7 @@ def draw_timeline(
     if window is None:
         start = 0.0
         until = aggregations[TIMELINE_AGGREGATIONS - 1] if len(aggregations) >= TIMELINE_AGGREGATIONS else last
+        until = max(until, start + 1.0)  # a run that ended at once (nobody could work) still gets an axis
     else:
         start, until = window[0], window[1] if window[1] is not None else last
         if start >= until:
@@ -198,18 +220,15 @@ def draw_timeline(
     ]
     handles = legend + ax.get_legend_handles_labels()[0]
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
-    ax.set_title(f"{_title(run_dir)}: {len(chosen)} clients by speed, virtual s {start:,.0f} to {until:,.0f}")
+    ax.set_title(f"{run_label(run_dir)}: {len(chosen)} clients by speed, virtual s {start:,.0f} to {until:,.0f}")
     return fig
 
 
-def plot_timeline(run_dir: Path, window=None, clients=None) -> Path | None:
-    fig = draw_timeline(run_dir, window, clients)
-    return None if fig is None else _save(fig, run_dir / "timeline.png")
-
-
-def plot_staleness(run_dir: Path) -> Path | None:
+def draw_staleness(run_dir: Path) -> Figure | None:
+    """Histogram of the staleness of every aggregated update; none when every update is fresh
+    (tau = 0: a sync run whose late updates are dropped), as one bar would say nothing."""
     tau = update_staleness(run_dir)
-    if not len(tau):
+    if not len(tau) or not tau.any():
         return None
     counts = np.bincount(tau)  # one bar per staleness value: 10^6 updates cost no more than 10
     fig = Figure(figsize=(6, 4), layout="constrained")
@@ -223,243 +242,10 @@ def plot_staleness(run_dir: Path) -> Path | None:
     ax.set_xlim(-0.5, max(top, 1) + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend()
-    ax.set_title(f"{_title(run_dir)}: {len(tau):,} updates, max τ = {top}")
-    return _save(fig, run_dir / "staleness.png")
-
-
-def plot_participation(run_dir: Path) -> Path | None:
-    fig = draw_participation(run_dir)
-    return None if fig is None else _save(fig, run_dir / "participation.png")
-
-
-def draw_participation(run_dir: Path) -> Figure | None:
-    clients = _clients(run_dir)
-    if not len(clients):
-        return None
-    speed = clients["samples_per_s"].to_numpy(dtype=float)
-    delivered = clients["participations"].to_numpy(dtype=float)
-    p = clients["availability_p"].to_numpy(dtype=float)
-    fig = Figure(figsize=(12, 4.2), layout="constrained")
-    (left, right) = fig.subplots(1, 2, width_ratios=(1, 1.15))
-    varied = np.isfinite(p).all() and np.ptp(p) > 0
-    speed_shown = _spread_ties(speed)
-    size = 24 if len(clients) <= 2000 else 2  # 10^5 clients: small dots
-    if varied:
-        dots = left.scatter(speed_shown, delivered, c=p, cmap="viridis", s=size, edgecolor="none")
-        fig.colorbar(dots, ax=left, label="availability p (long-run fraction online)")
-    else:
-        left.scatter(speed_shown, delivered, color="#4c72b0", s=size, edgecolor="none")
-    left.set_xscale("log")
-    decades = np.log10(speed.max() / speed.min()) if speed.min() > 0 else math.inf
-    left.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if decades <= 3.5 else (1.0,), numticks=12))
-    left.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _speed(v)))
-    left.xaxis.set_minor_formatter(NullFormatter())
-    left.yaxis.set_major_locator(MaxNLocator(integer=True))
-    left.set_xlabel("device speed (samples/s, log scale; equal speeds spread apart)")
-    left.set_ylabel("delivered updates")
-    left.grid(alpha=0.3)
-    _outcomes_by_speed(right, clients, speed)
-    fig.suptitle(f"{_title(run_dir)}: participation against device speed")
+    ax.set_title(f"{run_label(run_dir)}: {len(tau):,} updates, max τ = {top}")
     return fig
 
 
-def _outcomes_by_speed(ax, clients: pd.DataFrame, speed: np.ndarray) -> None:
-    """Stacked share of attempts per outcome, clients grouped by speed (slowest left): one group per
-    distinct speed when there are at most five (speed tiers), speed quintiles otherwise."""
-    groups, names = speed_groups(speed)
-    outcomes = ["participations", "failed_offline", "failed_battery", "failed_deadline"]
-    labels = ["delivered", "failed: offline", "failed: battery", "failed: deadline"]
-    colors = ["#55a868", COLORS["offline"], "#8172b2", COLORS["failed"]]
-    for key, label, color in (("failed_charging", "failed: not charging", "#937860"),
-                              ("failed_network", "failed: left unmetered network", "#da8bc3")):  # fmt: skip
-        if key in clients:  # population.eligibility
-            outcomes.append(key), labels.append(label), colors.append(color)
-    attempts = np.array([clients["attempts"].to_numpy()[g].sum() for g in groups], dtype=float)
-    bottom = np.zeros(len(groups))
-    for key, label, color in zip(outcomes, labels, colors):
-        counts = np.array([clients[key].to_numpy()[g].sum() for g in groups], dtype=float)
-        share = np.divide(counts, attempts, out=np.zeros_like(counts), where=attempts > 0)
-        ax.bar(range(len(groups)), share, bottom=bottom, color=color, label=label)
-        bottom += share
-    ax.set_xticks(range(len(groups)), names, fontsize=8)
-    ax.set_xlabel("speed group (samples/s), slowest to fastest")
-    ax.set_ylabel("share of attempts (rest: still running)")
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-
-
-BREAKDOWN = (
-    ("download_s", "downloading", COLORS["download"]),
-    ("compute_s", "computing", COLORS["compute"]),
-    ("upload_s", "uploading", COLORS["upload"]),
-    ("idle_s", "idle (online, no task)", "#f0e6b8"),
-    ("offline_s", "offline / not eligible", COLORS["offline"]),
-)
-
-
-def speed_groups(speed: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
-    """Clients grouped by speed (slowest first): one group per distinct speed when there are at most
-    five (speed tiers), speed quintiles otherwise; with tick labels."""
-    distinct = np.unique(speed)
-    if len(distinct) <= 5:
-        groups = [np.nonzero(speed == v)[0] for v in distinct]
-        names = [f"{v:g}" for v in distinct]
-    else:
-        groups = np.array_split(np.argsort(speed, kind="stable"), 5)
-        names = [f"{_speed(speed[g].min())} to {_speed(speed[g].max())}" for g in groups]
-    return groups, [f"{name}\n{len(g):,} clients" for name, g in zip(names, groups)]
-
-
-def plot_time_breakdown(run_dir: Path) -> Path | None:
-    fig = draw_time_breakdown(run_dir)
-    return None if fig is None else _save(fig, run_dir / "time_breakdown.png")
-
-
-def draw_time_breakdown(run_dir: Path) -> Figure | None:
-    """Mean share of the run each speed group spent downloading, computing, uploading, idle and
-    offline (clients.csv's time columns, which add up to the run's virtual length per client), and
-    the same in virtual seconds per client on the right axis."""
-    clients = _clients(run_dir)
-    if not len(clients) or any(key not in clients for key, _, _ in BREAKDOWN):
-        return None  # a run directory from before these columns
-    speed = clients["samples_per_s"].to_numpy(dtype=float)
-    groups, names = speed_groups(speed)
-    seconds = {key: clients[key].to_numpy(dtype=float) for key, _, _ in BREAKDOWN}
-    length = float(np.median(sum(seconds.values())))
-    if not length > 0:
-        return None
-    fig = Figure(figsize=(8.5, 4.4), layout="constrained")
-    ax = fig.subplots()
-    bottom = np.zeros(len(groups))
-    for key, label, color in BREAKDOWN:
-        share = np.array([seconds[key][g].mean() / length for g in groups])
-        ax.bar(range(len(groups)), share, bottom=bottom, color=color, label=label, edgecolor="white", lw=0.5)
-        for i, (b, v) in enumerate(zip(bottom, share)):
-            if v >= 0.06:
-                ax.text(i, b + v / 2, f"{100 * v:.0f}%", ha="center", va="center", fontsize=8)
-        bottom += share
-    ax.set_xticks(range(len(groups)), names, fontsize=8)
-    ax.set_xlabel("speed group (samples/s), slowest to fastest")
-    ax.set_ylabel("share of the run (mean over the group's clients)")
-    ax.set_ylim(0, 1)
-    right = ax.secondary_yaxis("right", functions=(lambda f: f * length, lambda s: s / length))
-    right.set_ylabel("virtual seconds per client")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.12, 0.5), frameon=False)
-    ax.set_title(f"{_title(run_dir)}: where {length:,.0f} virtual s went, per speed group")
-    return fig
-
-
-def plot_timezones(run_dir: Path) -> Path | None:
-    fig = draw_timezones(run_dir)
-    return None if fig is None else _save(fig, run_dir / "timezones.png")
-
-
-def draw_timezones(run_dir: Path) -> Figure | None:
-    """Delivered (aggregated) updates per hour of virtual time, one line per client time zone (up to
-    six, the most populous; the others pooled), x axis as time of day when the run has a start time:
-    the waves of a diurnal population, shifted by the zones' offsets."""
-    clients = _clients(run_dir)
-    if not len(clients) or "utc_offset_h" not in clients or not (run_dir / "updates.csv").is_file():
-        return None
-    rounds, updates = pd.read_csv(run_dir / "rounds.csv"), pd.read_csv(run_dir / "updates.csv")
-    if not len(rounds) or not len(updates):
-        return None
-    times = rounds.set_index("round")["time"]
-    offsets = clients.set_index("client")["utc_offset_h"]
-    zone = offsets.reindex(updates["client"]).to_numpy(dtype=float)
-    t = updates["version"].map(times).to_numpy(dtype=float)
-    end = float(times.max())
-    bins = np.arange(0.0, end + 3600.0, 3600.0)
-    counts = clients["utc_offset_h"].value_counts()
-    shown = list(counts.index[:6])
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
-    ax = fig.subplots()
-    for z in sorted(shown):
-        hist, _ = np.histogram(t[zone == z], bins=bins)
-        n = int(counts[z])
-        ax.stairs(hist / n * 1000, bins, lw=1.6, label=f"UTC{z:+g} ({n:,} clients)")
-    rest = ~np.isin(zone, shown)
-    if rest.any():
-        n = int(counts[~counts.index.isin(shown)].sum())
-        hist, _ = np.histogram(t[rest], bins=bins)
-        ax.stairs(hist / n * 1000, bins, lw=1.2, color="0.5", label=f"other zones ({n:,} clients)")
-    ax.set_xlim(0, bins[-1])
-    ax.set_xlabel("virtual time (s)")
-    time_of_day_axis(ax, run_dir)
-    ax.set_ylabel("delivered updates per hour\nper 1,000 clients of the zone")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
-    start = run_start(run_dir)
-    when = "" if start is not None else " (no clock.start_time: virtual second 0 is midnight UTC)"
-    ax.set_title(f"{_title(run_dir)}: participation by client time zone{when}")
-    return fig
-
-
-def _speed(v: float) -> str:
-    """A speed as a short tick label: 0.5, 12, 1.5k."""
-    return f"{v / 1000:.3g}k" if v >= 1000 else f"{v:.3g}" if v < 10 else f"{v:.0f}"
-
-
-def _spread_ties(speed: np.ndarray) -> np.ndarray:
-    """Clients of one speed tier side by side (within +-6 %, in id order) instead of on top of each
-    other; vectorised, as 10^5 clients of distinct speeds are common."""
-    _, tier, sizes = np.unique(speed, return_inverse=True, return_counts=True)
-    order = np.argsort(tier, kind="stable")
-    rank = np.empty(len(speed))
-    rank[order] = np.arange(len(speed)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    size = sizes[tier]
-    spread = np.where(size > 1, -0.06 + 0.12 * rank / np.maximum(size - 1, 1), 0.0)
-    return speed.astype(np.float64) * np.exp(spread)
-
-
-def plot_client_accuracy(run_dir: Path) -> Path | None:
-    """The figure in fractions, like every other accuracy axis; client_accuracy.csv/.md keep FedAR's
-    Table 3 in percent."""
-    fig = draw_client_accuracy(run_dir)
-    return None if fig is None else _save(fig, run_dir / "client_accuracy.png")
-
-
-def draw_client_accuracy(run_dir: Path) -> Figure | None:
-    clients = _clients(run_dir)
-    accuracies = clients["accuracy"].dropna().to_numpy(dtype=float) if "accuracy" in clients else np.array([])
-    stats = bias_stats(accuracies)
-    if not stats:
-        return None
-    write_csv(run_dir / "client_accuracy.csv", [stats])
-    write_markdown(run_dir / "client_accuracy.md", [bias_table_row(_title(run_dir), stats)])
-    fig = Figure(figsize=(6, 4), layout="constrained")
-    ax = fig.subplots()
-    ax.hist(accuracies, bins=np.linspace(0, 1, 21), color="#4c72b0", edgecolor="white")
-    lines = (("mean", "mean", "-"), ("worst10_mean", "worst 10 %", "--"), ("best10_mean", "best 10 %", ":"))
-    for key, label, style in lines:
-        ax.axvline(stats[key] / 100, color="black", ls=style, lw=1.2, label=f"{label}: {stats[key] / 100:.3f}")
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("accuracy of the final global model on the client's local test data")
-    ax.set_ylabel("clients")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(f"{_title(run_dir)}: {stats['clients']} clients, std {stats['std'] / 100:.3f}")
-    return fig
-
-
-def bias_table_row(label: str, stats: dict[str, float]) -> dict[str, str]:
-    """One row of FedAR's Table 3 layout: Mean (%) +- std, Var, Worst 10 %, Best 10 %."""
-    return {
-        "run": label,
-        "Mean (%)": f"{stats['mean']:.1f} ± {stats['std']:.1f}",
-        "Var": f"{stats['var']:.1f}",
-        "Worst 10%": f"{stats['worst10_mean']:.1f} ± {stats['worst10_std']:.1f}",
-        "Best 10%": f"{stats['best10_mean']:.1f} ± {stats['best10_std']:.1f}",
-    }
-
-
-def _title(run_dir: Path) -> str:
-    parts = run_dir.resolve().parts
-    if parts[-1].startswith("seed") and len(parts) >= 2:
-        return f"{parts[-2]} {parts[-1]}"
-    return parts[-1]
-
-
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=120)
+def _save(fig, path: Path, title: str) -> Path:
+    fig.savefig(path, dpi=120, metadata={"Title": title})  # the PNG says which run it shows
     return path

@@ -14,15 +14,14 @@ Whatever ``output.events`` says (all, sample or none), these files are complete.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from asyncfl.results import PHASES
+from asyncfl.run_files import read_json, read_table
 
 
 class NotRecorded(Exception):
@@ -57,7 +56,7 @@ def _need(run_dir: Path, *names: str) -> None:
 def timeline_clients(run_dir: Path) -> list[int]:
     """The clients whose tasks and offline periods the run recorded (listed in summary.json)."""
     _need(run_dir, "summary.json", "timeline_tasks.csv", "offline_periods.csv")
-    clients = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("timeline_clients")
+    clients = read_json(run_dir / "summary.json").get("timeline_clients")
     if clients is None:
         raise NotRecorded(f"{run_dir}/summary.json lists no timeline_clients: run its scenario again.")
     return [int(c) for c in clients]
@@ -66,7 +65,7 @@ def timeline_clients(run_dir: Path) -> list[int]:
 def task_segments(run_dir: Path) -> tuple[list[Segment], list[Failure]]:
     """Every phase of every recorded task as a [start, end) segment, and every failure."""
     _need(run_dir, "timeline_tasks.csv")
-    tasks = pd.read_csv(run_dir / "timeline_tasks.csv")
+    tasks = read_table(run_dir / "timeline_tasks.csv")
     segments: list[Segment] = []
     failures: list[Failure] = []
     for task in tasks.itertuples(index=False):
@@ -82,7 +81,7 @@ def task_segments(run_dir: Path) -> tuple[list[Segment], list[Failure]]:
 def offline_periods(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
     """Offline periods of every timeline client (an empty list: never offline)."""
     out: dict[int, list[tuple[float, float]]] = {c: [] for c in timeline_clients(run_dir)}
-    table = pd.read_csv(run_dir / "offline_periods.csv")
+    table = read_table(run_dir / "offline_periods.csv")
     for client, start, end in zip(table["client"], table["offline_from_s"], table["offline_until_s"]):
         out.setdefault(int(client), []).append((float(start), float(end)))
     return out
@@ -90,12 +89,10 @@ def offline_periods(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
 
 def aggregation_times(run_dir: Path) -> list[float]:
     _need(run_dir, "rounds.csv")
-    return pd.read_csv(run_dir / "rounds.csv", usecols=["time"])["time"].astype(float).tolist()
+    return read_table(run_dir / "rounds.csv", usecols=["time"])["time"].astype(float).tolist()
 
 
 def update_staleness(run_dir: Path) -> np.ndarray:
     """Staleness of every aggregated update (version before the aggregation - base version)."""
     _need(run_dir, "updates.csv")
-    return pd.read_csv(run_dir / "updates.csv", usecols=["staleness"], dtype={"staleness": np.int64})[
-        "staleness"
-    ].to_numpy()
+    return read_table(run_dir / "updates.csv", usecols=["staleness"])["staleness"].to_numpy(dtype=np.int64)

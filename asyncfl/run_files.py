@@ -1,0 +1,103 @@
+"""Reading a run directory back (for its figures), strictly: a damaged file (a malformed or cut-short
+row, a value that is not a number, truncated JSON or YAML) is a :class:`ConfigError` naming the file
+and the line, never a traceback from deep inside a figure, so ``plot`` can check every file before it
+draws anything (:func:`check_run_files`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from asyncfl.config import ConfigError
+
+# The CSV files the figures read, with the columns every row must fill with a number (a row cut
+# short leaves them empty); every other column is a number or empty, except the text columns.
+REQUIRED = {
+    "metrics.csv": ("time", "round"),
+    "rounds.csv": ("time", "round", "started", "received"),
+    "updates.csv": ("version", "client", "base_version", "staleness"),
+    "timeline_tasks.csv": ("client", "base_version", "start_s", "end_s", "outcome"),
+    "offline_periods.csv": ("client", "offline_from_s", "offline_until_s"),
+    "clients.csv": ("client", "samples_per_s", "attempts", "participations"),
+}
+TEXT = {"metrics.csv": ("utc_time",), "timeline_tasks.csv": ("outcome",)}
+DAMAGED = "the file is damaged (run the scenario again, or restore the file from a copy)"
+
+
+def read_table(path: Path, usecols=None) -> pd.DataFrame:
+    """One of the run's CSV files (see :data:`REQUIRED`), checked row by row."""
+    name = path.name
+    try:
+        table = pd.read_csv(path, usecols=usecols)
+    except pd.errors.EmptyDataError:
+        raise ConfigError(f"{path}: empty (not even a header line): {DAMAGED}.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        where = f", line {found[2]}: {found[3]} fields where the header has {found[1]}" if found else f": {exc}"
+        raise ConfigError(f"{path}{where}; {DAMAGED}.") from None
+    except ValueError as exc:  # usecols names a column the header lacks
+        raise ConfigError(f"{path}: {exc}; {DAMAGED}.") from None
+    wanted = REQUIRED.get(name, ())
+    missing = [c for c in wanted if c not in table and (usecols is None or c in usecols)]
+    if missing:
+        raise ConfigError(f"{path}: the header lacks the column(s) {', '.join(missing)}; {DAMAGED}.")
+    text = TEXT.get(name, ())
+    for column in table.columns:
+        values = table[column]
+        if (
+            len(values) and column not in text and not pd.api.types.is_numeric_dtype(values)
+        ):  # a number column holding text
+            bad = (pd.to_numeric(values, errors="coerce").isna() & values.notna()).to_numpy().nonzero()[0]
+            row = int(bad[0]) if len(bad) else 0
+            raise ConfigError(
+                f"{path}, line {row + 2}: column {column} holds {values.iloc[row]!r}, not a number; {DAMAGED}."
+            )
+        if column in wanted and values.isna().any():
+            row = int(values.isna().to_numpy().nonzero()[0][0])
+            raise ConfigError(f"{path}, line {row + 2}: column {column} is empty (a row cut short?); {DAMAGED}.")
+    return table
+
+
+def read_json(path: Path) -> dict:
+    """summary.json (or another JSON object the run wrote)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}, line {exc.lineno} column {exc.colno}: {exc.msg} (truncated?); {DAMAGED}.") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason}); {DAMAGED}.") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object, found {type(data).__name__}; {DAMAGED}.")
+    return data
+
+
+def read_config(run_dir: Path) -> dict:
+    """The run's config.yaml as plain data ({} when the directory has none)."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not readable YAML ({getattr(exc, 'problem', exc)}); {DAMAGED}.") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of scenario keys; {DAMAGED}.")
+    return data
+
+
+def check_run_files(run_dir: Path) -> None:
+    """Read every file the figures of ``run_dir`` read, so that a damaged one is reported before
+    anything is drawn.  Files the directory lacks are not an error here (an older asyncfl wrote
+    fewer; the figure that needs one is skipped with a note)."""
+    read_config(run_dir)
+    if (run_dir / "summary.json").is_file():
+        read_json(run_dir / "summary.json")
+    for name in REQUIRED:
+        if (run_dir / name).is_file():
+            read_table(run_dir / name)
