@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, validate_scenario
-from asyncfl.config.loading import check_trace_files
+from asyncfl.config.runnable import check_runnable
 from asyncfl.results import new_run_dir, refuse_used_out, write_atomic
 from asyncfl.study.tables import markdown, write_csv
 
@@ -157,7 +157,7 @@ def plan(path: Path, overrides: list[str], deadline: str | None, k: str | None, 
         option = ", ".join(f"{OPTION[key]} {value:g}" for key, value in setting.values.items())
         scenario = validate_scenario(variant, source=f"{path} with {option}")
         scenarios.append(scenario)
-    check_trace_files(scenarios[0])
+    check_runnable(scenarios[0])
     return settings, [s.model_dump(mode="json") for s in scenarios], base.name
 
 
