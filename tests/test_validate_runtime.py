@@ -1,8 +1,10 @@
 """``validate`` finds what a run would fail on without training: the data set's training pool, the
-partition's limits, missing data files."""
+partition's limits, missing data files, a population larger than the machine's memory."""
 
 from __future__ import annotations
 
+import importlib.util
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +13,11 @@ import pytest
 from conftest import scenario
 
 from asyncfl.config import ConfigError, validate_scenario
+from asyncfl.config.runnable import check_runnable, population_memory_problem
 from asyncfl.learn.datasets import REGISTRY, load_arrays
+from asyncfl.sim.population import population_bytes
 
+ROOT = Path(__file__).resolve().parents[1]
 TINY = """\
 name: tiny
 data: {dataset: digits, clients: 4}
@@ -23,9 +28,14 @@ output: {plot: false}
 """
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path, limit_bytes: int | None = None) -> subprocess.CompletedProcess:
+    def limit() -> None:  # an address-space limit: a population allocated before the check fails there
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
     command = [sys.executable, "-m", "asyncfl", *args]
-    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=cwd, timeout=300, preexec_fn=limit if limit_bytes else None
+    )
 
 
 def test_more_clients_than_training_samples_is_refused_by_validate_and_run(tmp_path):
@@ -93,3 +103,47 @@ def test_missing_torchvision_files_are_reported_by_validate_with_every_other_pro
     # a download may work: only a run can tell; timing-only runs read no files
     assert cli("validate", str(path), "--set", f"data.data_dir={tmp_path}/d", cwd=tmp_path).returncode == 0
     assert cli("validate", str(path), *no_files, "--set", "timing_only=true", cwd=tmp_path).returncode == 0
+
+
+def test_a_population_larger_than_memory_is_refused_before_it_is_built(tmp_path):
+    """10^12 timing-only clients: numpy's _ArrayMemoryError traceback at the first column before;
+    now exit 2 with the estimate and the memory available, under an address-space limit that the
+    population's first array would exceed (so nothing of it is allocated)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(TINY + "timing_only: true\n")
+    huge = ["--set", f"data.clients={10**12}"]
+    estimate = f"needs about {population_bytes(scenario().population, 10**12, 10**12) / 2**30:,.1f} GiB"
+    for command in (["validate", str(path), *huge], [str(path), "--quiet", *huge]):
+        result = cli(*command, cwd=tmp_path, limit_bytes=16 * 2**30)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        for needle in ("data.clients (1,000,000,000,000)", estimate, "available on this machine"):
+            assert needle in result.stderr, result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_memory_check_compares_the_estimate_with_what_is_available():
+    k_async = scenario(timing_only=True, data={"clients": 10**6}, server={"mode": "k_async"},
+                       population={"availability": {"kind": "always"}})  # fmt: skip
+    need = population_bytes(k_async.population, 10**6, 10**6)
+    assert population_memory_problem(k_async, available=need) is None
+    problem = population_memory_problem(k_async, available=need - 1)
+    gib = f"{need / 2**30:.1f} GiB"
+    assert f"needs about {gib}" in problem and f"{gib} is available" in problem
+    assert "up to about 999,999" in problem
+    # a sync run touches at most clients_per_round x rounds clients
+    sync = scenario(timing_only=True, data={"clients": 10**6}, server={"clients_per_round": 10}, stop={"rounds": 5})
+    assert population_memory_problem(sync, available=population_bytes(sync.population, 10**6, 50)) is None
+    assert population_bytes(sync.population, 10**6, 50) < need / 2
+    check_runnable(scenario())  # an ordinary scenario passes on this machine
+
+
+def test_the_estimate_is_near_a_measured_population():
+    """The constants against a timing-only run of 20,000 clients that touches every one of them
+    (benchmarks/population_memory.py's measurement, at a small size): within a factor of 1.5."""
+    spec = importlib.util.spec_from_file_location("population_memory", ROOT / "benchmarks" / "population_memory.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    clients = 20_000
+    measured = bench.peak_bytes(clients, bench.SERVERS["built"])
+    estimate = population_bytes(scenario().population, clients, clients)
+    assert measured / 1.5 < estimate < measured * 1.5, (measured, estimate)
