@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from asyncfl.config import ConfigError, load_scenario
-from asyncfl.config.loading import check_trace_files
+from asyncfl.config.runnable import check_runnable
 from asyncfl.study.cli import (
     add_compare_parser,
     add_report_parser,
@@ -103,7 +103,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if routed is not None:
         return routed
     scenario = load_scenario(args.scenario, overrides)
-    check_trace_files(scenario)
+    check_runnable(scenario)
     if args.command == "validate":
         s = scenario
         print(f"{args.scenario}: valid ({s.server.mode}, {s.algorithm.name}, {s.data.clients} clients)")

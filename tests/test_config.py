@@ -319,3 +319,57 @@ def test_a_server_mode_that_is_no_name_is_reported_on_its_path(mode):
     """(hypothesis found server: {mode: []} raising TypeError once modes became a registry)"""
     with pytest.raises(ConfigError, match=r"server\.mode: .*'sync' or 'k_async'"):
         validate_scenario({"server": {"mode": mode}, "algorithm": {"name": "fedbuff"}})
+
+
+DUPLICATED = """\
+name: twice
+server:
+  mode: sync
+  deadline_s: 5
+data: {clients: 10}
+server:
+  mode: k_async
+  k: 3
+  k: 4
+compare:
+  - {name: a, set: {seed: 1}, name: b}
+"""
+
+
+def test_a_key_written_twice_is_refused_with_both_lines(tmp_path):
+    """PyYAML keeps the last of two equal keys silently: the first server section would be lost."""
+    from asyncfl.config import read_yaml
+    from asyncfl.study.spec import load_study
+
+    path = tmp_path / "twice.yaml"
+    path.write_text(DUPLICATED)
+    for read in (read_yaml, load_study):  # scenario and study files are read alike
+        with pytest.raises(ConfigError) as err:
+            read(path)
+        message = str(err.value)
+        assert message.startswith(f"{path}: ")
+        for needle in ("server is set at line 2 and again at line 6", "server.k is set at line 8 and again at line 9",
+                       "compare[0].name is set at line 11 and again at line 11"):  # fmt: skip
+            assert needle in message, message
+
+
+def test_a_key_written_twice_in_a_set_value_is_refused():
+    raw: dict = {}
+    with pytest.raises(ConfigError, match=r"--set 'x=\{a: 1, a: 2\}': x\.a is set twice"):
+        apply_override(raw, "x={a: 1, a: 2}")
+    with pytest.raises(ConfigError, match=r"server\.k is set twice"):
+        apply_override(raw, "server={k: 1, k: 2}")
+    assert raw == {}
+    apply_override(raw, "x={a: 1, b: 2}")  # different keys, and text that is no YAML mapping, still pass
+    apply_override(raw, "name={a")
+    assert raw == {"x": {"a": 1, "b": 2}, "name": "{a"}
+
+
+def test_a_merge_key_may_be_overridden_and_aliases_repeat(tmp_path):
+    """``<<: *base`` then the same key is YAML's way to override a merged value, not a duplicate."""
+    from asyncfl.config import read_yaml
+
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &b {k: 1, mode: sync}\nserver: {<<: *b, k: 2}\nother: *b\n")
+    assert read_yaml(path) == {"base": {"k": 1, "mode": "sync"}, "server": {"k": 2, "mode": "sync"},
+                               "other": {"k": 1, "mode": "sync"}}  # fmt: skip

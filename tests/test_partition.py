@@ -203,5 +203,7 @@ def test_isolated_class_errors_name_the_key():
     labels = make_labels()
     with pytest.raises(ConfigError, match=r"data\.partition\.clients \(30\).*data\.clients \(20\)"):
         partition(labels, 20, spec(kind="isolated_class", label=9, clients=30), np.random.default_rng(0))
-    with pytest.raises(ConfigError, match=r"data\.partition\.label 12 has 0"):
+    with pytest.raises(
+        ConfigError, match=r"data\.partition\.label \(12\) is not a class of the data set: allowed 0 to 9"
+    ):
         partition(labels, 20, spec(kind="isolated_class", label=12, clients=2), np.random.default_rng(0))

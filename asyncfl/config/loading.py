@@ -38,7 +38,9 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         hint = " (it is a directory)" if path.is_dir() else ""
         raise ConfigError(f"{path}: scenario file not found{hint}.")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{path}: {exc.lines()}; {DUPLICATE_HINT}.") from None
     except yaml.YAMLError as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)
@@ -58,6 +60,77 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
             f"{path}: the top level must be a mapping of keys (name, data, server, ...), got {type(raw).__name__}."
         )
     return raw
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """Keys written twice in one mapping: ``twice`` holds (YAML path, first line, second line) of each."""
+
+    def __init__(self, twice: list[tuple[str, int, int]]) -> None:
+        super().__init__(twice)
+        self.twice = twice
+
+    def lines(self) -> str:
+        """Each key with both of its lines, for a file."""
+        return "; ".join(
+            f"{where} is set at line {first} and again at line {again}" for where, first, again in self.twice
+        )
+
+    def keys(self) -> str:
+        """Each key, for a one-line value (``--set``)."""
+        return "; ".join(f"{where} is set twice" for where, _, _ in self.twice)
+
+
+DUPLICATE_HINT = "YAML would silently keep only the last value; write each key once"
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key written twice in one mapping is an error: the safe
+    loader keeps the last value silently, so a second ``server:`` section would replace the first.
+    ``under``: the YAML path the document sits at (a ``--set`` value), to name keys by their full path."""
+
+    under = ""
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        twice: list[tuple[str, int, int]] = []
+        self._find_duplicates(node, self.under, set(), twice)
+        if twice:
+            raise DuplicateKeyError(twice)
+        return self.construct_document(node)
+
+    def _find_duplicates(self, node: yaml.Node, path: str, seen: set[int], twice: list) -> None:
+        if id(node) in seen:  # an alias of a node already checked (or a recursive one)
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._find_duplicates(item, f"{path}[{i}]", seen, twice)
+        elif isinstance(node, yaml.MappingNode):
+            first: dict[Any, yaml.Node] = {}
+            for key_node, value_node in node.value:
+                # ``<<: *base`` merges are meant to be overridden by the mapping's own keys
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node)
+                where = f"{path}.{key}" if path else str(key)
+                if key in first:
+                    twice.append((where, first[key].start_mark.line + 1, key_node.start_mark.line + 1))
+                else:
+                    first[key] = key_node
+                self._find_duplicates(value_node, where, seen, twice)
+
+
+def load_yaml(text: str, under: str = "") -> Any:
+    """``text`` as YAML (safe types only); a key written twice in one mapping raises
+    :class:`DuplicateKeyError`.  ``under``: the YAML path of the document (a ``--set`` value)."""
+    loader = UniqueKeyLoader(text)
+    loader.under = under
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def _resolve_trace_paths(raw: dict[str, Any], folder: Path) -> None:
@@ -81,7 +154,9 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
     if not sep or not all(parts):
         raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE, e.g. --set server.k=5.")
     try:
-        value = yaml.safe_load(text)
+        value = load_yaml(text, under=key.strip())
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"--set {item!r}: {exc.keys()}; {DUPLICATE_HINT}.") from None
     except yaml.YAMLError:
         value = text
     dotted_parent(raw, parts, f"--set {item!r}")[parts[-1]] = value

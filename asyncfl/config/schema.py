@@ -17,6 +17,7 @@ from asyncfl.config.base import Section
 from asyncfl.config.population import Population
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.models import REGISTRY as MODEL_REGISTRY
+from asyncfl.learn.partition import REGISTRY as PARTITIONERS
 from asyncfl.learn.partition import Partition
 from asyncfl.learn.partition.iid import IidPartition
 from asyncfl.registry import or_list
@@ -282,7 +283,28 @@ class Scenario(Section):
         mismatch = model_data_mismatch(self.model.name, self.data.dataset)
         if mismatch:
             raise ValueError(mismatch)
+        if not self.timing_only:  # a timing-only run loads no data (its data set only sizes the model)
+            problems = data_problems(self.data)
+            if problems:
+                raise ValueError("; ".join(problems))
         return self
+
+
+def data_problems(data: Data) -> list[str]:
+    """What loading and partitioning ``data`` would fail on, found from the registrations alone
+    (asyncfl/learn/datasets, asyncfl/learn/partition): nothing is loaded."""
+    entry = DATASET_REGISTRY[data.dataset]
+    problems = [entry.check(data)] if entry.check is not None else []
+    pool = entry.pool_size(data)
+    if pool is not None:  # the partition deals a pool (else every client has data of its own)
+        if data.clients > pool:
+            problems.append(
+                f"data.clients ({data.clients}) is larger than the training pool of data.dataset {data.dataset} "
+                f"({pool} samples): every client needs at least one sample; allowed: 1 to {pool}"
+            )
+        classes = entry.shape_and_classes(data)[1]
+        problems.append(PARTITIONERS[data.partition.kind].problem(data.partition, data.clients, classes))
+    return [problem for problem in problems if problem]
 
 
 def _mode_mismatch(mode: object, name: object) -> str | None:

@@ -205,3 +205,25 @@ def build_batteries(spec: BatteryConfig | None, num_clients: int, seed: int) -> 
         )
         for i in range(num_clients)
     ]
+
+
+# Peak resident bytes per client of a timing-only run, measured by benchmarks/population_memory.py
+# (rounded up): (every client's drawn columns and report rows, whether it ever acts or not; and more
+# for each client the simulation touches: its device, availability model, statistics, last plan).
+PLAIN_BYTES_PER_CLIENT = (1_900, 3_500)
+# with a battery, eligibility processes or time zones (the measured one has all three)
+RICH_BYTES_PER_CLIENT = (2_600, 9_600)
+
+
+def bytes_per_client(population: Population) -> tuple[int, int]:
+    """(bytes per drawn client, more bytes per touched client) of ``population``."""
+    rich = population.battery is not None or population.eligibility is not None or population.uses_local_time()
+    return RICH_BYTES_PER_CLIENT if rich else PLAIN_BYTES_PER_CLIENT
+
+
+def population_bytes(population: Population, num_clients: int, built_clients: int) -> int:
+    """About the memory a run of ``num_clients`` clients needs for its population, of which at most
+    ``built_clients`` are ever touched (a K-async dispatcher looks at all of them; a sync round at
+    ``clients_per_round``); computed, not allocated, so it can refuse a population before it is built."""
+    drawn, built = bytes_per_client(population)
+    return num_clients * drawn + min(built_clients, num_clients) * built

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, validate_scenario
-from asyncfl.config.loading import check_trace_files
+from asyncfl.config.runnable import check_runnable
 from asyncfl.results import new_run_dir, refuse_used_out
 from asyncfl.study.advice_files import advice_row, write_advice
 
@@ -187,7 +187,6 @@ def plan(
         horizon_from = f"the time {own} needs for its stop.rounds = {base.stop.rounds}"
     result = Plan(raw, base, settings, horizon_s, horizon_from)
     setting_scenarios(path, result, horizon_s or 1.0)  # every setting validates before anything is written
-    check_trace_files(base)
     return result
 
 
@@ -215,7 +214,10 @@ def setting_scenarios(path: Path, plan: Plan, horizon_s: float) -> list[dict]:
         for key, value in {**TIMING_KEYS, **stop, **setting.overrides}.items():
             _set(variant, key, value)
         option = ", ".join(f"{OPTION[key]} {value:g}" for key, value in setting.values.items())
-        scenarios.append(validate_scenario(variant, source=f"{path} with {option}").model_dump(mode="json"))
+        scenario = validate_scenario(variant, source=f"{path} with {option}")
+        if not scenarios:  # trace files and memory: the same for every setting (timing only, same population)
+            check_runnable(scenario)
+        scenarios.append(scenario.model_dump(mode="json"))
     return scenarios
 
 

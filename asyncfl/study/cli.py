@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
-from asyncfl.config.loading import check_trace_files
+from asyncfl.config.runnable import check_runnable
 from asyncfl.results import refuse_used_out
 from asyncfl.study.spec import Study, build_study, is_study
 
@@ -177,7 +177,7 @@ def route(args: argparse.Namespace, overrides: list[str]) -> int | None:
         return None
     study = study_from_args(raw, source, args)
     for run in study.runs:  # before any run starts, not as one failure per run
-        check_trace_files(run.scenario)
+        check_runnable(run.scenario)
     if args.command == "validate":
         return validate_study(study, source)
     return run_study(study, args)

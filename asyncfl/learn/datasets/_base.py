@@ -44,6 +44,14 @@ class DataSet:
       (``params``, the YAML's ``data.<name>:``) -- a function of that section.
     * ``inputs``: ``signals`` (1-D, what cnn1d convolves over) or ``images``.
     * ``order``: place among the allowed values (messages, reference); new data sets sort last by name.
+
+    What ``validate`` asks of it, so that a scenario that cannot load fails there, not in its run:
+
+    * ``train_pool``: samples in the training pool that ``data.partition`` deals to the clients, fixed or
+      a function of the data set's own section; None when every client brings samples of its own.
+    * ``check(data)``: a problem with the ``data`` section that loading would hit, or None.
+    * ``check_files(data)``: a problem with its files under ``data.data_dir`` (missing, with
+      ``data.download`` off), or None; it looks at the disk but loads and downloads nothing.
     """
 
     name: str
@@ -53,6 +61,9 @@ class DataSet:
     inputs: Inputs = "images"
     params: type | None = None
     order: int = 1000
+    train_pool: int | Callable[[Any], int] | None = None
+    check: Callable[[Any], str | None] | None = None
+    check_files: Callable[[Any], str | None] | None = None
 
     def shape_and_classes(self, data: Any) -> tuple[tuple[int, ...], int]:
         """(input shape, number of classes) for the ``data`` section, without loading anything."""
@@ -60,3 +71,8 @@ class DataSet:
         shape = self.input_shape(params) if callable(self.input_shape) else self.input_shape
         classes = self.classes(params) if callable(self.classes) else self.classes
         return tuple(shape), int(classes)
+
+    def pool_size(self, data: Any) -> int | None:
+        """Samples in the training pool for the ``data`` section, without loading (None: per-client data)."""
+        params = getattr(data, self.name) if self.params is not None else None
+        return self.train_pool(params) if callable(self.train_pool) else self.train_pool

@@ -35,9 +35,26 @@ class Layout:
     gz_ok: bool = False  # idx files may stay gzipped
 
 
-def torchvision_dataset(layout: Layout, input_shape: tuple[int, ...], order: int) -> DataSet:
-    """The registry entry of a torchvision data set of ten classes."""
-    return DataSet(layout.name, functools.partial(_load, layout), input_shape, classes=10, order=order)
+def torchvision_dataset(layout: Layout, input_shape: tuple[int, ...], order: int, train_pool: int) -> DataSet:
+    """The registry entry of a torchvision data set of ten classes with ``train_pool`` training images."""
+    return DataSet(
+        layout.name,
+        functools.partial(_load, layout),
+        input_shape,
+        classes=10,
+        order=order,
+        train_pool=train_pool,
+        check_files=functools.partial(_check_files, layout),
+    )
+
+
+def _check_files(layout: Layout, data: Any) -> str | None:
+    """Files missing with ``data.download`` off, the one case loading is sure to fail (a download may
+    work or not: only trying tells)."""
+    if data.download:
+        return None
+    root = Path(data.data_dir).expanduser().resolve()
+    return _missing_message(layout, data, root, "data.download is false") if _missing(layout, root) else None
 
 
 def download_train_test(class_name: str) -> Callable[[Path], None]:

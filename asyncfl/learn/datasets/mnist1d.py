@@ -59,4 +59,13 @@ def generate(train_samples: int, test_samples: int, generator_seed: int) -> RawD
     return RawData(x[train], y[train], x[test], y[test], num_classes=10)
 
 
-DATASET = DataSet("mnist1d", load, input_shape=(1, 40), classes=10, inputs="signals", params=Mnist1d, order=30)
+DATASET = DataSet(
+    "mnist1d",
+    load,
+    input_shape=(1, 40),
+    classes=10,
+    inputs="signals",
+    params=Mnist1d,
+    order=30,
+    train_pool=lambda params: params.train_samples,
+)

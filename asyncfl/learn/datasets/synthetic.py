@@ -36,11 +36,9 @@ def load(data: Any, seed: int) -> RawData:
 
     Following the FedProx generator, alpha and beta are the standard deviations of u_k and B_k.
     """
-    if data.test_fraction <= 0:
-        raise ConfigError(
-            "data.dataset synthetic builds its global test set from the clients' local test splits, "
-            "so data.test_fraction must be greater than 0"
-        )
+    problem = check(data)
+    if problem:
+        raise ConfigError(problem)
     cfg = data.synthetic
     rng = seeded_rng(seed, TAG_SYNTHETIC)
     sizes = np.maximum(2, np.rint(cfg.samples_per_client.sample(rng, data.clients))).astype(int)
@@ -57,6 +55,16 @@ def load(data: Any, seed: int) -> RawData:
     x_tr, y_tr, c_tr = _stack(train)
     x_te, y_te, c_te = _stack(test)
     return RawData(x_tr, y_tr, x_te, y_te, cfg.classes, c_tr, c_te)
+
+
+def check(data: Any) -> str | None:
+    """The global test set is made of the clients' local test splits, so they must not be empty."""
+    if data.test_fraction <= 0:
+        return (
+            "data.dataset synthetic builds its global test set from the clients' local test splits, "
+            "so data.test_fraction must be greater than 0"
+        )
+    return None
 
 
 def _client(
@@ -87,4 +95,5 @@ DATASET = DataSet(
     inputs="signals",
     params=Synthetic,
     order=20,
+    check=check,  # no train_pool: every client's samples are its own (data.partition does not apply)
 )

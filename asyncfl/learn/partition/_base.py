@@ -19,12 +19,19 @@ class Partitioner:
 
     ``order`` places it among the allowed values; ``nests`` says whether it may serve as another
     partitioner's ``base`` (isolated_class's; False for a partitioner that itself takes a base).
+    ``check(section, clients, classes)``: why the section cannot split a pool of ``classes`` classes
+    across ``clients`` clients, or None; ``validate`` asks it with the data set's registered classes,
+    and ``split`` with the labels it was given.
     """
 
     section: type
     split: Split
     order: int = 1000
     nests: bool = True
+    check: Callable[[Any, int, int], str | None] | None = None
+
+    def problem(self, section: Any, clients: int, classes: int) -> str | None:
+        return self.check(section, clients, classes) if self.check is not None else None
 
     @property
     def name(self) -> str:

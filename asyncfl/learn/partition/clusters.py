@@ -29,12 +29,10 @@ def cluster_of_clients(num_clients: int, clusters: int) -> np.ndarray:
 def split(labels: np.ndarray, n: int, spec: ClustersPartition, rng: np.random.Generator) -> list[np.ndarray]:
     """Clients of one cluster share a label group; groups are disjoint when clusters <= classes."""
     clusters = spec.clusters
-    if clusters > n:
-        raise ConfigError(
-            f"data.partition.clusters ({clusters}) is larger than data.clients ({n}): "
-            "every cluster needs at least one client"
-        )
     classes = np.unique(labels)
+    problem = check(spec, n, len(classes))
+    if problem:
+        raise ConfigError(problem)
     groups = min(clusters, len(classes))  # more clusters than classes: label groups are reused
     group_of_client = cluster_of_clients(n, clusters) % groups
     parts: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n
@@ -46,4 +44,13 @@ def split(labels: np.ndarray, n: int, spec: ClustersPartition, rng: np.random.Ge
     return parts
 
 
-PARTITIONER = Partitioner(ClustersPartition, split, order=40)
+def check(spec: ClustersPartition, clients: int, classes: int) -> str | None:
+    if spec.clusters > clients:
+        return (
+            f"data.partition.clusters ({spec.clusters}) is larger than data.clients ({clients}): "
+            "every cluster needs at least one client"
+        )
+    return None
+
+
+PARTITIONER = Partitioner(ClustersPartition, split, order=40, check=check)

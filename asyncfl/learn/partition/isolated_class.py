@@ -35,8 +35,9 @@ def split(labels: np.ndarray, n: int, spec: IsolatedClassPartition, rng: np.rand
     """
     from asyncfl.learn.partition import partition  # the registry, complete by the time anything is split
 
-    if spec.clients > n:
-        raise ConfigError(f"data.partition.clients ({spec.clients}) is larger than data.clients ({n})")
+    problem = check(spec, n, len(np.unique(labels)))
+    if problem:
+        raise ConfigError(problem)
     isolated = np.flatnonzero(labels == spec.label)
     if len(isolated) < spec.clients:
         raise ConfigError(
@@ -50,4 +51,16 @@ def split(labels: np.ndarray, n: int, spec: IsolatedClassPartition, rng: np.rand
     return parts
 
 
-PARTITIONER = Partitioner(IsolatedClassPartition, split, order=50, nests=False)
+def check(spec: IsolatedClassPartition, clients: int, classes: int) -> str | None:
+    """The isolated clients exist, the label is a class of the data set, and the base can split the rest."""
+    from asyncfl.learn.partition import REGISTRY  # the registry, complete by the time anything is checked
+
+    if spec.clients > clients:
+        return f"data.partition.clients ({spec.clients}) is larger than data.clients ({clients})"
+    if spec.label >= classes:
+        return f"data.partition.label ({spec.label}) is not a class of the data set: allowed 0 to {classes - 1}"
+    base = REGISTRY[spec.base.kind].problem(spec.base, clients, classes - 1)
+    return base.replace("data.partition.", "data.partition.base.") if base else None
+
+
+PARTITIONER = Partitioner(IsolatedClassPartition, split, order=50, nests=False, check=check)

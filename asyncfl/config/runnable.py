@@ -1,0 +1,90 @@
+"""What ``validate`` and a run's start check beyond the schema, on this machine: the files a run reads
+(trace files, the data set's files) and the memory its population needs.  Every problem is
+reported at once, and nothing is loaded or allocated to find it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from asyncfl.config.errors import ConfigError
+from asyncfl.config.loading import check_trace_files
+from asyncfl.config.schema import Scenario
+from asyncfl.learn.datasets import REGISTRY as DATASETS
+
+
+def check_runnable(scenario: Scenario) -> None:
+    """Raise one :class:`ConfigError` listing every problem a run of ``scenario`` would meet here."""
+    problems = []
+    for check in CHECKS:
+        try:
+            problem = check(scenario)
+        except ConfigError as exc:  # the trace readers raise their first problem
+            problem = str(exc)
+        if problem:
+            problems.append(problem)
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"{len(problems)} problem(s):\n  " + "\n  ".join(problems))
+
+
+def data_files_problem(scenario: Scenario) -> str | None:
+    """The data set's own answer (missing files with downloads off); a timing-only run reads none."""
+    check = DATASETS[scenario.data.dataset].check_files
+    return None if scenario.timing_only or check is None else check(scenario.data)
+
+
+def population_memory_problem(scenario: Scenario, available: int | None = None) -> str | None:
+    """A population larger than this machine's available memory (``available``: bytes, None: read it),
+    refused before it is built instead of failing in numpy's allocator."""
+    available = available_memory_bytes() if available is None else available
+    if available is None:  # no way to tell here: let the run try
+        return None
+    # here, not at the top: the study's analysis commands import this module and load no timing world
+    from asyncfl.sim.population import bytes_per_client, population_bytes
+
+    clients = scenario.data.clients
+    per_round, rounds = scenario.server.clients_per_round, scenario.stop.rounds  # per_round: sync only
+    touched = per_round * rounds if per_round is not None and rounds is not None else None  # None: all
+    need = population_bytes(scenario.population, clients, clients if touched is None else touched)
+    if need <= available:
+        return None
+    drawn, built = bytes_per_client(scenario.population)
+    largest = available // (drawn + built)
+    if touched is not None and largest > touched:
+        largest = (available - touched * built) // drawn
+    touches = f"{min(touched, clients):,}" if touched is not None else "all"
+    return (
+        f"data.clients ({clients:,}): a population this large needs about {_gib(need)} of memory "
+        f"({drawn:,} bytes per client, and {built:,} more per client the run "
+        f"touches, {touches} here; measured by benchmarks/population_memory.py), but {_gib(available)} is "
+        f"available on this machine; allowed here: data.clients up to about {max(largest, 0):,}"
+    )
+
+
+def available_memory_bytes() -> int | None:
+    """Memory a new allocation can get without swapping: MemAvailable of /proc/meminfo (Linux), else
+    the free physical pages (os.sysconf), else None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB"
+
+
+CHECKS: tuple[Callable[[Scenario], str | None], ...] = (
+    check_trace_files,
+    data_files_problem,
+    population_memory_problem,
+)
