@@ -17,7 +17,7 @@ from asyncfl.algorithms import Context, Strategy, Update
 from asyncfl.callbacks import AggregationReport
 from asyncfl.config.schema import Training
 from asyncfl.learn.jobs import JobBook
-from asyncfl.learn.trainer import TrainingJob, evaluate
+from asyncfl.learn.trainer import TrainingJob, evaluate, hit_rate
 from asyncfl.sim.clients import TaskPlan
 from asyncfl.sim.servers import RoundInfo
 
@@ -135,10 +135,7 @@ class Learner:
         fed = self.federation
         accuracy, loss, hits = evaluate(self.model, self.params, fed, fed.test_indices)
         labels = fed.labels[fed.test_indices]
-        per_class = [
-            float(hits[labels == c].float().mean()) if bool((labels == c).any()) else math.nan
-            for c in range(fed.num_classes)
-        ]
+        per_class = [hit_rate(hits[labels == c]) for c in range(fed.num_classes)]  # NaN: class not in the test set
         return accuracy, loss, per_class
 
     def client_accuracies(self) -> list[float]:
@@ -150,7 +147,7 @@ class Learner:
         _, _, hits = evaluate(self.model, self.params, fed, torch.cat(list(fed.client_test)))
         out, start = [], 0
         for n in sizes:
-            out.append(float(hits[start : start + n].float().mean()) if n else math.nan)
+            out.append(hit_rate(hits[start : start + n]))  # NaN: no local test split
             start += n
         return out
 

@@ -300,8 +300,8 @@ def test_auto_rule_and_factory(digits, monkeypatch):
         make_trainer(_model("lenet5", digits)[0], digits, Training(), 0, Trainer(executor="fused"), cpu)
 
 
-@pytest.mark.parametrize("mode", ["sync", "k_async"])
-def test_whole_run_same_metrics_with_either_executor(tmp_path, mode):
+def same_metrics_scenario(mode: str) -> dict:
+    """The run compared across executors (also measured over seeds by ``benchmarks/accuracy_spread.py``)."""
     raw = {
         "name": "same",
         "data": {"clients": 12},
@@ -314,6 +314,12 @@ def test_whole_run_same_metrics_with_either_executor(tmp_path, mode):
     }
     for key in ("deadline_s",) if mode == "k_async" else ("k", "concurrency"):  # keys of the other mode
         del raw["server"][key]
+    return raw
+
+
+@pytest.mark.parametrize("mode", ["sync", "k_async"])
+def test_whole_run_same_metrics_with_either_executor(tmp_path, mode):
+    raw = same_metrics_scenario(mode)
     runs = {}
     for executor in ("sequential", "batched", "fused"):
         scenario = validate_scenario({**raw, "trainer": {"executor": executor}})
@@ -326,7 +332,9 @@ def test_whole_run_same_metrics_with_either_executor(tmp_path, mode):
             for key in ("test_accuracy", "test_loss", "train_loss"):
                 x, y = float(a[key] or "nan"), float(b[key] or "nan")
                 assert (math.isnan(x) and math.isnan(y)) or abs(x - y) <= TOL
-    assert float(seq[-1]["test_accuracy"]) > float(seq[0]["test_accuracy"])  # it did learn
+    # it did learn: final - first accuracy at seed 0 is 0.281 (sync) / 0.242 (k_async) on every kernel path, and
+    # positive on seeds 0-9 (0.064..0.315, std 0.072 / 0.025..0.242, std 0.070; benchmarks/accuracy_spread.py)
+    assert float(seq[-1]["test_accuracy"]) > float(seq[0]["test_accuracy"])
 
 
 def test_jobs_dropped_as_too_stale_are_forgotten(tmp_path, monkeypatch):

@@ -135,9 +135,9 @@ output: {plot: false}
 """
 
 
-@pytest.fixture(scope="module")
-def extended(tmp_path_factory) -> tuple[Path, dict]:
-    root = tmp_path_factory.mktemp("extended")
+def build_extended_copy(root: Path) -> None:
+    """A copy of the package in ``root`` with the three new modules, and ``toy.yaml`` / ``linear2.yaml``
+    beside it (also used by ``benchmarks/accuracy_spread.py`` to measure their accuracies over seeds)."""
     package = Path(asyncfl.__file__).parent
     shutil.copytree(package, root / "asyncfl", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "asyncfl/learn/datasets/toy.py").write_text(TOY_DATASET)
@@ -147,7 +147,14 @@ def extended(tmp_path_factory) -> tuple[Path, dict]:
     toy += "model: {name: logreg}\n"
     (root / "toy.yaml").write_text(toy + COMMON)
     digits = "name: linear2\ndata: {dataset: digits, clients: 5}\nmodel: {name: linear2, linear2: {width: 5}}\n"
-    (root / "linear2.yaml").write_text(digits + COMMON)
+    # 40 local steps: with toy's 5 the accuracy spread 0.21..0.42 over seeds 0-9 (mean 0.26, std 0.07)
+    (root / "linear2.yaml").write_text(digits + COMMON.replace("local_steps: 5,", "local_steps: 40,"))
+
+
+@pytest.fixture(scope="module")
+def extended(tmp_path_factory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("extended")
+    build_extended_copy(root)
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(DRIVER)], cwd=root, env=env, capture_output=True, text=True, timeout=300
@@ -168,7 +175,9 @@ def test_a_data_set_is_one_file(extended):
     rows = table(root / "runs/toy/metrics.csv")
     assert [int(r["round"]) for r in rows][-1] == 2
     accuracy = float(rows[-1]["test_accuracy"])
-    assert accuracy > 0.8  # chance is 0.5; the blobs are 3 standard deviations apart on each axis
+    # chance is 0.5; the blobs are 3 standard deviations apart on each axis.  Seeds 0-9: 0.98..1.0 (mean 0.998,
+    # std 0.006; benchmarks/accuracy_spread.py), seed 3: 1.0 on every kernel path: 0.8 leaves > 4 std
+    assert accuracy > 0.8
     assert abs(accuracy * 50 - round(accuracy * 50)) < 1e-6  # measured on the 50 test samples
     timing = json.loads((root / "runs/timing/summary.json").read_text())
     assert timing["timing_only"] is True and timing["training_jobs_computed"] == 0
@@ -177,7 +186,9 @@ def test_a_data_set_is_one_file(extended):
 def test_a_model_is_one_file_with_its_own_keys(extended):
     root, out = extended
     rows = table(root / "runs/linear2/metrics.csv")
-    assert int(rows[-1]["round"]) == 2 and float(rows[-1]["test_accuracy"]) > 0.3  # ten classes: chance is 0.1
+    # ten classes: chance is 0.1.  Seeds 0-9: 0.71..0.80, mean 0.757, std 0.027 (benchmarks/accuracy_spread.py):
+    # 0.6 is below mean - 4 std (0.65)
+    assert int(rows[-1]["round"]) == 2 and float(rows[-1]["test_accuracy"]) > 0.6
     config = (root / "runs/linear2/config.yaml").read_text()
     assert "name: linear2" in config and "linear2:\n    width: 5" in config  # model.linear2, its own section
     assert out["linear2_bytes"] == 4 * (64 * 5 + 5 + 5 * 10 + 10)  # digits' 64 pixels -> width 5 -> 10 classes
