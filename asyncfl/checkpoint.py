@@ -30,8 +30,6 @@ from asyncfl.results import CHECKPOINT_FILE as FILE
 from asyncfl.results import ENDED
 
 FINAL = ENDED  # a run that ended cannot be resumed
-
-
 CHUNK = 1 << 24  # bytes read at a time when a log is read back
 
 

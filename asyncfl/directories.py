@@ -93,7 +93,10 @@ def writing(directory: Path, kind: str = "run") -> Iterator[None]:
 def _acquire(directory: Path, kind: str) -> int:
     path = directory / LOCK_FILE
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise ConfigError(f"{directory}: cannot write in this {kind} directory ({exc.strerror}).") from None
         if not _try_lock(fd):
             holder = _holder(fd)
             os.close(fd)
@@ -105,6 +108,7 @@ def _acquire(directory: Path, kind: str) -> int:
             break
         os.close(fd)  # the holder before us removed the file between our open and our lock: lock the new one
     os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd
 

@@ -13,7 +13,8 @@ diverged).  ``--resume SWEEP_DIR`` skips finished runs; with the local executor 
 that has a checkpoint continues from it (``asyncfl.checkpoint``), every other one is redone (its
 partial directory is deleted first).  Ray tasks write a run directory only when it is complete.
 A finished run whose config.yaml disagrees with the study is an error, so a resumed sweep never
-mixes two settings under one variant name.
+mixes two settings under one variant name.  One process at a time writes a sweep directory (and
+each of its runs): see :func:`asyncfl.directories.writing`.
 """
 
 from __future__ import annotations
