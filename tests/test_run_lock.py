@@ -191,3 +191,17 @@ def test_a_second_writer_of_a_sweep_is_refused(files, tmp_path):
     for seed in (0, 1):
         assert json.loads((sweep_dir / "base" / f"seed{seed}" / "summary.json").read_text())["status"] == "finished"
     assert not list(sweep_dir.rglob(".lock"))
+
+
+def test_a_resume_that_restarts_in_place_holds_its_directory_once(tmp_path):
+    """Without checkpoints a resume starts the run again in its directory: the same process takes the
+    lock it already holds (re-entrant), and the lock file is gone afterwards."""
+    from asyncfl.config import validate_scenario
+    from asyncfl.runner import resume_run, run_scenario
+
+    raw = {**SCENARIO, "stop": {"rounds": 3}, "checkpoint": {"every_rounds": None}}
+    run_dir = run_scenario(validate_scenario(raw, "<test>"), tmp_path / "run")
+    (run_dir / "summary.json").unlink()  # as if killed before its end
+    assert resume_run(run_dir) == run_dir
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
+    assert not (run_dir / ".lock").exists()
