@@ -115,7 +115,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from asyncfl.runner import RunInterrupted, run_scenario
 
     try:
-        run_dir = run_scenario(scenario, args.out, quiet=args.quiet)
+        run_dir = run_scenario(scenario, args.out, quiet=args.quiet, announce=_announce)
     except RunInterrupted as exc:
         return _interrupted(exc.run_dir)
     return _finished(run_dir)
@@ -127,22 +127,26 @@ def _resume_run(args: argparse.Namespace, overrides: list[str]) -> int:
         raise ConfigError(
             f"--resume {args.resume}: a run resumes as it was configured; give no FILE, --set, --seed or --out."
         )
-    import json
-
+    from asyncfl.checkpoint import read_summary_status
     from asyncfl.results import ENDED
 
-    summary = args.resume / "summary.json"
-    status = json.loads(summary.read_text()).get("status") if summary.is_file() else None
+    status = read_summary_status(args.resume)
     if status in ENDED:
         print(f"{args.resume}: this run already ended ({status}); nothing to resume.")
         return 3 if status == "diverged" else 0  # the exit status a run's end always has
     from asyncfl.runner import RunInterrupted, resume_run
 
     try:
-        run_dir = resume_run(args.resume, quiet=args.quiet)
+        run_dir = resume_run(args.resume, quiet=args.quiet, announce=_announce)
     except RunInterrupted as exc:
         return _interrupted(exc.run_dir)
     return _finished(run_dir)
+
+
+def _announce(run_dir: Path) -> None:
+    """The run directory as the run starts, so that its files can be watched (on stderr: stdout's last
+    line is the run directory once the run has ended)."""
+    print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
 
 
 def _interrupted(run_dir: Path) -> int:

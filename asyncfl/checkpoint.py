@@ -5,19 +5,22 @@ A checkpoint is written atomically (temporary file, fsync, rename) at aggregatio
 state only: global parameters and version, the strategy's memories (its ``state_dict``: tensors and
 plain values, never the strategy object), the job book (outstanding training jobs, their base vectors
 and any results already computed), the progress record, and the byte offsets of every log file at
-that moment.
+that moment with a CRC-32 of each log's bytes up to its offset.
 
 The clock world is not saved.  It never depends on what is learned, so resuming replays it from
 t = 0 with the same seed (no training, no logging: as fast as ``timing_only``) up to the
 checkpoint's aggregation, swaps the saved learning state in, cuts the logs back to the saved
 offsets and goes on live.  Every random stream, client battery, availability process, in-flight
-task and buffered update is therefore exactly where it was.
+task and buffered update is therefore exactly where it was.  Before anything is cut, every log is
+checked to be the one the checkpoint saw (long enough, the same bytes, no NUL blocks): a run is
+never continued on top of damaged files.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
 from pathlib import Path
 
 import torch
@@ -27,6 +30,7 @@ from asyncfl.results import CHECKPOINT_FILE as FILE
 from asyncfl.results import ENDED
 
 FINAL = ENDED  # a run that ended cannot be resumed
+CHUNK = 1 << 24  # bytes read at a time when a log is read back
 
 
 def save_checkpoint(run_dir: Path, state: dict) -> None:
@@ -38,15 +42,97 @@ def save_checkpoint(run_dir: Path, state: dict) -> None:
     os.replace(tmp, run_dir / FILE)
 
 
+class CheckpointWriter:
+    """Saves the checkpoints of one run directory, each with ``crc32``: the CRC-32 of every log's first
+    ``offsets[log]`` bytes.  The logs are read back incrementally (each byte once per run, and only
+    when a checkpoint is written), from the page cache they were just flushed to."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.read: dict[str, tuple[int, int]] = {}  # log -> (bytes read back, their CRC-32)
+
+    def __call__(self, state: dict) -> None:
+        crcs = {}
+        for name, end in state["offsets"].items():
+            start, crc = self.read.get(name, (0, 0))
+            crc, _ = log_crc32(self.run_dir / name, end, start, crc)
+            self.read[name] = (end, crc)
+            crcs[name] = crc
+        save_checkpoint(self.run_dir, {**state, "crc32": crcs})
+
+
+def log_crc32(path: Path, end: int, start: int = 0, crc: int = 0) -> tuple[int, int]:
+    """CRC-32 of bytes [start, end) of ``path`` (continuing ``crc``), and the offset of the first NUL byte
+    among them (-1: none).  Fewer than ``end`` bytes is an EOFError."""
+    first_nul = -1
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        at = start
+        while at < end:
+            chunk = handle.read(min(CHUNK, end - at))
+            if not chunk:
+                raise EOFError(f"{path} ends at byte {at}")
+            nul = chunk.find(b"\0")
+            if nul >= 0 and first_nul < 0:
+                first_nul = at + nul
+            crc = zlib.crc32(chunk, crc)
+            at += len(chunk)
+    return crc, first_nul
+
+
+def check_logs(run_dir: Path, checkpoint: dict) -> None:
+    """Every log a resume continues is the one the checkpoint saw: at least as long as its offset, with
+    those bytes unchanged (their CRC-32; checkpoints of older versions have none) and free of NUL bytes,
+    the blocks two processes writing at once leave.  A damaged log is a ConfigError naming it."""
+    crcs = checkpoint.get("crc32", {})
+    for name, offset in checkpoint["offsets"].items():
+        path = run_dir / name
+        size = path.stat().st_size if path.is_file() else None
+        if size is None:
+            problem = "is missing"
+        elif size < offset:
+            problem = f"is {size} bytes long, shorter than the {offset} bytes the checkpoint recorded"
+        else:
+            crc, nul = log_crc32(path, offset)
+            if nul >= 0:
+                problem = f"holds NUL bytes (the first at byte {nul})"
+            elif name in crcs and crc != crcs[name]:
+                problem = f"differs from what the checkpoint recorded in its first {offset} bytes"
+            else:
+                continue
+        raise ConfigError(
+            f"--resume {run_dir}: {name} {problem}, so the run cannot be continued from its checkpoint "
+            "(nothing was changed). Start the scenario again into a new directory."
+        )
+
+
+def read_summary_status(run_dir: Path) -> str | None:
+    """summary.json's ``status`` (None without a summary: the run died before writing one).  An
+    unreadable summary.json is a ConfigError naming it: it is only ever replaced whole, so that is
+    damage from outside."""
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        return None
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(
+            f"--resume {run_dir}: {path} is unreadable ({exc}); it is only ever written whole, so it was "
+            "damaged from outside. Nothing was changed; restore it, or delete it to resume from the checkpoint."
+        ) from None
+    if not isinstance(summary, dict):
+        raise ConfigError(f"--resume {run_dir}: {path} must hold a JSON object, not {type(summary).__name__}.")
+    return summary.get("status")
+
+
 def load_for_resume(run_dir: Path) -> tuple[Scenario, dict | None]:
-    """The run's scenario and its last checkpoint (None if it died before the first one)."""
+    """The run's scenario and its last checkpoint (None if it died before the first one), after
+    checking that the logs it continues are intact (call it holding the run directory)."""
     if not (run_dir / "config.yaml").is_file():
         raise ConfigError(f"--resume {run_dir}: not a run directory (no config.yaml).")
-    summary = run_dir / "summary.json"
-    if summary.is_file():
-        status = json.loads(summary.read_text()).get("status")
-        if status in FINAL:
-            raise ConfigError(f"--resume {run_dir}: this run already ended ({status}); nothing to resume.")
+    status = read_summary_status(run_dir)
+    if status in FINAL:
+        raise ConfigError(f"--resume {run_dir}: this run already ended ({status}); nothing to resume.")
     scenario = validate_scenario(read_yaml(run_dir / "config.yaml"), str(run_dir / "config.yaml"))
     path = run_dir / FILE
     if not path.is_file():
@@ -58,4 +144,5 @@ def load_for_resume(run_dir: Path) -> tuple[Scenario, dict | None]:
         checkpoint = torch.load(path, weights_only=True)
     except Exception as exc:  # a checkpoint is only ever replaced atomically, so this is outside damage
         raise ConfigError(f"--resume {run_dir}: {FILE} is unreadable ({exc}).") from None
+    check_logs(run_dir, checkpoint)
     return scenario, checkpoint

@@ -19,6 +19,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from asyncfl.directories import cannot_create, make_directory, remove_empty
+
 METRICS_COLUMNS = (
     "time", "round", "test_accuracy", "test_loss", "train_loss", "updates", "staleness_mean", "wall_seconds",
 )  # fmt: skip
@@ -37,16 +39,22 @@ CHECKPOINT_FILE = "checkpoint.pt"  # what --resume reads (asyncfl.checkpoint); d
 MAX_OFFLINE_PERIODS = 20_000  # per client: guards a pathological availability pattern
 
 
-def new_run_dir(base: Path, name: str) -> Path:
-    """``base/name/<timestamp>/``, with a suffix if two runs start in the same second."""
+def new_run_dir(base: Path, name: str, what: str = "output.dir") -> Path:
+    """``base/name/<timestamp>/``, with a suffix if two runs start in the same second.  ``what`` names
+    where ``base`` came from if it cannot be made (see :func:`asyncfl.directories.make_directory`)."""
+    made = make_directory(base / name, what)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = base / name / stamp
-    suffix = 1
-    while path.exists():
-        path = base / name / f"{stamp}-{suffix}"
-        suffix += 1
-    path.mkdir(parents=True)
-    return path
+    suffix = 0
+    while True:
+        path = base / name / (f"{stamp}-{suffix}" if suffix else stamp)
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            suffix += 1
+        except OSError as exc:
+            remove_empty(made)
+            raise cannot_create(path, what, exc) from None
 
 
 def refuse_used_out(out: Path, advice: str = "refusing to overwrite.") -> None:

@@ -7,8 +7,9 @@ import math
 import signal
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import simpy
@@ -28,9 +29,10 @@ from asyncfl.callbacks import (
     RunState,
     StopRules,
 )
-from asyncfl.checkpoint import save_checkpoint
+from asyncfl.checkpoint import CheckpointWriter
 from asyncfl.config import ConfigError
 from asyncfl.config.schema import Scenario, start_datetime
+from asyncfl.directories import make_directory, missing_directories, remove_empty, writing
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
@@ -43,6 +45,8 @@ from asyncfl.seeding import stream
 from asyncfl.sim.clients import Work
 from asyncfl.sim.population import build_clients, participation_probabilities
 from asyncfl.sim.servers import SERVER_MODES, RoundInfo, ServerContext
+
+Announce = Callable[[Path], None]  # told the run directory when a run starts (the CLI prints it)
 
 
 def resolve_device(choice: str) -> torch.device:
@@ -161,7 +165,7 @@ class Simulation:
             RoundLog(out, reasons),
             MetricsRecorder(out, evaluate, s.eval.every_rounds, stop_rules, class_columns, clock),
             stop_rules,
-            Checkpointer(out, s.checkpoint, lambda state: save_checkpoint(out.path, state), self.learner.state),
+            Checkpointer(out, s.checkpoint, CheckpointWriter(out.path), self.learner.state),
             ProgressBar(s.stop.rounds, quiet),
             SummaryWriter(
                 s, out, self.clients, self.probabilities, self.learner, self.device, self.round_spans, reasons
@@ -287,26 +291,40 @@ def utc_time(start, now: float) -> str:
     return (start + timedelta(seconds=now)).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def run_scenario(scenario: Scenario, out_dir: str | Path | None = None, quiet: bool = True) -> Path:
+def run_scenario(
+    scenario: Scenario, out_dir: str | Path | None = None, quiet: bool = True, announce: Announce | None = None
+) -> Path:
     """Run ``scenario`` and return its run directory (``output.dir/<name>/<timestamp>`` by default).
+    ``announce(run_dir)`` is called once the directory is made and held, before anything is loaded.
 
-    A run that fails before it starts (a data set or trace file that cannot be read, Ctrl-C while
-    loading) leaves nothing behind: what this call wrote and the directories it made are removed."""
+    The run holds its directory (:func:`asyncfl.directories.writing`) until it ends: a second writer is
+    refused.  A run that fails before it starts (a data set or trace file that cannot be read, Ctrl-C
+    while loading) leaves nothing behind: what this call wrote and the directories it made are removed."""
     out_dir = Path(out_dir) if out_dir is not None else None
-    parent = out_dir if out_dir is not None else scenario.output.dir / scenario.name
-    made = [p for p in (parent, *parent.parents) if not p.exists()]  # deepest first
     # a directory that already holds files (a run restarted by --resume) is never cleared
     clear = out_dir is None or not out_dir.exists() or not any(out_dir.iterdir())
-    run_dir = out_dir if out_dir is not None else new_run_dir(scenario.output.dir, scenario.name)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        write_atomic(run_dir / "config.yaml", yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
-        simulation = Simulation(scenario, run_dir, quiet)
-    except BaseException:
-        if clear:
-            _remove_unstarted(run_dir, ([run_dir] if out_dir is None else []) + made)
-        raise
-    simulation.run()
+    if out_dir is None:
+        made = missing_directories(scenario.output.dir / scenario.name)
+        run_dir = new_run_dir(scenario.output.dir, scenario.name)
+        made.insert(0, run_dir)
+    else:
+        run_dir, made = out_dir, make_directory(out_dir, "--out")
+    with ExitStack() as held:
+        try:
+            held.enter_context(writing(run_dir))
+        except ConfigError:  # another process writes there: nothing in it is ours to remove
+            remove_empty(made)
+            raise
+        try:
+            if announce is not None:
+                announce(run_dir)
+            write_atomic(run_dir / "config.yaml", yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
+            simulation = Simulation(scenario, run_dir, quiet)
+        except BaseException:
+            if clear:
+                _remove_unstarted(run_dir, made)
+            raise
+        simulation.run()
     return run_dir
 
 
@@ -316,17 +334,21 @@ def _remove_unstarted(run_dir: Path, made: list[Path]) -> None:
 
     for child in run_dir.iterdir():
         shutil.rmtree(child) if child.is_dir() else child.unlink()
-    for folder in made:
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+    remove_empty(made)
 
 
-def resume_run(run_dir: Path, quiet: bool = True) -> Path:
-    """Continue a run that was killed (at any moment) from its last checkpoint; see asyncfl.checkpoint."""
+def resume_run(run_dir: Path, quiet: bool = True, announce: Announce | None = None) -> Path:
+    """Continue a run that was killed (at any moment) from its last checkpoint; see asyncfl.checkpoint.
+    Nothing is read for the resume nor written before the run directory is held."""
     from asyncfl.checkpoint import load_for_resume
 
-    scenario, checkpoint = load_for_resume(run_dir)
-    if checkpoint is None:  # died before its first checkpoint: start it again in place
-        return run_scenario(scenario, run_dir, quiet)
-    Simulation(scenario, run_dir, quiet, resume=checkpoint).run()
+    if not run_dir.is_dir():
+        raise ConfigError(f"--resume {run_dir}: no such run directory.")
+    with writing(run_dir):
+        scenario, checkpoint = load_for_resume(run_dir)
+        if announce is not None:
+            announce(run_dir)
+        if checkpoint is None:  # died before its first checkpoint: start it again in place
+            return run_scenario(scenario, run_dir, quiet)
+        Simulation(scenario, run_dir, quiet, resume=checkpoint).run()
     return run_dir

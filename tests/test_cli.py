@@ -173,3 +173,64 @@ def test_run_scenario_accepts_a_str_directory(tmp_path):
     scenario = asyncfl.load_scenario(_write(tmp_path, GOOD))
     run_dir = asyncfl.run_scenario(scenario, str(tmp_path / "run"))
     assert run_dir == tmp_path / "run" and (run_dir / "summary.json").is_file()
+
+
+def test_an_output_directory_that_cannot_be_made_is_one_clear_error(tmp_path):
+    path = _write(tmp_path, GOOD)
+    study = tmp_path / "study.yaml"
+    study.write_text(GOOD + "seeds: [0, 1]\n")
+    (tmp_path / "afile").write_text("not a directory\n")
+    cases = {
+        ("--out", "afile/sub"): "--out: cannot create the directory afile/sub: afile exists and is not a directory.",
+        ("--set", "output.dir=/dev/null/x"): "output.dir: cannot create the directory /dev/null/x/tiny: "
+        "/dev/null exists and is not a directory.",
+        ("--set", "output.dir=afile/x/y"): "output.dir: cannot create the directory afile/x/y/tiny: "
+        "afile exists and is not a directory.",
+    }
+    for scenario in (path, study):
+        for args, needle in cases.items():
+            result = cli(str(scenario), "--quiet", *args, cwd=tmp_path)
+            assert result.returncode == 2, (scenario, args, result.stderr)
+            assert result.stderr.strip() == f"error: {needle}", (scenario, args, result.stderr)
+    result = cli("compare", "nowhere", "--out", "afile/sub", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "scenario.yaml", "study.yaml"]  # no debris
+
+
+NO_RAY = "import sys\nsys.modules['ray'] = None  # import ray fails\nfrom asyncfl.__main__ import main\n"
+NO_RAY += "sys.exit(main())"
+
+
+def test_executor_ray_without_ray_fails_before_making_anything(tmp_path):
+    study = tmp_path / "study.yaml"
+    study.write_text(GOOD + "seeds: [0, 1]\n")
+    command = [sys.executable, "-c", NO_RAY, str(study), "--quiet", "--executor", "ray"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    hint = 'pip install -e ".[ray]"'
+    assert "Ray is not installed" in result.stderr and hint in result.stderr
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert f"Ray is an optional extra (`{hint}`)" in readme  # the same command as the README's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["study.yaml"]  # no sweep directory left behind
+
+
+def test_sweep_flags_on_a_single_scenario_are_one_grammatical_sentence(tmp_path):
+    path = _write(tmp_path, GOOD)
+    one = cli(str(path), "--quiet", "--executor", "ray", cwd=tmp_path)
+    assert one.returncode == 2 and "--executor applies only to studies (files with compare: or seeds:)" in one.stderr
+    two = cli(str(path), "--quiet", "--executor", "local", "--address", "x", cwd=tmp_path)
+    assert two.returncode == 2 and "--executor, --address apply only to studies" in two.stderr
+
+
+def test_the_run_directory_is_said_when_the_run_starts(tmp_path):
+    """On stderr as soon as the directory is held (before the data set loads); stdout's last line is still
+    the run directory, once the run has ended."""
+    path = _write(tmp_path, GOOD)
+    out = tmp_path / "out"
+    result = cli(str(path), "--quiet", "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[0] == f"run directory: {out}"
+    assert result.stdout.splitlines()[-1] == str(out)
+    default = cli(str(path), "--quiet", cwd=tmp_path)
+    run_dir = default.stdout.splitlines()[-1]
+    assert run_dir.startswith("runs/tiny/") and default.stderr.splitlines()[0] == f"run directory: {run_dir}"

@@ -7,6 +7,7 @@ whole tree with defaults and allowed values (the README's reference is generated
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
@@ -225,8 +226,21 @@ def start_datetime(text: str):
     return moment.astimezone(timezone.utc)
 
 
+# a run (or a study's variant) is written to <output.dir>/<name>/: the name must be one plain directory
+# name, so that no run escapes its directory ('..', '/') or lands in its parent ('.')
+DIRECTORY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+NAME_RULE = "a plain directory name: letters, digits, '_', '.', '-' only, and not '.' or '..'"
+
+
+def directory_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a directory of its own (None if it can)."""
+    if isinstance(name, str) and DIRECTORY_NAME.fullmatch(name) and name not in (".", ".."):
+        return None
+    return f"must be {NAME_RULE}"
+
+
 class Scenario(Section):
-    name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$", description="names the run directory")
+    name: str = Field(default="scenario", description="names the run directory")
     seed: int = Field(default=0, ge=0, description="every random stream is keyed by it")
     device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="auto: cuda when available")
     data: Data = Data()
@@ -245,6 +259,14 @@ class Scenario(Section):
     eval: Eval = Eval()
     output: Output = Output()
     checkpoint: Checkpoint = Checkpoint()
+
+    @field_validator("name")
+    @classmethod
+    def _plain_directory_name(cls, name: str) -> str:
+        problem = directory_name_problem(name)
+        if problem:
+            raise ValueError(problem)
+        return name
 
     @model_validator(mode="before")
     @classmethod

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
 from asyncfl.config.runnable import check_runnable
+from asyncfl.directories import make_directory
 from asyncfl.results import refuse_used_out
 from asyncfl.study.spec import Study, build_study, is_study
 
@@ -160,7 +161,7 @@ def compare_dirs(args: argparse.Namespace) -> int:
     records = records_from_paths(args.run_dirs, args.labels)
     out = args.out or Path("runs") / "compare" / datetime.now().strftime("%Y%m%d-%H%M%S")
     refuse_used_out(out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_directory(out, "--out")
     for written in write_comparison(out, records, args.targets):
         print(written)
     return 0
@@ -173,7 +174,8 @@ def route(args: argparse.Namespace, overrides: list[str]) -> int | None:
     flags = sweep_flags_used(args)
     if not is_study(raw):
         if flags:
-            raise ConfigError(f"{source}: {', '.join(flags)} only apply to studies (files with compare: or seeds:).")
+            verb = "applies" if len(flags) == 1 else "apply"
+            raise ConfigError(f"{source}: {', '.join(flags)} {verb} only to studies (files with compare: or seeds:).")
         return None
     study = study_from_args(raw, source, args)
     for run in study.runs:  # before any run starts, not as one failure per run

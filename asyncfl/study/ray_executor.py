@@ -42,17 +42,25 @@ def write_files(run_dir: Path, files: dict[str, bytes]) -> None:
     staging.rename(run_dir)
 
 
+def check_ray(gpus_per_task: float, cpus_per_task: float) -> None:
+    """Can the sweep run on Ray?  Asked before the sweep directory is made, so a refusal leaves nothing."""
+    if gpus_per_task < 0 or cpus_per_task <= 0:
+        raise ConfigError("--gpus-per-task must be >= 0 and --cpus-per-task > 0.")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            '--executor ray: Ray is not installed; install the extra with pip install -e ".[ray]" '
+            "(from the asyncfl checkout, as the README says), or pip install ray."
+        ) from None
+
+
 def run_on_ray(
     jobs: list[Job], address: str | None, gpus_per_task: float, cpus_per_task: float, log: Callable[[str], None]
 ) -> list[tuple[Job, str]]:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(
-            '--executor ray: Ray is not installed; pip install "asyncfl[ray]" (or pip install ray).'
-        ) from None
-    if gpus_per_task < 0 or cpus_per_task <= 0:
-        raise ConfigError("--gpus-per-task must be >= 0 and --cpus-per-task > 0.")
+    check_ray(gpus_per_task, cpus_per_task)
+    import ray
+
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)

@@ -32,11 +32,11 @@ from typing import Any, Iterable, Mapping
 
 from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario, validate_scenario
 from asyncfl.config.loading import dotted_parent
+from asyncfl.config.schema import directory_name_problem
 
 STUDY_KEYS = ("compare", "seeds", "targets", "baseline")
 VARIANT_KEYS = ("name", "set")
 TAGS = ("name", "kind", "dist")
-NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 PATH_LINE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*): (.*)$")
 
 
@@ -155,8 +155,9 @@ def _variants(value: Any, problems: list[str]) -> list[tuple[str, dict[str, Any]
             if key not in VARIANT_KEYS:
                 problems.append(f"{where}.{key}: unknown key. Allowed here: {', '.join(VARIANT_KEYS)}.")
         name, changes = item.get("name"), item.get("set") or {}
-        if not isinstance(name, str) or not NAME.match(name):
-            problems.append(f"{where}.name: required, letters, digits, '_', '.', '-' only (got {name!r}).")
+        problem = directory_name_problem(name)
+        if problem:  # the variant's runs go to <sweep>/<name>/
+            problems.append(f"{where}.name: required, {problem} (got {name!r}).")
             name = f"variant{i}"
         elif name in {n for n, _ in out}:
             problems.append(f"{where}.name: {name!r} is used by an earlier variant; names must be unique.")

@@ -13,19 +13,23 @@ diverged).  ``--resume SWEEP_DIR`` skips finished runs; with the local executor 
 that has a checkpoint continues from it (``asyncfl.checkpoint``), every other one is redone (its
 partial directory is deleted first).  Ray tasks write a run directory only when it is complete.
 A finished run whose config.yaml disagrees with the study is an error, so a resumed sweep never
-mixes two settings under one variant name.
+mixes two settings under one variant name.  One process at a time writes a sweep directory (and
+each of its runs): see :func:`asyncfl.directories.writing`.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
 from asyncfl.config import ConfigError
+from asyncfl.directories import make_directory, missing_directories, remove_empty, writing
 from asyncfl.results import CHECKPOINT_FILE as CHECKPOINT
 from asyncfl.results import ENDED, new_run_dir, refuse_used_out, write_atomic
 from asyncfl.study.aggregate import RunRecord, read_summary
@@ -57,8 +61,22 @@ def run_sweep(
     cpus_per_task: float = 1.0,
     quiet: bool = False,
 ) -> SweepResult:
-    """Run ``study`` (into ``out``, a new sweep directory, or resuming ``resume``) and write its comparison."""
-    sweep_dir = _prepare(study, resume, out)
+    """Run ``study`` (into ``out``, a new sweep directory, or resuming ``resume``) and write its comparison.
+    The sweep directory is held (:func:`asyncfl.directories.writing`) from before anything is written
+    in it until the comparison is written; an executor that cannot run fails before anything is made."""
+    if executor == "ray":
+        from asyncfl.study.ray_executor import check_ray
+
+        check_ray(gpus_per_task, cpus_per_task)
+    elif executor != "local":
+        raise ConfigError(f"--executor {executor!r}: allowed: local, ray.")
+    with _prepare(study, resume, out) as sweep_dir:
+        return _run_held(study, sweep_dir, executor, address, gpus_per_task, cpus_per_task, quiet)
+
+
+def _run_held(
+    study: Study, sweep_dir: Path, executor: str, address: str | None, gpus: float, cpus: float, quiet: bool
+) -> SweepResult:
     log = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     jobs, skipped = plan_jobs(study, sweep_dir, keep_checkpoints=executor == "local")
     log(f"sweep {sweep_dir}: {len(jobs)} run(s) to do, {skipped} already finished")
@@ -66,11 +84,9 @@ def run_sweep(
         if executor == "ray":
             from asyncfl.study.ray_executor import run_on_ray
 
-            failures = run_on_ray(jobs, address, gpus_per_task, cpus_per_task, log)
-        elif executor == "local":
-            failures = run_locally(jobs, log)
+            failures = run_on_ray(jobs, address, gpus, cpus, log)
         else:
-            raise ConfigError(f"--executor {executor!r}: allowed: local, ray.")
+            failures = run_locally(jobs, log)
     except KeyboardInterrupt:
         print(f"interrupted; continue with: python -m asyncfl run --resume {sweep_dir}", file=sys.stderr)
         raise
@@ -82,19 +98,31 @@ def run_sweep(
     return SweepResult(sweep_dir, len(jobs) - len(failures), skipped, failures)
 
 
-def _prepare(study: Study, resume: Path | None, out: Path | None) -> Path:
+@contextmanager
+def _prepare(study: Study, resume: Path | None, out: Path | None) -> Iterator[Path]:
+    """The sweep directory, held, with study.yaml written; a directory made here and refused (another
+    process writes it) is removed again."""
+    made: list[Path] = []
     if out is not None:
         refuse_used_out(out, "use --resume to continue a sweep.")
-        out.mkdir(parents=True, exist_ok=True)
+        made = make_directory(out, "--out")
         sweep_dir = out
     elif resume is None:
+        made = missing_directories(study.output_dir / study.name)
         sweep_dir = new_run_dir(study.output_dir, study.name)
+        made.insert(0, sweep_dir)
     else:
         if not resume.is_dir():
             raise ConfigError(f"--resume {resume}: no such sweep directory.")
         sweep_dir = resume
-    write_atomic(sweep_dir / STUDY_FILE, yaml.safe_dump(study.raw, sort_keys=False))
-    return sweep_dir
+    with ExitStack() as held:
+        try:
+            held.enter_context(writing(sweep_dir, "sweep"))
+        except ConfigError:
+            remove_empty(made)
+            raise
+        write_atomic(sweep_dir / STUDY_FILE, yaml.safe_dump(study.raw, sort_keys=False))
+        yield sweep_dir
 
 
 def plan_jobs(study: Study, sweep_dir: Path, keep_checkpoints: bool = False) -> tuple[list[Job], int]:

@@ -1,0 +1,166 @@
+"""Output directories: making them (:func:`make_directory`) and holding them (:func:`writing`).
+
+A directory that cannot be made (a file in the way, no permission) is a :class:`ConfigError` naming
+the path and why, and leaves nothing half made.
+
+One writer per directory: two processes writing the same run directory (a run and a
+``run --resume`` of it) interleave their appends and leave blocks of NUL bytes in every log.
+:func:`writing` takes an exclusive ``flock`` on the directory's ``.lock`` file, without waiting: a
+second writer is refused with the PID of the holder (which it writes into the lock file).  The
+kernel drops the lock when the holding process dies, however it dies (``kill -9`` included), so a
+lock is never stale: a ``.lock`` left behind by a killed run is taken over by the next writer.  The
+file is removed when the lock is released.
+
+Hand-written rather than ``filelock``: that package does not record who holds a lock, and the
+refusal must name the process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from asyncfl.config import ConfigError
+
+try:
+    import fcntl
+except ImportError:  # Windows: msvcrt's byte-range locks, also dropped when the process dies
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_FILE = ".lock"
+_WINDOWS_LOCK_BYTE = 1 << 20  # a byte far past the PID text, so that a refused writer can still read it
+_held: dict[Path, int] = {}  # directories this process holds -> nesting depth (a run restarted by its resume)
+
+
+def make_directory(path: Path, what: str) -> list[Path]:
+    """``mkdir -p path``; returns the directories it made, deepest first.  ``what`` says where the path
+    came from (``--out``, ``output.dir``) in the error."""
+    made = missing_directories(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        remove_empty(made)
+        raise cannot_create(path, what, exc) from None
+    return made
+
+
+def cannot_create(path: Path, what: str, exc: OSError) -> ConfigError:
+    """The error for a directory ``path`` that mkdir refused with ``exc``."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        why = f"{existing} exists and is not a directory"
+    else:
+        why = exc.strerror or str(exc)
+    return ConfigError(f"{what}: cannot create the directory {path}: {why}.")
+
+
+def missing_directories(path: Path) -> list[Path]:
+    """``path`` and its parents that do not exist yet, deepest first."""
+    return [p for p in (path, *path.parents) if not p.exists()]
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Remove those of ``folders`` (deepest first) that are empty directories."""
+    for folder in folders:
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+@contextmanager
+def writing(directory: Path, kind: str = "run") -> Iterator[None]:
+    """Hold ``directory`` (which must exist) for this process while the block writes it; ``kind``
+    (run, sweep) names it in the refusal.  Re-entrant within one process."""
+    key = Path(os.path.abspath(directory))
+    if key in _held:
+        _held[key] += 1
+        try:
+            yield
+        finally:
+            _held[key] -= 1
+        return
+    fd = _acquire(directory, kind)
+    _held[key] = 1
+    try:
+        yield
+    finally:
+        del _held[key]
+        _release(directory / LOCK_FILE, fd)
+
+
+def _acquire(directory: Path, kind: str) -> int:
+    path = directory / LOCK_FILE
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise ConfigError(f"{directory}: cannot write in this {kind} directory ({exc.strerror}).") from None
+        if not _try_lock(fd):
+            holder = _holder(fd)
+            os.close(fd)
+            raise ConfigError(
+                f"{directory}: another process ({holder}) is writing this {kind} directory, and two writers would "
+                f"corrupt its files; nothing was changed. Wait until that process ends (or stop it) and try again."
+            )
+        if _still_at(path, fd):
+            break
+        os.close(fd)  # the holder before us removed the file between our open and our lock: lock the new one
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _try_lock(fd: int) -> bool:
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+    import msvcrt
+
+    os.lseek(fd, _WINDOWS_LOCK_BYTE, os.SEEK_SET)
+    try:
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    except OSError:
+        return False
+    return True
+
+
+def _still_at(path: Path, fd: int) -> bool:
+    """Is the file we locked still the one at ``path``?"""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _holder(fd: int) -> str:
+    """'PID n' from the lock file (the holder writes it just after locking: give it a moment)."""
+    for _ in range(20):
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, 64).decode("ascii", "replace").strip()
+        if text.isdigit():
+            return f"PID {text}"
+        time.sleep(0.05)
+    return "PID unknown"
+
+
+def _release(path: Path, fd: int) -> None:
+    if fcntl is not None:
+        # removed while still locked (and only if it is ours: a failed start may have emptied the
+        # directory): a writer that opened it meanwhile finds it gone and opens a new one
+        if _still_at(path, fd):
+            path.unlink()
+        os.close(fd)
+        return
+    os.close(fd)  # Windows cannot remove an open file
+    try:
+        path.unlink()
+    except OSError:
+        pass
