@@ -103,8 +103,9 @@ def main() -> int:
         [
             f"Measured by `python benchmarks/main_scenarios.py` ({os.cpu_count()} CPUs; wall seconds of the whole "
             "command, start-up and figures included: the first run, before Python has compiled asyncfl's "
-            f"bytecode, and the median (min–max) of {WARM_RUNS} later runs). Expect a few seconds more on a "
-            "machine's very first run, while torch's libraries are read from disk.",
+            f"bytecode, and the median (min–max) of {WARM_RUNS} later runs). A machine's very first run also "
+            "reads torch's libraries from disk, which no script can repeat, and other CPUs take other times: "
+            "rerun the script to get your machine's.",
             "",
             "| file | setting | final test accuracy | aggregations | virtual seconds | wall seconds, first run "
             "| wall seconds, later runs |",
