@@ -11,8 +11,8 @@ from typing import Any, Iterable, Mapping
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from asyncfl.config.errors import ConfigError
 from asyncfl.config.schema import Scenario
+from asyncfl.errors import ConfigError
 from asyncfl.sim.availability import kind_of
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from asyncfl.config.errors import ConfigError
 from asyncfl.config.loading import check_trace_files
 from asyncfl.config.schema import Scenario
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASETS
 
 

@@ -30,7 +30,6 @@ A kind is one module of this folder holding its YAML section, its model and its 
 
 from __future__ import annotations
 
-import asyncfl.config  # noqa: F401  (first: the schema imports the registry, which imports the kinds)
 from asyncfl.sim.availability.base import DAY_S, HOUR_S, INF, AllOf, AvailabilityKind, Draw
 from asyncfl.sim.availability.registry import KINDS, Availability, kind_of
 

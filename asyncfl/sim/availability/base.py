@@ -15,7 +15,8 @@ from typing import Annotated, Any, Callable, Literal, Union
 import numpy as np
 from pydantic import BeforeValidator, Field
 
-from asyncfl.config.base import (
+from asyncfl.errors import ConfigError
+from asyncfl.sections import (
     Constant,
     LogNormal,
     Pareto,
@@ -159,8 +160,6 @@ def p_in_unit_interval(p: Probability, what: str = "p") -> Probability:
 def label_correlated_p(spec: LabelCorrelated, label_histograms: np.ndarray | None, seed: int) -> list[float]:
     """p_n = min(1, max(floor, scale * L * sum_l dhat_{n,l} m_l)), m ~ Dirichlet(alpha) (FedAU)."""
     if label_histograms is None:
-        from asyncfl.config import ConfigError
-
         raise ConfigError(
             "population.availability.p: label_correlated needs the clients' label histograms "
             "(not available here: is this a timing-only run?)."
