@@ -6,7 +6,7 @@ its section next to its model (asyncfl/sim/availability/, one module per kind)."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Union
+from typing import Annotated
 
 from pydantic import BeforeValidator, Field, model_validator
 
@@ -14,21 +14,12 @@ from asyncfl.config.presets import PRESETS, PresetNames
 from asyncfl.sections import Section
 from asyncfl.sim.availability import Availability, kind_of
 from asyncfl.sim.availability.always import AlwaysOnline
-from asyncfl.sim.availability.bernoulli import BernoulliAvailability
-from asyncfl.sim.availability.cyclic import CyclicAvailability
-from asyncfl.sim.availability.diurnal import DiurnalAvailability
-from asyncfl.sim.availability.markov import MarkovAvailability
+from asyncfl.sim.availability.registry import Unmetered
 from asyncfl.sim.battery import Battery
 from asyncfl.sim.population import TimeZones
 from asyncfl.sim.profiles import Compute, Network
 
 PRESET_LIST = tuple(PRESETS)
-
-
-UnmeteredNetwork = Annotated[
-    Union[MarkovAvailability, CyclicAvailability, DiurnalAvailability, BernoulliAvailability],
-    Field(discriminator="kind"),
-]
 
 
 class Eligibility(Section):
@@ -42,7 +33,7 @@ class Eligibility(Section):
     (``offline`` when availability ends), recorded in events.jsonl, rounds.csv and clients.csv."""
 
     charging: bool = Field(default=False, description="require the device to be plugged in (battery.charging windows)")
-    unmetered: UnmeteredNetwork | None = Field(
+    unmetered: Unmetered | None = Field(
         default=None, description="on/off process of an unmetered network (null: not required)"
     )
 

@@ -232,5 +232,6 @@ KIND = AvailabilityKind(
         ("diurnal_sinusoid", {"kind": "diurnal", "p": UNIFORM, "amplitude": 0.6, "mean_cycle_s": 600.0}),
         ("diurnal_hourly", {"kind": "diurnal", "p": 0.4, "hourly": [0.2] * 8 + [1.0] * 16, "mean_cycle_s": 900.0}),
     ),
+    unmetered_order=30,  # population.eligibility.unmetered
     order=60,
 )
