@@ -1,7 +1,9 @@
-"""Schema of the client system model (DESIGN.md section 3): compute, network, availability, battery.
+"""Schema of the client system model (DESIGN.md section 3), assembled from the sections of its owners.
 
-``population.availability`` is the union of the registered availability kinds, each of which keeps
-its section next to its model (asyncfl/sim/availability/, one module per kind)."""
+Compute and network live in asyncfl/sim/profiles.py, the battery in asyncfl/sim/battery.py, the time
+zones in asyncfl/sim/population.py.  ``population.availability`` is the union of the registered
+availability kinds, each of which keeps its section next to its model (asyncfl/sim/availability/, one
+module per kind); ``eligibility.unmetered`` the union of those whose registration sets ``unmetered_order``."""
 
 from __future__ import annotations
 
