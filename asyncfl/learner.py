@@ -15,9 +15,9 @@ from torch.nn.utils import parameters_to_vector
 
 from asyncfl.algorithms import Context, Strategy, Update
 from asyncfl.callbacks import AggregationReport
-from asyncfl.config.schema import Training
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.trainer import TrainingJob, evaluate, hit_rate
+from asyncfl.learn.training import Training
 from asyncfl.sim.clients import TaskPlan
 from asyncfl.sim.servers import RoundInfo
 

@@ -18,7 +18,7 @@ import sys
 CHILD = """
 import sys, torch
 from asyncfl.algorithms.memory import UpdateStore
-from asyncfl.config.algorithm_base import MemoryStore
+from asyncfl.algorithms.base import MemoryStore
 from asyncfl.learn.models import build_model
 def hwm():
     for line in open('/proc/self/status'):

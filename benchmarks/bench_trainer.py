@@ -21,12 +21,13 @@ from pathlib import Path
 
 import torch
 
-from asyncfl.config.schema import Data, Trainer, Training
+from asyncfl.config.schema import Data
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers
 from asyncfl.learn.executors import make_trainer
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
+from asyncfl.learn.training import Trainer, Training
 
 STEPS = 10  # local steps per job
 RESULTS = Path(__file__).resolve().parent / "results" / "trainer.md"

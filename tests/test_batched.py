@@ -17,7 +17,7 @@ from torch import nn
 
 from asyncfl.config import ConfigError
 from asyncfl.config.loading import validate_scenario
-from asyncfl.config.schema import Data, Trainer, Training
+from asyncfl.config.schema import Data
 from asyncfl.learn import executors
 from asyncfl.learn.batched import (
     CHUNK_BUDGET_BYTES,
@@ -33,6 +33,7 @@ from asyncfl.learn.federation import build_federation
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
+from asyncfl.learn.training import Trainer, Training
 from asyncfl.results import read_csv
 from asyncfl.runner import run_scenario
 

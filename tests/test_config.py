@@ -243,8 +243,8 @@ def test_staleness_study_fairness_finds_its_trace_from_any_directory(tmp_path, m
 
 
 def test_trainer_auto_is_described_as_the_rule_it_is():
-    from asyncfl.config.schema import Trainer
     from asyncfl.learn.executors import CPU_BATCHED_MAX_PARAMS
+    from asyncfl.learn.training import Trainer
 
     description = Trainer.model_fields["executor"].description
     assert "fixed rule" in description and f"{CPU_BATCHED_MAX_PARAMS / 1e6:g}M parameters" in description

@@ -23,7 +23,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from asyncfl.algorithms.base import Aggregate, Memoryless, weighted_sum
-from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.algorithms.base import AlgorithmParams
 
 
 class FedAvgHalfParams(AlgorithmParams):

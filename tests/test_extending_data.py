@@ -25,7 +25,7 @@ TOY_DATASET = '''
 import numpy as np
 from pydantic import Field
 
-from asyncfl.config.base import Section
+from asyncfl.sections import Section
 from asyncfl.learn.datasets import DataSet, RawData, seeded_rng
 
 
@@ -58,7 +58,7 @@ import math
 
 from pydantic import Field
 
-from asyncfl.config.base import Section
+from asyncfl.sections import Section
 from asyncfl.learn.models import ModelSpec
 
 
@@ -83,7 +83,7 @@ from typing import Literal
 
 import numpy as np
 
-from asyncfl.config.base import Section
+from asyncfl.sections import Section
 from asyncfl.learn.partition import Partitioner
 
 

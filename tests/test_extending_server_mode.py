@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from asyncfl.config.base import Section
+from asyncfl.sections import Section
 from asyncfl.sim.clients import plan_task, run_task
 from asyncfl.sim.servers.base import RoundInfo, ServerMode
 

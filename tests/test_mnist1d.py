@@ -11,13 +11,14 @@ import pytest
 import torch
 
 from asyncfl.config import ConfigError
-from asyncfl.config.schema import Data, Training
+from asyncfl.config.schema import Data
 from asyncfl.learn.batched import BatchedTrainer
 from asyncfl.learn.datasets import load_arrays
 from asyncfl.learn.datasets.mnist1d import generate
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
+from asyncfl.learn.training import Training
 from tests.conftest import run, scenario
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from asyncfl.config.schema import Training
 from asyncfl.learn.trainer import sgd_step
+from asyncfl.learn.training import Training
 
 
 @pytest.mark.parametrize("momentum, weight_decay", [(0.0, 0.0), (0.9, 0.0), (0.0, 0.05), (0.9, 0.05)])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asyncfl.sim import availability as av
-from asyncfl.sim.battery import Battery
+from asyncfl.sim.battery import DeviceBattery as Battery
 from asyncfl.sim.profiles import DeviceProfile
 
 

@@ -93,7 +93,7 @@ def test_every_named_algorithm_is_registered():
 
 def test_update_store_sums_in_chunks_like_one_reduction(monkeypatch):
     from asyncfl.algorithms import memory
-    from asyncfl.config.algorithm_base import MemoryStore
+    from asyncfl.algorithms.base import MemoryStore
 
     monkeypatch.setattr(memory, "CHUNK_NUMBERS", 7)  # 2 rows of 3 numbers per chunk
     rows = torch.randn(9, 3)

@@ -8,8 +8,8 @@ from conftest import run
 from torch import nn
 
 from asyncfl.config import ConfigError, validate_scenario
-from asyncfl.config.schema import Trainer
 from asyncfl.learn.executors import CPU_BATCHED_MAX_PARAMS, training_threads
+from asyncfl.learn.training import Trainer
 from asyncfl.runner import Simulation
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # a device object only: nothing runs on it

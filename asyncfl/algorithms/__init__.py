@@ -1,7 +1,7 @@
 """Aggregation strategies, one module per algorithm.
 
 Each algorithm module sets ``STRATEGY`` to its strategy class and ``PARAMS`` to its YAML section (an
-:class:`~asyncfl.config.algorithm_base.AlgorithmParams` subclass with its ``name`` tag and the server
+:class:`~asyncfl.algorithms.base.AlgorithmParams` subclass with its ``name`` tag and the server
 ``modes`` it runs under).  The registry is built by importing every module of this package, so adding an
 algorithm is adding one file.  The modules import torch lazily (:mod:`asyncfl.lazy`): the schema reads
 their sections without importing torch.
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from asyncfl.algorithms.base import Aggregate, Context, Strategy, Update
-from asyncfl.config.algorithm_base import AlgorithmParams, algorithm_name
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Strategy, Update, algorithm_name
 from asyncfl.lazy import torch
 from asyncfl.registry import discover, public_modules
 

@@ -4,17 +4,27 @@ A strategy turns the current global parameter vector and a list of client update
 global vector.  It works on flat 1-D tensors and keeps whatever memory its paper needs as explicit
 attributes.  Sign convention: ``delta = w_local - w_base``; gradient-like quantities of the papers
 are ``-delta / lr``.
+
+It also holds what every algorithm's parameter section shares (:class:`AlgorithmParams`): an algorithm's
+section lives in its own module next to its strategy and states there, once, the server modes it runs
+under (``modes``) and any rule it imposes on the rest of the scenario (``check``); the schema's
+``algorithm`` union, the mode checks and the per-mode lists of algorithm names are built from these.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import numpy as np
+from pydantic import Field
 
 from asyncfl.lazy import torch
+from asyncfl.sections import Section
+
+if TYPE_CHECKING:  # the assembled schema, above this module: for annotations only
+    from asyncfl.config.schema import Scenario
 
 
 @dataclass(frozen=True)
@@ -111,3 +121,32 @@ def weighted_sum(updates: Sequence[Update], weights: Sequence[float]) -> torch.T
     for update, weight in zip(updates, weights):
         total.add_(update.delta, alpha=float(weight))
     return total
+
+
+class MemoryStore(Section):
+    """Where algorithms that remember every client's last update (MIFA, FedAR, FedVARP, FL-FDMS) keep
+    it: one preallocated [clients x parameters] matrix."""
+
+    device: Literal["model", "cpu"] = Field(default="model", description="model: same device as the model")
+    dtype: Literal["float32", "float16", "bfloat16"] = Field(
+        default="float32", description="half precision halves the memory of large models"
+    )
+
+
+class AlgorithmParams(Section):
+    """Common keys of the ``algorithm`` section; each algorithm adds its own and a ``name: Literal[...]``."""
+
+    modes: ClassVar[frozenset[str]] = frozenset()  # the server.mode values it runs under
+    order: ClassVar[int] = 1000  # position in the reference and in error messages (then by name)
+
+    record_weights: bool = Field(default=False, description="write weights.csv (per-client aggregation weights)")
+    server_lr: float = Field(default=1.0, gt=0, description="global learning rate eta_g")
+    memory: MemoryStore = MemoryStore()
+
+    def check(self, scenario: Scenario) -> None:
+        """Raise ValueError (naming the YAML keys) if the rest of ``scenario`` does not suit this algorithm."""
+
+
+def algorithm_name(params: type[AlgorithmParams]) -> str:
+    """The value of the ``name`` tag of an algorithm's section."""
+    return params.model_fields["name"].annotation.__args__[0]  # type: ignore[union-attr]

@@ -35,11 +35,10 @@ from typing import Annotated, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update, array_from_state, array_state
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update, array_from_state, array_state
 from asyncfl.algorithms.memory import UpdateStore
-from asyncfl.config.algorithm_base import AlgorithmParams
-from asyncfl.config.base import Section
 from asyncfl.lazy import torch
+from asyncfl.sections import Section
 
 
 class LinearCutoff(Section):

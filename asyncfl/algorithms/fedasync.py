@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
 from asyncfl.algorithms.memory import store_dtype
 from asyncfl.algorithms.staleness import PolynomialStaleness, Staleness, staleness_weight
-from asyncfl.config.algorithm_base import AlgorithmParams
 from asyncfl.lazy import torch
 
 if TYPE_CHECKING:

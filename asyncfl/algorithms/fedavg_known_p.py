@@ -17,8 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from asyncfl.algorithms.base import Aggregate, Context, Memoryless, Update, weighted_sum
-from asyncfl.config.algorithm_base import AlgorithmParams
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Memoryless, Update, weighted_sum
 from asyncfl.lazy import torch
 
 

@@ -13,9 +13,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Memoryless, Update, weighted_sum
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Memoryless, Update, weighted_sum
 from asyncfl.algorithms.staleness import PolynomialStaleness, Staleness, staleness_weight
-from asyncfl.config.algorithm_base import AlgorithmParams
 from asyncfl.lazy import torch
 
 

@@ -44,9 +44,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
 from asyncfl.algorithms.staleness import ExponentialStaleness, Staleness, staleness_weight
-from asyncfl.config.algorithm_base import AlgorithmParams
 from asyncfl.lazy import torch
 
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from asyncfl.algorithms.base import Aggregate, Context, Update
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
 from asyncfl.algorithms.memory import UpdateStore
-from asyncfl.config.algorithm_base import AlgorithmParams
 from asyncfl.lazy import torch
 
 

@@ -33,10 +33,17 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update, array_from_state, array_state, weighted_sum
-from asyncfl.config.algorithm_base import AlgorithmParams
-from asyncfl.config.base import Section
+from asyncfl.algorithms.base import (
+    Aggregate,
+    AlgorithmParams,
+    Context,
+    Update,
+    array_from_state,
+    array_state,
+    weighted_sum,
+)
 from asyncfl.lazy import torch
+from asyncfl.sections import Section
 
 
 class Elimination(Section):

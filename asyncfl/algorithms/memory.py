@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from asyncfl.config.algorithm_base import MemoryStore
+from asyncfl.algorithms.base import MemoryStore
 from asyncfl.lazy import torch
 
 CHUNK_NUMBERS = 1 << 20  # rows are summed in chunks of about this many numbers (4 MiB in float32)

@@ -25,9 +25,8 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, Context, Update, array_from_state, array_state
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update, array_from_state, array_state
 from asyncfl.algorithms.memory import UpdateStore
-from asyncfl.config.algorithm_base import AlgorithmParams
 from asyncfl.lazy import torch
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from asyncfl.config.base import Section
+from asyncfl.sections import Section
 
 
 class ConstantStaleness(Section):

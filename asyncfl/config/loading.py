@@ -11,9 +11,10 @@ from typing import Any, Iterable, Mapping
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from asyncfl.config.errors import ConfigError
 from asyncfl.config.schema import Scenario
+from asyncfl.errors import ConfigError
 from asyncfl.sim.availability import kind_of
+from asyncfl.sim.profiles import read_device_trace
 
 
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
@@ -181,8 +182,6 @@ def check_trace_files(scenario: Scenario) -> None:
     a wrong header or a bad interval (with file and line) instead of the run failing later."""
     population = scenario.population
     if population.device_trace is not None:
-        from asyncfl.sim.profiles import read_device_trace
-
         read_device_trace(population.device_trace, scenario.data.clients, population.compute.jitter_sigma)
     availability = population.availability
     check = kind_of(availability).check_files  # kinds that read files (trace) say how

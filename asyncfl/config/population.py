@@ -1,94 +1,27 @@
-"""Schema of the client system model (DESIGN.md section 3): compute, network, availability, battery.
+"""Schema of the client system model (DESIGN.md section 3), assembled from the sections of its owners.
 
-``population.availability`` is the union of the registered availability kinds, each of which keeps
-its section next to its model (asyncfl/sim/availability/, one module per kind)."""
+Compute and network live in asyncfl/sim/profiles.py, the battery in asyncfl/sim/battery.py, the time
+zones in asyncfl/sim/population.py.  ``population.availability`` is the union of the registered
+availability kinds, each of which keeps its section next to its model (asyncfl/sim/availability/, one
+module per kind); ``eligibility.unmetered`` the union of those whose registration sets ``unmetered_order``."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from asyncfl.config.base import Distribution, Section, _probability_bounds
 from asyncfl.config.presets import PRESETS, PresetNames
+from asyncfl.sections import Section
 from asyncfl.sim.availability import Availability, kind_of
 from asyncfl.sim.availability.always import AlwaysOnline
-from asyncfl.sim.availability.bernoulli import BernoulliAvailability
-from asyncfl.sim.availability.cyclic import CyclicAvailability
-from asyncfl.sim.availability.diurnal import DiurnalAvailability
-from asyncfl.sim.availability.markov import MarkovAvailability
+from asyncfl.sim.availability.registry import Unmetered
+from asyncfl.sim.battery import Battery
+from asyncfl.sim.population import TimeZones
+from asyncfl.sim.profiles import Compute, Network
 
 PRESET_LIST = tuple(PRESETS)
-
-
-class Compute(Section):
-    """Task time = local_steps x batch_size / samples_per_s x jitter, jitter ~ LogNormal(0, jitter_sigma)."""
-
-    samples_per_s: Distribution = Field(default=100.0, description="training throughput per client")
-    jitter_sigma: float = Field(default=0.0, ge=0, description="per-task log-normal jitter sigma")
-
-
-class Network(Section):
-    """Transfer time = latency_s + model_bytes / bandwidth (model_bytes from the real parameter count)."""
-
-    uplink_mbps: Distribution = Field(default=10.0, description="upload bandwidth, megabits per second")
-    downlink_mbps: Distribution = Field(default=50.0, description="download bandwidth, megabits per second")
-    latency_s: Distribution = Field(default=0.05, description="one-way latency per transfer, seconds")
-
-
-class Charging(Section):
-    """The device is plugged in for ``plugged_fraction`` of every period (random phase per client)."""
-
-    period_s: float = Field(default=86400.0, gt=0)
-    plugged_fraction: float = Field(default=0.3, ge=0, le=1)
-    charge_w: float = Field(default=5.0, ge=0, description="charging power, joules per second")
-
-
-class Battery(Section):
-    """Energy model: a task draws joules_per_sample while training and joules_per_byte while
-    transferring; a client refuses work below ``min_level`` and fails a task when it hits zero."""
-
-    capacity_j: float = Field(gt=0)
-    initial_level: Distribution = Field(default=1.0, description="fraction of capacity at time 0")
-    joules_per_sample: float = Field(default=0.01, ge=0)
-    joules_per_byte: float = Field(default=1e-7, ge=0)
-    min_level: float = Field(default=0.1, ge=0, le=1, description="fraction needed to accept a task")
-    charging: Charging | None = None
-
-    @model_validator(mode="after")
-    def _check_level(self) -> Battery:
-        _probability_bounds(self.initial_level, "initial_level")
-        return self
-
-
-class ZoneShare(Section):
-    share: float = Field(gt=0, le=1, description="fraction of the clients")
-    offset: float = Field(ge=-12, le=14, description="UTC offset in hours (e.g. -5, 1, 5.5)")
-
-
-class UniformZones(Section):
-    """UTC offsets drawn uniformly from [low, high] hours (fractional offsets included)."""
-
-    dist: Literal["uniform"]
-    low: float = Field(ge=-12, le=14)
-    high: float = Field(ge=-12, le=14)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> UniformZones:
-        if self.low > self.high:
-            raise ValueError(f"low ({self.low}) must not exceed high ({self.high})")
-        return self
-
-
-TimeZones = Union[float, list[ZoneShare], UniformZones]
-"""One UTC offset for everybody, a list of ``{share, offset}`` (shares sum to 1), or ``{dist: uniform, low, high}``."""
-
-
-UnmeteredNetwork = Annotated[
-    Union[MarkovAvailability, CyclicAvailability, DiurnalAvailability, BernoulliAvailability],
-    Field(discriminator="kind"),
-]
 
 
 class Eligibility(Section):
@@ -102,7 +35,7 @@ class Eligibility(Section):
     (``offline`` when availability ends), recorded in events.jsonl, rounds.csv and clients.csv."""
 
     charging: bool = Field(default=False, description="require the device to be plugged in (battery.charging windows)")
-    unmetered: UnmeteredNetwork | None = Field(
+    unmetered: Unmetered | None = Field(
         default=None, description="on/off process of an unmetered network (null: not required)"
     )
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from asyncfl.config.errors import ConfigError
 from asyncfl.config.loading import check_trace_files
 from asyncfl.config.schema import Scenario
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASETS
+from asyncfl.sim.population import bytes_per_client, population_bytes
 
 
 def check_runnable(scenario: Scenario) -> None:
@@ -41,9 +42,6 @@ def population_memory_problem(scenario: Scenario, available: int | None = None) 
     available = available_memory_bytes() if available is None else available
     if available is None:  # no way to tell here: let the run try
         return None
-    # here, not at the top: the study's analysis commands import this module and load no timing world
-    from asyncfl.sim.population import bytes_per_client, population_bytes
-
     clients = scenario.data.clients
     per_round, rounds = scenario.server.clients_per_round, scenario.stop.rounds  # per_round: sync only
     touched = per_round * rounds if per_round is not None and rounds is not None else None  # None: all

@@ -14,14 +14,15 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, create_model, field_validator, model_validator
 
 from asyncfl.algorithms import PARAMS, algorithms_for
-from asyncfl.config.base import Section
 from asyncfl.config.population import Population
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.models import REGISTRY as MODEL_REGISTRY
 from asyncfl.learn.partition import REGISTRY as PARTITIONERS
 from asyncfl.learn.partition import Partition
 from asyncfl.learn.partition.iid import IidPartition
+from asyncfl.learn.training import Trainer, Training
 from asyncfl.registry import or_list
+from asyncfl.sections import Section
 from asyncfl.sim.availability import kind_of
 from asyncfl.sim.servers import SERVER_MODES
 
@@ -74,34 +75,6 @@ def model_data_mismatch(model: str, dataset: str) -> str | None:
         f"model.name {model} {spec.needs or 'cannot take these inputs'}; data.dataset {dataset!r} holds "
         f"{INPUT_WORDS.get(inputs, inputs)}: use it with data.dataset {or_list(fitting_data)}, or choose model.name "
         f"{or_list(fitting_models)}"
-    )
-
-
-class Training(Section):
-    """Local SGD on each client."""
-
-    local_steps: int = Field(default=10, ge=1, description="local SGD steps per task")
-    batch_size: int = Field(default=32, ge=1, description="clients with fewer samples use all of them")
-    lr: float = Field(default=0.05, gt=0, description="local learning rate")
-    weight_decay: float = Field(default=0.0, ge=0)
-    momentum: float = Field(default=0.0, ge=0, lt=1)
-
-
-class Trainer(Section):
-    """How training jobs are executed (results are the same either way, to float tolerance)."""
-
-    executor: Literal["auto", "fused", "batched", "sequential"] = Field(
-        default="auto",
-        description="fused: batched matrix products (Linear/ReLU models); batched: torch.func vmap over clients "
-        "(any model); auto: a fixed rule, not timed: fused for Linear/ReLU models, else batched on CUDA and on "
-        "CPU up to 1M parameters (asyncfl/learn/executors.py)",
-    )
-    chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")
-    threads: int | None = Field(
-        default=None,
-        ge=1,
-        description="torch CPU threads while the run trains; null: 1 for models up to 1M parameters on the CPU "
-        "(small models only lose to thread contention), else torch's default",
     )
 
 

@@ -35,9 +35,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from asyncfl.config.schema import Training
 from asyncfl.learn.models import parameter_count
 from asyncfl.learn.trainer import TrainingJob, TrainingResult, minibatch_positions
+from asyncfl.learn.training import Training
 
 CHUNK_BUDGET_BYTES = 1 << 30  # default memory bound of one batched call (parameters + activations)
 CPU_CACHE_CHUNK_BYTES = 16 << 20  # the fused kernel's default bound on the CPU (FusedTrainer.chunk_budget_bytes)

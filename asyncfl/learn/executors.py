@@ -24,11 +24,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from asyncfl.config import ConfigError
-from asyncfl.config.schema import Trainer, Training
+from asyncfl.errors import ConfigError
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers
 from asyncfl.learn.models import parameter_count
 from asyncfl.learn.trainer import SequentialTrainer
+from asyncfl.learn.training import Trainer, Training
 
 CPU_BATCHED_MAX_PARAMS = 1_000_000
 

@@ -7,14 +7,17 @@ a batch with one indexing operation -- no DataLoader on the hot path.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from asyncfl.config.schema import Data
 from asyncfl.learn.datasets import RawData, load_arrays
 from asyncfl.learn.partition import partition, split_train_test
 from asyncfl.seeding import seeded_rng
+
+if TYPE_CHECKING:  # the assembled schema, above this module: for annotations only
+    from asyncfl.config.schema import Data
 
 # Random-stream tags (asyncfl.seeding.seeded_rng); never renumber.
 TAG_PARTITION = 21

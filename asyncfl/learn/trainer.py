@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn.utils import vector_to_parameters
 
-from asyncfl.config.schema import Training
+from asyncfl.learn.training import Training
 from asyncfl.seeding import stream
 
 

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import math
 
+from pydantic import Field, model_validator
 
-class Battery:
+from asyncfl.sections import Distribution, Section, _probability_bounds
+
+
+class DeviceBattery:
+    """One client's battery while the run goes on (its level, drawn from the ``Battery`` section)."""
+
     def __init__(
         self,
         capacity_j: float,
@@ -77,3 +83,28 @@ class Battery:
         self.level = max(self.level, 0.0)
         self.used_j += rate * (t_end - t0) if t1 > t0 else energy_j
         self.updated_at = t_end
+
+
+class Charging(Section):
+    """The device is plugged in for ``plugged_fraction`` of every period (random phase per client)."""
+
+    period_s: float = Field(default=86400.0, gt=0)
+    plugged_fraction: float = Field(default=0.3, ge=0, le=1)
+    charge_w: float = Field(default=5.0, ge=0, description="charging power, joules per second")
+
+
+class Battery(Section):
+    """Energy model: a task draws joules_per_sample while training and joules_per_byte while
+    transferring; a client refuses work below ``min_level`` and fails a task when it hits zero."""
+
+    capacity_j: float = Field(gt=0)
+    initial_level: Distribution = Field(default=1.0, description="fraction of capacity at time 0")
+    joules_per_sample: float = Field(default=0.01, ge=0)
+    joules_per_byte: float = Field(default=1e-7, ge=0)
+    min_level: float = Field(default=0.1, ge=0, le=1, description="fraction needed to accept a task")
+    charging: Charging | None = None
+
+    @model_validator(mode="after")
+    def _check_level(self) -> Battery:
+        _probability_bounds(self.initial_level, "initial_level")
+        return self

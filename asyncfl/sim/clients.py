@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 import simpy
 
-from asyncfl.sim.battery import Battery
+from asyncfl.sim.battery import DeviceBattery
 from asyncfl.sim.profiles import DeviceProfile
 
 PHASES = ("download", "compute", "upload")  # = asyncfl.results.PHASES (the timing world imports no writer)
@@ -53,7 +53,7 @@ class ClientDevice:
     profile: DeviceProfile
     availability: object  # one of asyncfl.sim.availability's models
     jitter_rng: np.random.Generator
-    battery: Battery | None = None
+    battery: DeviceBattery | None = None
     train_samples: int = 1 << 30  # size of the client's training split (small clients do smaller batches)
     busy_until: float = -math.inf  # end of the current task (idle when <= now)
     stats: ClientStats = field(default_factory=ClientStats)

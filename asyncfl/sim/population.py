@@ -3,18 +3,44 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Literal, Union
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from asyncfl.config.population import Battery as BatteryConfig
-from asyncfl.config.population import Population
+from asyncfl.sections import Section
 from asyncfl.seeding import StreamFamily, stream
 from asyncfl.sim.availability import DAY_S, AllOf, Availability, Draw, kind_of
 from asyncfl.sim.availability.cyclic import Cyclic
-from asyncfl.sim.battery import Battery
+from asyncfl.sim.battery import Battery, DeviceBattery
 from asyncfl.sim.clients import ClientDevice
 from asyncfl.sim.profiles import draw_profiles
+
+if TYPE_CHECKING:  # the assembled schema, above this module: for annotations only
+    from asyncfl.config.population import Population
+
+
+class ZoneShare(Section):
+    share: float = Field(gt=0, le=1, description="fraction of the clients")
+    offset: float = Field(ge=-12, le=14, description="UTC offset in hours (e.g. -5, 1, 5.5)")
+
+
+class UniformZones(Section):
+    """UTC offsets drawn uniformly from [low, high] hours (fractional offsets included)."""
+
+    dist: Literal["uniform"]
+    low: float = Field(ge=-12, le=14)
+    high: float = Field(ge=-12, le=14)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UniformZones:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) must not exceed high ({self.high})")
+        return self
+
+
+TimeZones = Union[float, list[ZoneShare], UniformZones]
+"""One UTC offset for everybody, a list of ``{share, offset}`` (shares sum to 1), or ``{dist: uniform, low, high}``."""
 
 
 class Clients:
@@ -63,7 +89,7 @@ class Clients:
         fields = ("samples_per_s", "uplink_bytes_per_s", "downlink_bytes_per_s", "latency_s")
         return tuple([getattr(p, f) for p in self._profiles] for f in fields)
 
-    def batteries(self) -> list[Battery | None]:
+    def batteries(self) -> list[DeviceBattery | None]:
         """Every client's battery (a built client holds the same object), in id order."""
         return self._batteries
 
@@ -186,7 +212,7 @@ def build_availability(
     return [model(i) for i in range(num_clients)]
 
 
-def build_batteries(spec: BatteryConfig | None, num_clients: int, seed: int) -> list[Battery | None]:
+def build_batteries(spec: Battery | None, num_clients: int, seed: int) -> list[DeviceBattery | None]:
     if spec is None:
         return [None] * num_clients
     rng = stream(seed, "profiles", 1)
@@ -194,7 +220,7 @@ def build_batteries(spec: BatteryConfig | None, num_clients: int, seed: int) -> 
     charging = spec.charging
     phases = rng.uniform(0, charging.period_s, size=num_clients) if charging else [0.0] * num_clients
     return [
-        Battery(
+        DeviceBattery(
             spec.capacity_j,
             float(levels[i]) * spec.capacity_j,
             spec.min_level,

@@ -10,14 +10,34 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+from pydantic import Field
 
-from asyncfl.config import ConfigError
-from asyncfl.config.population import Population
+from asyncfl.errors import ConfigError
+from asyncfl.sections import Distribution, Section
 from asyncfl.sim.tracefiles import read_rows
 
+if TYPE_CHECKING:  # the assembled schema, above this module: for annotations only
+    from asyncfl.config.population import Population
+
 MEGABIT_BYTES = 1e6 / 8
+
+
+class Compute(Section):
+    """Task time = local_steps x batch_size / samples_per_s x jitter, jitter ~ LogNormal(0, jitter_sigma)."""
+
+    samples_per_s: Distribution = Field(default=100.0, description="training throughput per client")
+    jitter_sigma: float = Field(default=0.0, ge=0, description="per-task log-normal jitter sigma")
+
+
+class Network(Section):
+    """Transfer time = latency_s + model_bytes / bandwidth (model_bytes from the real parameter count)."""
+
+    uplink_mbps: Distribution = Field(default=10.0, description="upload bandwidth, megabits per second")
+    downlink_mbps: Distribution = Field(default=50.0, description="download bandwidth, megabits per second")
+    latency_s: Distribution = Field(default=0.05, description="one-way latency per transfer, seconds")
 
 
 @dataclass(frozen=True)

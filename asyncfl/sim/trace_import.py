@@ -58,7 +58,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from asyncfl.config import ConfigError
+from asyncfl.errors import ConfigError
 
 FORMATS = ("fedscale-capacity", "fedscale-behavior", "flash")
 DEVICE_HEADER = ("client", "samples_per_s", "uplink_mbps", "downlink_mbps", "latency_s")

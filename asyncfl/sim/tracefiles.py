@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from asyncfl.config import ConfigError
+from asyncfl.errors import ConfigError
 
 
 def read_rows(path: Path, columns: tuple[str, ...], where: str) -> list[tuple[int, dict[str, str]]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncfl.config.errors import ConfigError
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets._base import DataSet, RawData
 from asyncfl.learn.datasets.digits import digits_arrays
 from asyncfl.registry import discover

@@ -39,7 +39,7 @@ class DataSet:
     """A ``data.dataset`` value: what the schema and timing-only runs need to know without loading it.
 
     * ``load(data, seed)``: the arrays, from the ``data`` section and the scenario seed; raises
-      :class:`~asyncfl.config.errors.ConfigError` when they cannot be had.
+      :class:`~asyncfl.errors.ConfigError` when they cannot be had.
     * ``input_shape`` / ``classes``: fixed, or computed from the data set's own section
       (``params``, the YAML's ``data.<name>:``) -- a function of that section.
     * ``inputs``: ``signals`` (1-D, what cnn1d convolves over) or ``images``.

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from asyncfl.config.errors import ConfigError
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets._base import Arrays, DataSet, RawData
 
 IDX_NAMES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from asyncfl.config.base import Section
 from asyncfl.learn.datasets._base import DataSet, RawData
+from asyncfl.sections import Section
 
 
 class Mnist1d(Section):

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from asyncfl.config.base import Distribution, Section
-from asyncfl.config.errors import ConfigError
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets._base import DataSet, RawData
 from asyncfl.learn.partition import split_train_test
+from asyncfl.sections import Distribution, Section
 from asyncfl.seeding import seeded_rng
 
 # Fixed tag keying the generator's random stream off the scenario seed.  Never renumber it.

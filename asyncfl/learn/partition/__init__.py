@@ -14,7 +14,7 @@ from typing import Annotated, Any, Union
 import numpy as np
 from pydantic import Field
 
-from asyncfl.config.errors import ConfigError
+from asyncfl.errors import ConfigError
 from asyncfl.learn.partition._base import Partitioner
 from asyncfl.learn.partition.clusters import cluster_of_clients
 from asyncfl.registry import discover

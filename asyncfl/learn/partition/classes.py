@@ -9,9 +9,9 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from asyncfl.config.base import Section
-from asyncfl.config.errors import ConfigError
+from asyncfl.errors import ConfigError
 from asyncfl.learn.partition._base import Partitioner
+from asyncfl.sections import Section
 
 
 class ClassesPartition(Section):

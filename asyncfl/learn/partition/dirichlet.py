@@ -9,8 +9,8 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from asyncfl.config.base import Section
 from asyncfl.learn.partition._base import Partitioner
+from asyncfl.sections import Section
 
 
 class DirichletPartition(Section):

@@ -6,8 +6,8 @@ from typing import Literal
 
 import numpy as np
 
-from asyncfl.config.base import Section
 from asyncfl.learn.partition._base import Partitioner
+from asyncfl.sections import Section
 
 
 class IidPartition(Section):

@@ -9,10 +9,10 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from asyncfl.config.base import Section
-from asyncfl.config.errors import ConfigError
+from asyncfl.errors import ConfigError
 from asyncfl.learn.partition._base import Partitioner
 from asyncfl.learn.partition.iid import IidPartition
+from asyncfl.sections import Section
 
 
 class IsolatedClassPartition(Section):

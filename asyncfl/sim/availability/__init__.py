@@ -25,26 +25,28 @@ anyway so that they are total.  Cluster dropout with alpha = 0 drops nobody.
 A kind is one module of this folder holding its YAML section, its model and its registration
 ``KIND = AvailabilityKind(...)`` (asyncfl/sim/availability/base.py says what each field means);
 :mod:`asyncfl.sim.availability.registry` finds it.  The models' names are reachable from here
-(``availability.Markov``) for convenience.
+(``availability.Markov``) for convenience, collected once the kinds are found.
 """
 
 from __future__ import annotations
 
-import asyncfl.config  # noqa: F401  (first: the schema imports the registry, which imports the kinds)
+import sys
+
+from asyncfl.sim.availability import base
 from asyncfl.sim.availability.base import DAY_S, HOUR_S, INF, AllOf, AvailabilityKind, Draw
 from asyncfl.sim.availability.registry import KINDS, Availability, kind_of
 
 __all__ = ["DAY_S", "HOUR_S", "INF", "KINDS", "AllOf", "Availability", "AvailabilityKind", "Draw", "kind_of"]
 
 
-def __getattr__(name: str):
-    """``availability.Markov``, ``availability.hourly_probabilities`` ...: a public name of a kind's
-    module (its ``__all__``) or of base.py."""
-    import sys
-
-    from asyncfl.sim.availability import base
-
+def _public_names() -> dict[str, object]:
+    """``availability.Markov``, ``availability.hourly_probabilities`` ...: the public names (``__all__``) of
+    base.py and of every registered kind's module, the first module naming one winning."""
+    names: dict[str, object] = {}
     for module in [base, *(sys.modules[k.section.__module__] for k in KINDS.values())]:
-        if name in getattr(module, "__all__", ()):
-            return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        for name in getattr(module, "__all__", ()):
+            names.setdefault(name, getattr(module, name))
+    return names
+
+
+globals().update({name: value for name, value in _public_names().items() if name not in globals()})

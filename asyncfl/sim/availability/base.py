@@ -15,7 +15,8 @@ from typing import Annotated, Any, Callable, Literal, Union
 import numpy as np
 from pydantic import BeforeValidator, Field
 
-from asyncfl.config.base import (
+from asyncfl.errors import ConfigError
+from asyncfl.sections import (
     Constant,
     LogNormal,
     Pareto,
@@ -53,6 +54,8 @@ class AvailabilityKind:
     ``check_files(spec, clients)``: reads the files the spec names, so that ``validate`` reports their errors.
     ``local_time``: reads the client's local time of day (``population.timezones`` applies).
     ``seeded``: the pattern depends on the scenario's seed (False: a fixed pattern).
+    ``unmetered_order``: the kind can also be ``population.eligibility.unmetered`` (an on/off process of
+    an unmetered network, in virtual time), at this place in that union; None: it cannot.
     ``examples``: (name, spec) pairs the contract suite (tests/test_availability_contract.py) holds to
     the protocol; a kind without them fails it.  ``order``: place in the schema's union (the reference
     and error messages list kinds in this order; new kinds go last).
@@ -66,6 +69,7 @@ class AvailabilityKind:
     check_files: Callable[[Any, int], None] | None = None
     local_time: bool = False
     seeded: bool = True
+    unmetered_order: int | None = None
     examples: tuple[tuple[str, dict], ...] = ()
     order: int = 1000
 
@@ -159,8 +163,6 @@ def p_in_unit_interval(p: Probability, what: str = "p") -> Probability:
 def label_correlated_p(spec: LabelCorrelated, label_histograms: np.ndarray | None, seed: int) -> list[float]:
     """p_n = min(1, max(floor, scale * L * sum_l dhat_{n,l} m_l)), m ~ Dirichlet(alpha) (FedAU)."""
     if label_histograms is None:
-        from asyncfl.config import ConfigError
-
         raise ConfigError(
             "population.availability.p: label_correlated needs the clients' label histograms "
             "(not available here: is this a timing-only run?)."

@@ -123,5 +123,6 @@ KIND = AvailabilityKind(
         ("bernoulli_rounds", {"kind": "bernoulli", "p": UNIFORM}),
         ("bernoulli_slots", {"kind": "bernoulli", "p": UNIFORM, "slot_s": 7.0}),
     ),
+    unmetered_order=40,  # population.eligibility.unmetered
     order=10,
 )

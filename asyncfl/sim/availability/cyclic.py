@@ -137,5 +137,6 @@ KIND = AvailabilityKind(
         ("cyclic_time", {"kind": "cyclic", "p": UNIFORM, "period_s": 50.0}),
         ("cyclic_rounds", {"kind": "cyclic", "p": UNIFORM, "period_rounds": 8}),
     ),
+    unmetered_order=20,  # population.eligibility.unmetered
     order=30,
 )

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from asyncfl.errors import ConfigError
 from asyncfl.sim.availability.base import (
     DAY_S,
     HOUR_S,
@@ -212,8 +213,6 @@ def _build(spec: DiurnalAvailability, draw):
     weights = spec.weights()
     reachable = sum(1 for w in weights if w > 0) / 24
     if max(p) > reachable + 1e-12:
-        from asyncfl.config import ConfigError
-
         raise ConfigError(
             f"{draw.where}.p: values up to {max(p):g} cannot be reached when only {reachable:g} of the "
             "day's hours have a positive weight in hourly; lower p or give more hours a weight."
@@ -233,5 +232,6 @@ KIND = AvailabilityKind(
         ("diurnal_sinusoid", {"kind": "diurnal", "p": UNIFORM, "amplitude": 0.6, "mean_cycle_s": 600.0}),
         ("diurnal_hourly", {"kind": "diurnal", "p": 0.4, "hourly": [0.2] * 8 + [1.0] * 16, "mean_cycle_s": 900.0}),
     ),
+    unmetered_order=30,  # population.eligibility.unmetered
     order=60,
 )

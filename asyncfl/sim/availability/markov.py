@@ -154,5 +154,6 @@ KIND = AvailabilityKind(
         ("markov_time", {"kind": "markov", "p": UNIFORM, "mean_cycle_s": 30.0}),
         ("markov_rounds", {"kind": "markov", "p": UNIFORM, "mean_cycle_rounds": 6.0}),
     ),
+    unmetered_order=10,  # population.eligibility.unmetered
     order=20,
 )

@@ -8,7 +8,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Literal
 
+from asyncfl.errors import ConfigError
 from asyncfl.sim.availability.base import INF, AvailabilityKind, Section
+from asyncfl.sim.tracefiles import read_rows
 
 __all__ = ["Trace", "TraceAvailability", "read_availability_trace"]
 
@@ -50,9 +52,6 @@ class Trace:
 def read_availability_trace(path: Path, num_clients: int) -> dict[int, list[tuple[float, float]]]:
     """CSV with header ``client,start_s,end_s``: each row one online interval; per client the
     intervals must be sorted and disjoint, and every client needs at least one row."""
-    from asyncfl.config import ConfigError  # not at the top: the schema imports this module
-    from asyncfl.sim.tracefiles import read_rows
-
     where = f"population.availability.file ({path})"
     intervals: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for line, row in read_rows(path, ("client", "start_s", "end_s"), where):

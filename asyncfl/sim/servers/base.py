@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import simpy
 
-from asyncfl.config.base import Section
+from asyncfl.sections import Section
 from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, phase_seconds
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 import simpy
 from pydantic import Field
 
-from asyncfl.config.base import Section
+from asyncfl.sections import Section
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, TaskPlan, plan_task, run_task
 from asyncfl.sim.dispatch import make_dispatcher

@@ -10,7 +10,7 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from asyncfl.config.base import Section
+from asyncfl.sections import Section
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import TaskPlan, plan_task, play_tasks
 from asyncfl.sim.servers.base import RoundInfo, ServerContext, ServerMode

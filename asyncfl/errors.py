@@ -1,8 +1,7 @@
 """The one exception type for user-facing configuration problems.
 
-It lives in a module of its own, importing nothing, so the registries the schema is built from
-(availability kinds, data sets, models, partitioners, server modes, algorithms) can raise
-it without importing the schema.
+A leaf of the package (it imports nothing): the registries the schema is built from (availability
+kinds, data sets, models, partitioners, server modes, algorithms) raise it from below the schema.
 """
 
 from __future__ import annotations

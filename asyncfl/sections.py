@@ -1,4 +1,5 @@
-"""Building blocks shared by every section of the scenario schema.
+"""Building blocks shared by every section of the scenario schema: a leaf of the package (it imports
+only pydantic and numpy), so each section can live with the code that reads it, below the schema.
 
 Every section is a frozen pydantic model that forbids unknown keys, so a typo in a YAML file is an
 error (with a did-you-mean hint added by :mod:`asyncfl.config.loading`) rather than a silently
