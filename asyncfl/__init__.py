@@ -2,20 +2,53 @@
 
     python -m asyncfl scenarios/k_async.yaml
 
-Public API: :func:`load_scenario` (YAML -> validated :class:`Scenario`) and :func:`run_scenario`
-(scenario -> run directory).  Everything else is internal.
+From Python (see the README's "Python API"): :func:`run` a scenario and get a :class:`Run` whose
+tables are DataFrames, :func:`read_run` one written before, :func:`run_study` variants x seeds and
+get a :class:`Study`.  The names are loaded when first used, so ``import asyncfl`` itself is light.
 """
 
-from asyncfl.config import ConfigError, Scenario, load_scenario
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from asyncfl.api import Run, Study, read_run, read_study, run, run_study
+    from asyncfl.config import ConfigError, Scenario, load_scenario
+    from asyncfl.runner import run_scenario
 
-def run_scenario(scenario, out_dir=None, quiet=True):
-    """Run a validated scenario; returns the run directory.  (Imports torch lazily.)"""
-    from asyncfl.runner import run_scenario as _run
+_HOME = {
+    "ConfigError": "asyncfl.config",
+    "Scenario": "asyncfl.config",
+    "load_scenario": "asyncfl.config",
+    "run_scenario": "asyncfl.runner",
+    "Run": "asyncfl.api",
+    "Study": "asyncfl.api",
+    "read_run": "asyncfl.api",
+    "read_study": "asyncfl.api",
+    "run": "asyncfl.api",
+    "run_study": "asyncfl.api",
+}
 
-    return _run(scenario, out_dir, quiet)
+
+def __getattr__(name: str) -> object:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME[name]), name)
 
 
-__all__ = ["ConfigError", "Scenario", "__version__", "load_scenario", "run_scenario"]
+__all__ = [  # what _HOME serves, written out for readers and linters
+    "ConfigError",
+    "Run",
+    "Scenario",
+    "Study",
+    "__version__",
+    "load_scenario",
+    "read_run",
+    "read_study",
+    "run",
+    "run_scenario",
+    "run_study",
+]
