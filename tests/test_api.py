@@ -92,3 +92,30 @@ def test_run_study_runs_every_variant_and_seed_and_reads_its_tables(tmp_path):
     assert three.config["server"]["clients_per_round"] == 3 and three.summary["seed"] == 1
     assert set(three.updates.groupby("version").size()) <= {1, 2, 3}  # at most 3 updates per round
     assert asyncfl.read_study(study.path).runs.equals(study.runs)
+
+
+def test_the_readme_python_block_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The README's Python API example, executed as a user would paste it (in a directory that has the
+    repository's scenarios/), writing only below that directory."""
+    import re
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Python API") :]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    shutil.copytree(root / "scenarios", tmp_path / "scenarios")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("finished ")
+    run = asyncfl.read_run(tmp_path / "runs" / "api_demo")
+    assert len(run.rounds) == 20 and run.config["server"]["mode"] == "k_async"
+    (sweep,) = (tmp_path / "runs" / "deadline_or_not").iterdir()
+    study = asyncfl.read_study(sweep)
+    assert len(study.runs) == 4 and set(study.report["vs_baseline"]) - {"baseline"} <= {
+        "higher", "lower", "no difference", "too few seeds", "mixed",
+        "only this variant reached it", "only the baseline reached it", "neither reached it",
+    }  # fmt: skip
+    assert "deadline" in printed and "vs_baseline" in printed
