@@ -2,12 +2,11 @@
 
     python -m asyncfl scenarios/k_async.yaml
 
-Public API: :func:`load_scenario` (YAML -> validated :class:`Scenario`) and :func:`run_scenario`
-(scenario -> run directory).  Everything else is internal.
-
-This face is light: ``import asyncfl.learn.trainer`` (say) does not build the scenario schema.  The
-public names are loaded on first use (PEP 562), the schema from :mod:`asyncfl.config`, the runner
-(and torch) only when a run starts.
+From Python (see the README's "Python API"): :func:`run` a scenario and get a :class:`Run` whose
+tables are DataFrames, :func:`read_run` one written before, :func:`run_study` variants x seeds and
+get a :class:`Study`.  The names are loaded when first used (PEP 562), so ``import asyncfl`` (or
+``import asyncfl.learn.trainer``) builds no schema and loads no torch: the schema comes with
+:mod:`asyncfl.config`, the runner (and torch) when a run starts.
 """
 
 from __future__ import annotations
@@ -15,13 +14,26 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from asyncfl.config import Scenario, load_scenario
-    from asyncfl.errors import ConfigError
-
 __version__ = "0.1.0"
 
-_HOME = {"ConfigError": "asyncfl.errors", "Scenario": "asyncfl.config", "load_scenario": "asyncfl.config"}
+if TYPE_CHECKING:
+    from asyncfl.api import Run, Study, read_run, read_study, run, run_study
+    from asyncfl.config import Scenario, load_scenario
+    from asyncfl.errors import ConfigError
+    from asyncfl.runner import run_scenario
+
+_HOME = {
+    "ConfigError": "asyncfl.errors",
+    "Scenario": "asyncfl.config",
+    "load_scenario": "asyncfl.config",
+    "run_scenario": "asyncfl.runner",
+    "Run": "asyncfl.api",
+    "Study": "asyncfl.api",
+    "read_run": "asyncfl.api",
+    "read_study": "asyncfl.api",
+    "run": "asyncfl.api",
+    "run_study": "asyncfl.api",
+}
 
 
 def __getattr__(name: str) -> object:
@@ -30,11 +42,16 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(_HOME[name]), name)
 
 
-def run_scenario(scenario, out_dir=None, quiet=True):
-    """Run a validated scenario; returns the run directory.  (Imports torch when called.)"""
-    from asyncfl.runner import run_scenario as _run
-
-    return _run(scenario, out_dir, quiet)
-
-
-__all__ = ["ConfigError", "Scenario", "__version__", "load_scenario", "run_scenario"]
+__all__ = [  # what _HOME serves, written out for readers and linters
+    "ConfigError",
+    "Run",
+    "Scenario",
+    "Study",
+    "__version__",
+    "load_scenario",
+    "read_run",
+    "read_study",
+    "run",
+    "run_scenario",
+    "run_study",
+]

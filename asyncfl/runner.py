@@ -9,7 +9,7 @@ import threading
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import simpy
@@ -109,7 +109,14 @@ class Simulation:
     """The run loop: wires the timing world (SimPy servers, clients) to the learning world (the
     learner) and hands every aggregation to the callbacks of :mod:`asyncfl.callbacks`, in order."""
 
-    def __init__(self, scenario: Scenario, run_dir: Path, quiet: bool = True, resume: dict | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        run_dir: Path,
+        quiet: bool = True,
+        resume: dict | None = None,
+        callbacks: Sequence[Callback] = (),
+    ) -> None:
         """``resume``: a checkpoint (:mod:`asyncfl.checkpoint`) to continue from."""
         self.scenario, self.resume, self.replayed = scenario, resume, 0
         self.device = resolve_device(scenario.device)
@@ -153,7 +160,7 @@ class Simulation:
             run_dir, s.output.events, s.output.event_sample, extra_metrics, offsets, timeline, extra_rounds
         )
         self.round_spans: list[tuple[float, float, int]] = []  # (start, close, round) for offline_periods.csv
-        self.callbacks = self._callbacks(quiet, class_columns, start, reasons)
+        self.callbacks = self._callbacks(quiet, class_columns, start, reasons) + list(callbacks)  # users' last
 
     def _callbacks(self, quiet: bool, class_columns: list[str], start, reasons: list[str]) -> list[Callback]:
         """What the run does at each aggregation, in this order (see :mod:`asyncfl.callbacks`)."""
@@ -292,10 +299,15 @@ def utc_time(start, now: float) -> str:
 
 
 def run_scenario(
-    scenario: Scenario, out_dir: str | Path | None = None, quiet: bool = True, announce: Announce | None = None
+    scenario: Scenario,
+    out_dir: str | Path | None = None,
+    quiet: bool = True,
+    announce: Announce | None = None,
+    callbacks: Sequence[Callback] = (),
 ) -> Path:
     """Run ``scenario`` and return its run directory (``output.dir/<name>/<timestamp>`` by default).
-    ``announce(run_dir)`` is called once the directory is made and held, before anything is loaded.
+    ``announce(run_dir)`` is called once the directory is made and held, before anything is loaded;
+    ``callbacks`` (:class:`asyncfl.callbacks.Callback`) are called after the built-in ones.
 
     The run holds its directory (:func:`asyncfl.directories.writing`) until it ends: a second writer is
     refused.  A run that fails before it starts (a data set or trace file that cannot be read, Ctrl-C
@@ -319,7 +331,7 @@ def run_scenario(
             if announce is not None:
                 announce(run_dir)
             write_atomic(run_dir / "config.yaml", yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
-            simulation = Simulation(scenario, run_dir, quiet)
+            simulation = Simulation(scenario, run_dir, quiet, callbacks=callbacks)
         except BaseException:
             if clear:
                 _remove_unstarted(run_dir, made)

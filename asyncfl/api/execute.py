@@ -1,0 +1,92 @@
+"""Running from Python: :func:`run` (one scenario) and :func:`run_study` (variants x seeds), with the
+same checks, directories and files as the command line, returning :class:`~asyncfl.api.results.Run`
+and :class:`~asyncfl.api.results.Study` objects instead of printing."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from asyncfl.api.results import Run, Study, read_run
+from asyncfl.callbacks import Callback
+from asyncfl.config import Scenario, apply_override, read_scenario, validate_scenario
+from asyncfl.config.runnable import check_runnable
+from asyncfl.errors import ConfigError
+from asyncfl.results import refuse_used_out
+from asyncfl.runner import run_scenario
+from asyncfl.study.spec import build_study, is_study
+from asyncfl.study.sweep import run_sweep
+
+
+def _scenario(scenario: Scenario | Mapping[str, Any] | str | Path, overrides: Iterable[str]) -> Scenario:
+    if isinstance(scenario, Scenario):
+        if overrides:
+            return _scenario(scenario.model_dump(mode="json"), overrides)
+        return scenario
+    raw, source = _raw(scenario, overrides)
+    if is_study(raw):
+        raise ConfigError(f"{source}: this is a study (compare: / seeds:); run it with asyncfl.run_study.")
+    return validate_scenario(raw, source=source)
+
+
+def _raw(spec: Mapping[str, Any] | str | Path, overrides: Iterable[str]) -> tuple[dict[str, Any], str]:
+    if isinstance(spec, Mapping):
+        raw, source = copy.deepcopy(dict(spec)), "<dict>"
+    else:
+        raw, source = read_scenario(spec), str(spec)
+    for item in overrides:
+        apply_override(raw, item)
+    return raw, source
+
+
+def run(
+    scenario: Scenario | Mapping[str, Any] | str | Path,
+    *,
+    out: str | Path | None = None,
+    callbacks: Sequence[Callback] = (),
+    overrides: Iterable[str] = (),
+    quiet: bool = True,
+) -> Run:
+    """Run a scenario (a :class:`Scenario`, its YAML file or its keys as a dict) and return the
+    :class:`Run` it wrote: into ``out`` (a new or empty directory) or ``output.dir/<name>/<timestamp>/``.
+
+    ``overrides``: ``--set`` items, e.g. ``["server.k=5"]``.  ``callbacks``: objects with the hooks
+    of :class:`asyncfl.callbacks.Callback` (``on_start``, ``on_aggregation``, ``on_resume``,
+    ``on_end``), called after the built-in ones at every aggregation.  Bad input raises
+    :class:`asyncfl.ConfigError` before anything is written."""
+    chosen = _scenario(scenario, list(overrides))
+    for callback in callbacks:
+        if not isinstance(callback, Callback):
+            raise TypeError(f"callbacks: {callback!r} is not an asyncfl.callbacks.Callback")
+    check_runnable(chosen)
+    if out is not None:
+        refuse_used_out(Path(out), "refusing to overwrite a run.")
+    return read_run(run_scenario(chosen, out, quiet=quiet, callbacks=tuple(callbacks)))
+
+
+def run_study(
+    study: Mapping[str, Any] | str | Path,
+    *,
+    seeds: Sequence[int] | None = None,
+    executor: str = "local",
+    out: str | Path | None = None,
+    overrides: Iterable[str] = (),
+    quiet: bool = True,
+) -> Study:
+    """Run every variant x seed of a study (its YAML file, or its keys as a dict with ``compare:``)
+    and return the :class:`Study` of its sweep directory, with the comparison and report written.
+
+    ``seeds`` replaces the study's ``seeds:``; ``executor`` is ``local`` or ``ray``; ``out`` a new
+    or empty sweep directory (default ``output.dir/<name>/<timestamp>/``).  A run that raised is
+    listed in ``Study.failures`` (the others still ran)."""
+    raw, source = _raw(study, list(overrides))
+    if seeds is not None:
+        raw["seeds"] = list(seeds)
+    spec = build_study(raw, source)
+    for planned in spec.runs:  # every run checked before the first one starts
+        check_runnable(planned.scenario)
+    result = run_sweep(spec, out=None if out is None else Path(out), executor=executor, quiet=quiet)
+    failures = tuple((job.variant, job.seed, message) for job, message in result.failures)
+    return Study(result.sweep_dir, failures)
