@@ -44,7 +44,6 @@ BASE = {
     "output": {"plot": False},
 }
 REASONS = ("offline", "battery", "deadline")
-_RUNS = tempfile.TemporaryDirectory(prefix="asyncfl-server-checks-")  # removed when the process exits
 
 
 def mode_of(mode: str | ServerMode) -> ServerMode:
@@ -63,11 +62,18 @@ def merged(sections: dict) -> dict:
 
 
 @functools.cache
+def _runs_folder() -> tempfile.TemporaryDirectory:
+    """Where the examples run: made on first use, removed when the process exits."""
+    return tempfile.TemporaryDirectory(prefix="asyncfl-server-checks-")
+
+
+@functools.cache
 def example_run(mode_name: str, example: str) -> tuple[dict, Path]:
     """(the scenario's sections, its run directory): the example run once."""
     sections = {name: spec for name, spec, _ in SERVER_MODES[mode_name].examples}[example]
     spec = merged(sections)
-    run_dir = run_scenario(validate_scenario(spec, source="<check>"), Path(_RUNS.name) / example, quiet=True)
+    out = Path(_runs_folder().name) / f"{mode_name}-{example}"
+    run_dir = run_scenario(validate_scenario(spec, source="<check>"), out, quiet=True)
     return spec, run_dir
 
 
