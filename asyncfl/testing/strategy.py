@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from asyncfl.algorithms import Update
+from asyncfl.config import ConfigError, validate_scenario
 from asyncfl.testing.algorithm import (
     DIM,
     NUM_CLIENTS,
@@ -61,7 +62,8 @@ def aggregate_schedule(registration, schedule, reverse: bool = False) -> list[to
 
 
 def check_tags(registration) -> None:
-    """Its tags are ones the checks know, and server_k is set only for a k_async algorithm."""
+    """Its tags are ones the checks know; server_k is set only for a k_async algorithm, and (registered)
+    the schema refuses another server.k for it."""
     alg = algorithm(registration)
     unknown = set(alg.params.tags) - set(TAGS)
     assert not unknown, f"{alg.name}: unknown tags {sorted(unknown)}; known: {sorted(TAGS)}"
@@ -69,6 +71,12 @@ def check_tags(registration) -> None:
     assert k is None or (isinstance(k, int) and k >= 1 and "k_async" in alg.params.modes), (
         f"{alg.name}: tag server_k must be a positive int of a k_async algorithm, got {k!r}"
     )
+    if k is not None and alg.registered:
+        try:
+            validate_scenario({"server": {"mode": "k_async", "k": k + 1}, "algorithm": {"name": alg.name}})
+        except ConfigError:
+            return
+        raise AssertionError(f"{alg.name}: tag server_k is {k} but the schema accepts server.k {k + 1}")
 
 
 def check_aggregation_leaves_its_inputs_alone(registration) -> None:
