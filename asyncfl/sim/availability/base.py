@@ -53,7 +53,7 @@ class AvailabilityKind:
     ``check_files(spec, clients)``: reads the files the spec names, so that ``validate`` reports their errors.
     ``local_time``: reads the client's local time of day (``population.timezones`` applies).
     ``seeded``: the pattern depends on the scenario's seed (False: a fixed pattern).
-    ``examples``: (name, spec) pairs the contract suite (tests/test_availability_contract.py) holds to
+    ``examples``: (name, spec) pairs the contract checks (asyncfl.testing.availability) hold to
     the protocol; a kind without them fails it.  ``order``: place in the schema's union (the reference
     and error messages list kinds in this order; new kinds go last).
     """
