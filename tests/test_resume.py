@@ -15,6 +15,7 @@ import pytest
 from conftest import scenario, table
 
 from asyncfl import runner
+from asyncfl.algorithms import PARAMS
 
 MODES = {
     "sync": dict(
@@ -207,8 +208,12 @@ def test_ctrl_c_during_a_round_commit_is_raised_only_after_the_commit():
     assert steps == ["rows written", "next round"]
 
 
-MEMORY_ALGORITHMS = {"fedar": "sync", "fedau": "sync", "fedvarp": "sync", "fl_fdms": "sync"}
-MEMORY_ALGORITHMS |= {"fedasync": "k_async", "fedhist": "k_async"}
+# every algorithm that says it keeps a memory (its tags), under a mode it runs in
+MEMORY_ALGORITHMS = {
+    name: "sync" if "sync" in params.modes else "k_async"
+    for name, params in PARAMS.items()
+    if params.tags.get("keeps_memory")
+}
 
 
 @pytest.mark.parametrize("name", sorted(MEMORY_ALGORITHMS))
@@ -221,8 +226,8 @@ def test_resume_restores_every_strategy_memory(tmp_path, monkeypatch, name):
     from asyncfl.checkpoint import FILE
 
     raw = {**MODES[MEMORY_ALGORITHMS[name]], "algorithm": {"name": name, "record_weights": True}}
-    if name == "fedasync":
-        raw["server"] = {**raw["server"], "k": 1}
+    if PARAMS[name].tags.get("server_k"):  # it requires its own server.k
+        raw["server"] = {**raw["server"], "k": PARAMS[name].tags["server_k"]}
     s = scenario(**raw)
     reference = runner.run_scenario(s, tmp_path / "reference")
     lines = (reference / "events.jsonl").read_text().splitlines()

@@ -138,6 +138,9 @@ class AlgorithmParams(Section):
 
     modes: ClassVar[frozenset[str]] = frozenset()  # the server.mode values it runs under
     order: ClassVar[int] = 1000  # position in the reference and in error messages (then by name)
+    # what the contract checks (asyncfl.testing) must know of it: server_k (the server.k it requires),
+    # keeps_memory, uses_like_values (see asyncfl/testing/algorithm.py TAGS)
+    tags: ClassVar[dict] = {}
 
     record_weights: bool = Field(default=False, description="write weights.csv (per-client aggregation weights)")
     server_lr: float = Field(default=1.0, gt=0, description="global learning rate eta_g")

@@ -59,6 +59,7 @@ class FedHistParams(AlgorithmParams):
     name: Literal["fedhist"]
     modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
     order: ClassVar[int] = 9
+    tags: ClassVar[dict] = {"keeps_memory": True}
     history: int = Field(
         default=5, ge=1, description="h, rounds of global/local gradients kept (our choice: N/(2K), paper section II-C)"
     )

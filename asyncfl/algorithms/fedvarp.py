@@ -31,6 +31,7 @@ class FedVarpParams(AlgorithmParams):
     name: Literal["fedvarp"]
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 3
+    tags: ClassVar[dict] = {"keeps_memory": True}
 
 
 def fedvarp_direction(

@@ -70,6 +70,7 @@ class FlFdmsParams(AlgorithmParams):
     name: Literal["fl_fdms"]
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 6
+    tags: ClassVar[dict] = {"keeps_memory": True}
     elimination: Elimination = Elimination()
 
 

@@ -56,7 +56,7 @@ class AvailabilityKind:
     ``seeded``: the pattern depends on the scenario's seed (False: a fixed pattern).
     ``unmetered_order``: the kind can also be ``population.eligibility.unmetered`` (an on/off process of
     an unmetered network, in virtual time), at this place in that union; None: it cannot.
-    ``examples``: (name, spec) pairs the contract suite (tests/test_availability_contract.py) holds to
+    ``examples``: (name, spec) pairs the contract checks (asyncfl.testing.availability) hold to
     the protocol; a kind without them fails it.  ``order``: place in the schema's union (the reference
     and error messages list kinds in this order; new kinds go last).
     """

@@ -86,7 +86,9 @@ class ServerMode:
     ``server`` section, in order; set under another mode they are refused).  ``check(scenario)`` raises
     ValueError for a scenario this mode cannot run.  ``rounds``: whether aggregations are rounds every
     selected client is asked to join (round-indexed availability needs them).  ``order``: position in
-    ``server.mode``'s allowed values; the first mode is the default.
+    ``server.mode``'s allowed values; the first mode is the default.  ``examples``: (name, scenario
+    sections, what the run must exercise) triples the contract checks (asyncfl.testing) run: the events
+    (``fail:<reason>``, ``drop_stale``) and ``late`` (a stale update) the example is built to produce.
     """
 
     name: str
@@ -96,4 +98,5 @@ class ServerMode:
     default_algorithm: str  # algorithm.name when the scenario names none
     rounds: bool
     check: Callable[[Scenario], None] = no_check
+    examples: tuple[tuple[str, dict, frozenset[str]], ...] = ()
     order: int = 1000

@@ -87,6 +87,36 @@ def k_async_server(ctx: ServerContext) -> Iterator[simpy.Event]:
             info = RoundInfo(version, env.now, env.now)
 
 
+EXAMPLE_MARKOV = {"kind": "markov", "p": {"dist": "uniform", "low": 0.3, "high": 1.0}, "mean_cycle_s": 20}
+EXAMPLE_BATTERY = {
+    "capacity_j": 8.0,
+    "joules_per_sample": 0.05,
+    "initial_level": {"dist": "uniform", "low": 0.2, "high": 1},
+    "charging": {"period_s": 200.0, "plugged_fraction": 0.3, "charge_w": 0.5},
+}
+EXAMPLES = (  # for the contract checks (ServerMode.examples)
+    (
+        "k_async_markov",
+        {
+            "population": {"availability": EXAMPLE_MARKOV},
+            "server": {"mode": "k_async", "k": 4, "concurrency": 8},
+            "algorithm": {"name": "fedbuff"},
+            "stop": {"rounds": 40},
+        },
+        frozenset({"fail:offline", "late"}),
+    ),
+    (
+        "k_async_stale_battery_slots",
+        {
+            "population": {"availability": {"kind": "bernoulli", "p": 0.7, "slot_s": 3.0}, "battery": EXAMPLE_BATTERY},
+            "server": {"mode": "k_async", "k": 3, "concurrency": 12, "max_staleness": 2},
+            "algorithm": {"name": "fedbuff"},
+            "stop": {"rounds": 40},
+        },
+        frozenset({"fail:offline", "fail:battery", "drop_stale", "late"}),
+    ),
+)
+
 MODE = ServerMode(
     name="k_async",
     summary="K-async buffering",
@@ -95,5 +125,6 @@ MODE = ServerMode(
     default_algorithm="fedbuff",
     rounds=False,
     check=check,
+    examples=EXAMPLES,
     order=1,
 )

@@ -90,6 +90,44 @@ def _all_done_at(plans: list[TaskPlan], pending: list[TaskPlan], t0: float) -> f
     return min((p.end for p in pending), default=math.inf)
 
 
+EXAMPLE_MARKOV = {"kind": "markov", "p": {"dist": "uniform", "low": 0.3, "high": 1.0}, "mean_cycle_s": 20}
+EXAMPLE_BATTERY = {
+    "capacity_j": 8.0,
+    "joules_per_sample": 0.05,
+    "initial_level": {"dist": "uniform", "low": 0.2, "high": 1},
+    "charging": {"period_s": 200.0, "plugged_fraction": 0.3, "charge_w": 0.5},
+}
+EXAMPLES = (  # for the contract checks (ServerMode.examples)
+    (
+        "sync_drop_bernoulli",
+        {
+            "population": {"availability": {"kind": "bernoulli", "p": {"dist": "uniform", "low": 0.3, "high": 1.0}}},
+            "server": {"mode": "sync", "deadline_s": 5.0},
+            "stop": {"rounds": 30},
+        },
+        frozenset({"fail:offline", "fail:deadline"}),
+    ),
+    (
+        "sync_next_round_markov_sampled",
+        {
+            "population": {"availability": EXAMPLE_MARKOV},
+            "server": {"mode": "sync", "deadline_s": 4.0, "late_updates": "next_round", "clients_per_round": 10},
+            "algorithm": {"name": "mifa"},
+            "stop": {"rounds": 30},
+        },
+        frozenset({"fail:offline", "late"}),
+    ),
+    (
+        "sync_battery_no_deadline",
+        {
+            "population": {"availability": EXAMPLE_MARKOV, "battery": EXAMPLE_BATTERY},
+            "server": {"mode": "sync"},
+            "stop": {"rounds": 20},
+        },
+        frozenset({"fail:offline", "fail:battery"}),
+    ),
+)
+
 MODE = ServerMode(
     name="sync",
     summary="synchronous rounds",
@@ -98,5 +136,6 @@ MODE = ServerMode(
     default_algorithm="fedavg",
     rounds=True,
     check=check,
+    examples=EXAMPLES,
     order=0,
 )
