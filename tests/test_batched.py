@@ -33,7 +33,7 @@ from asyncfl.learn.federation import build_federation
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
-from asyncfl.results import read_csv
+from asyncfl.output.files import read_csv
 from asyncfl.runner import run_scenario
 
 TOL = 1e-5
