@@ -18,11 +18,13 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from asyncfl.api import Run, Study, read_run, read_study, run, run_study
+    from asyncfl.callbacks.base import Callback
     from asyncfl.config import Scenario, load_scenario
     from asyncfl.errors import ConfigError
     from asyncfl.runner import run_scenario
 
 _HOME = {
+    "Callback": "asyncfl.callbacks.base",
     "ConfigError": "asyncfl.errors",
     "Scenario": "asyncfl.config",
     "load_scenario": "asyncfl.config",
@@ -43,6 +45,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [  # what _HOME serves, written out for readers and linters
+    "Callback",
     "ConfigError",
     "Run",
     "Scenario",

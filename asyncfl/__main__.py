@@ -109,7 +109,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"{args.scenario}: valid ({s.server.mode}, {s.algorithm.name}, {s.data.clients} clients)")
         return 0
     if args.out is not None:
-        from asyncfl.results import refuse_used_out
+        from asyncfl.output.run_directory import refuse_used_out
 
         refuse_used_out(args.out, "refusing to overwrite a run.")
     from asyncfl.runner import RunInterrupted, run_scenario
@@ -128,7 +128,7 @@ def _resume_run(args: argparse.Namespace, overrides: list[str]) -> int:
             f"--resume {args.resume}: a run resumes as it was configured; give no FILE, --set, --seed or --out."
         )
     from asyncfl.checkpoint import read_summary_status
-    from asyncfl.results import ENDED
+    from asyncfl.output.run_directory import ENDED
 
     status = read_summary_status(args.resume)
     if status in ENDED:

@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from asyncfl.config import ConfigError, Scenario, read_yaml, validate_scenario
-from asyncfl.results import CHECKPOINT_FILE as FILE
-from asyncfl.results import ENDED
+from asyncfl.output.run_directory import CHECKPOINT_FILE as FILE
+from asyncfl.output.run_directory import ENDED
 
 FINAL = ENDED  # a run that ended cannot be resumed
 CHUNK = 1 << 24  # bytes read at a time when a log is read back

@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.utils import parameters_to_vector
 
 from asyncfl.algorithms import Context, Strategy, Update
-from asyncfl.callbacks import AggregationReport
+from asyncfl.callbacks.base import AggregationReport
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.trainer import TrainingJob, evaluate, hit_rate
 from asyncfl.learn.training import Training

@@ -17,30 +17,27 @@ import torch
 import yaml
 
 from asyncfl.algorithms import make_strategy
-from asyncfl.callbacks import (
-    ROUND_TIME_COLUMNS,
-    Aggregation,
-    Callback,
-    Checkpointer,
-    MetricsRecorder,
-    Progress,
-    ProgressBar,
-    RoundLog,
-    RunState,
-    StopRules,
-)
+from asyncfl.callbacks.base import Aggregation, Callback, Progress, RunState
+from asyncfl.callbacks.checkpointer import Checkpointer
+from asyncfl.callbacks.end_of_run import end_of_run
+from asyncfl.callbacks.metrics import MetricsRecorder
+from asyncfl.callbacks.progress_bar import ProgressBar
+from asyncfl.callbacks.round_log import RoundLog
+from asyncfl.callbacks.stop_rules import StopRules
 from asyncfl.checkpoint import CheckpointWriter
 from asyncfl.config import ConfigError
 from asyncfl.config.schema import Scenario, start_datetime
-from asyncfl.directories import make_directory, missing_directories, remove_empty, writing
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
-from asyncfl.results import RunDirectory, new_run_dir, timeline_sample, write_atomic
-from asyncfl.run_summary import SummaryWriter
+from asyncfl.output.columns import class_accuracy_columns, rounds_extra_columns
+from asyncfl.output.files import write_atomic
+from asyncfl.output.folders import make_directory, missing_directories, remove_empty
+from asyncfl.output.lock import writing
+from asyncfl.output.run_directory import RunDirectory, new_run_dir, timeline_sample
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import Work
 from asyncfl.sim.population import build_clients, participation_probabilities
@@ -150,12 +147,12 @@ class Simulation:
             battery.joules_per_sample if battery else 0.0,
             battery.joules_per_byte if battery else 0.0,
         )
-        class_columns = [f"accuracy_class_{c}" for c in range(num_classes)] if s.eval.per_class else []
+        class_columns = class_accuracy_columns(num_classes) if s.eval.per_class else []
         offsets = resume["offsets"] if resume else None
         timeline = timeline_sample(self.clients.speeds())  # read without building every client
         reasons = eligibility_reasons(s)
         extra_metrics = class_columns + (["utc_time"] if start is not None else [])
-        extra_rounds = list(ROUND_TIME_COLUMNS) + [f"failed_{r}" for r in reasons]
+        extra_rounds = rounds_extra_columns(reasons)
         self.out = RunDirectory(
             run_dir, s.output.events, s.output.event_sample, extra_metrics, offsets, timeline, extra_rounds
         )
@@ -174,9 +171,7 @@ class Simulation:
             stop_rules,
             Checkpointer(out, s.checkpoint, CheckpointWriter(out.path), self.learner.state),
             ProgressBar(s.stop.rounds, quiet),
-            SummaryWriter(
-                s, out, self.clients, self.probabilities, self.learner, self.device, self.round_spans, reasons
-            ),
+            *end_of_run(s, out, self.clients, self.probabilities, self.learner, self.device, self.round_spans, reasons),
         ]
 
     def _build_learner(self, s: Scenario) -> Learner:
@@ -274,7 +269,7 @@ class Simulation:
 
     def finish(self, now: float) -> None:
         """Close the bar; write clients.csv, offline_periods.csv, summary.json and the figures for
-        whatever has run (:class:`asyncfl.run_summary.SummaryWriter`)."""
+        whatever has run (:func:`asyncfl.callbacks.end_of_run.end_of_run`)."""
         for callback in self.callbacks:
             callback.on_end(self.state, now)
 
@@ -307,9 +302,9 @@ def run_scenario(
 ) -> Path:
     """Run ``scenario`` and return its run directory (``output.dir/<name>/<timestamp>`` by default).
     ``announce(run_dir)`` is called once the directory is made and held, before anything is loaded;
-    ``callbacks`` (:class:`asyncfl.callbacks.Callback`) are called after the built-in ones.
+    ``callbacks`` (:class:`asyncfl.Callback`) are called after the built-in ones.
 
-    The run holds its directory (:func:`asyncfl.directories.writing`) until it ends: a second writer is
+    The run holds its directory (:func:`asyncfl.output.lock.writing`) until it ends: a second writer is
     refused.  A run that fails before it starts (a data set or trace file that cannot be read, Ctrl-C
     while loading) leaves nothing behind: what this call wrote and the directories it made are removed."""
     out_dir = Path(out_dir) if out_dir is not None else None

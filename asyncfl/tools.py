@@ -1,4 +1,4 @@
-"""Command-line glue for ``traces convert`` (asyncfl.sim.trace_import) and ``advise`` (asyncfl.study.advise)."""
+"""Command-line glue for ``traces convert`` (asyncfl.traces) and ``advise`` (asyncfl.study.advise)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from asyncfl.config import ConfigError
 
 
 def add_traces_parser(sub) -> None:
-    from asyncfl.sim.trace_import import FORMATS
+    from asyncfl.traces.convert import FORMATS
 
     traces = sub.add_parser("traces", help="convert published device traces (FedScale, FLASH) to asyncfl's CSV files")
     actions = traces.add_subparsers(dest="traces_command", required=True)
@@ -45,7 +45,7 @@ def add_traces_parser(sub) -> None:
 
 
 def traces_command(args: argparse.Namespace) -> int:
-    from asyncfl.sim.trace_import import convert, write_converted
+    from asyncfl.traces.convert import convert, write_converted
 
     if args.clients is not None and args.clients < 1:
         raise ConfigError(f"--clients {args.clients}: must be an integer >= 1.")

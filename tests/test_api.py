@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 import asyncfl
-from asyncfl.callbacks import Callback
 
 SMALL = {
     "name": "api_small",
@@ -24,7 +23,7 @@ SMALL = {
 }
 
 
-class Counting(Callback):
+class Counting(asyncfl.Callback):
     """A user callback: what every hook heard."""
 
     def __init__(self) -> None:

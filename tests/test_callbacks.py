@@ -10,18 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from asyncfl.callbacks import (
-    Aggregation,
-    AggregationReport,
-    Checkpointer,
-    MetricsRecorder,
-    Progress,
-    ProgressBar,
-    RoundLog,
-    RunState,
-    StopRules,
-    rounds_row,
-)
+from asyncfl.callbacks.base import Aggregation, AggregationReport, Progress, RunState
+from asyncfl.callbacks.checkpointer import Checkpointer
+from asyncfl.callbacks.metrics import MetricsRecorder
+from asyncfl.callbacks.progress_bar import ProgressBar
+from asyncfl.callbacks.round_log import RoundLog, rounds_row
+from asyncfl.callbacks.stop_rules import StopRules
 
 
 class Rows:
@@ -77,10 +71,12 @@ def _loaded(code: str) -> set[str]:
 
 def test_the_callbacks_need_neither_torch_nor_simpy():
     """(The package itself loads the schema, which imports the server modes and so SimPy.)"""
-    added = _loaded("import asyncfl.callbacks") - _loaded("import asyncfl")
-    assert "asyncfl.callbacks" in added
+    modules = "base checkpointer metrics progress_bar round_log stop_rules"
+    code = "; ".join(f"import asyncfl.callbacks.{m}" for m in modules.split())
+    added = _loaded(code) - _loaded("import asyncfl")
+    assert "asyncfl.callbacks.base" in added
     assert not {m for m in added if m.split(".")[0] in ("torch", "simpy")}
-    assert "torch" not in _loaded("import asyncfl.callbacks")
+    assert "torch" not in _loaded(code)
 
 
 @pytest.mark.parametrize(
@@ -216,11 +212,11 @@ def test_progress_counts_and_the_bar_goes_on_from_a_resumed_checkpoint(capsys):
     assert capsys.readouterr().err == ""
 
 
-def _summary_writer(tmp_path, availability: dict, status: str, accuracies: list[float]):
-    """A SummaryWriter over a real timing-world population (no torch) and a learner stand-in."""
+def _end_of_run(tmp_path, availability: dict, status: str, accuracies: list[float]):
+    """The end-of-run callbacks over a real timing-world population (no torch) and a learner stand-in."""
+    from asyncfl.callbacks.end_of_run import end_of_run
     from asyncfl.config import validate_scenario
-    from asyncfl.results import CHECKPOINT_FILE, RunDirectory
-    from asyncfl.run_summary import SummaryWriter
+    from asyncfl.output.run_directory import CHECKPOINT_FILE, RunDirectory
     from asyncfl.sim.population import build_clients, participation_probabilities
 
     s = validate_scenario({
@@ -234,20 +230,21 @@ def _summary_writer(tmp_path, availability: dict, status: str, accuracies: list[
     )
     out = RunDirectory(tmp_path)
     (tmp_path / CHECKPOINT_FILE).write_bytes(b"saved")
-    writer = SummaryWriter(s, out, clients, probabilities, learner, "cpu", [(0.0, 50.0, 0), (50.0, 100.0, 1)], [])
+    callbacks = end_of_run(s, out, clients, probabilities, learner, "cpu", [(0.0, 50.0, 0), (50.0, 100.0, 1)], [])
     state = RunState()
     state.progress.status, state.progress.rounds = status, 2
     state.progress.count(AggregationReport(2, 0.3, [0, 1, 1]))
-    writer.on_end(state, 100.0)
+    for callback in callbacks:
+        callback.on_end(state, 100.0)
     return tmp_path, (tmp_path / CHECKPOINT_FILE).exists()
 
 
-def test_summary_writer_writes_clients_summary_and_drops_an_ended_runs_checkpoint(tmp_path):
+def test_end_of_run_writes_clients_summary_and_drops_an_ended_runs_checkpoint(tmp_path):
     import json
 
     from conftest import table
 
-    run_dir, kept = _summary_writer(tmp_path, {"kind": "always"}, "finished", [0.5, 0.25, math.nan, 1.0])
+    run_dir, kept = _end_of_run(tmp_path, {"kind": "always"}, "finished", [0.5, 0.25, math.nan, 1.0])
     rows = table(run_dir / "clients.csv")
     assert [r["client"] for r in rows] == ["0", "1", "2", "3"]
     assert [r["accuracy"] for r in rows] == ["0.5", "0.25", "", "1.0"]
@@ -260,10 +257,10 @@ def test_summary_writer_writes_clients_summary_and_drops_an_ended_runs_checkpoin
     assert not kept  # an ended run cannot be resumed: its checkpoint goes
 
 
-def test_summary_writer_keeps_an_interrupted_runs_checkpoint_and_measures_offline_time(tmp_path):
+def test_end_of_run_keeps_an_interrupted_runs_checkpoint_and_measures_offline_time(tmp_path):
     from conftest import table
 
-    run_dir, kept = _summary_writer(tmp_path, {"kind": "cyclic", "p": 0.5, "period_s": 20.0}, "interrupted", [])
+    run_dir, kept = _end_of_run(tmp_path, {"kind": "cyclic", "p": 0.5, "period_s": 20.0}, "interrupted", [])
     rows = table(run_dir / "clients.csv")
     for r in rows:  # online half of every 20 s: 50 s offline in [0, 100], the rest idle
         assert float(r["offline_s"]) == pytest.approx(50.0) and float(r["idle_s"]) == pytest.approx(50.0)
@@ -271,5 +268,5 @@ def test_summary_writer_keeps_an_interrupted_runs_checkpoint_and_measures_offlin
     assert kept
 
 
-def test_the_summary_writer_needs_no_torch():
-    assert "torch" not in _loaded("import asyncfl.run_summary")
+def test_the_end_of_run_callbacks_need_no_torch():
+    assert "torch" not in _loaded("import asyncfl.callbacks.end_of_run")

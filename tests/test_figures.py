@@ -18,8 +18,9 @@ import pytest
 from conftest import events, run, table
 from matplotlib.collections import PolyCollection
 
+from asyncfl.output.files import read_csv
+from asyncfl.output.run_directory import timeline_sample
 from asyncfl.plots import accuracy_limits, draw_accuracy
-from asyncfl.results import read_csv, timeline_sample
 from asyncfl.study.client_figures import draw_client_accuracy, draw_participation
 from asyncfl.study.straggler import draw_timeline
 from asyncfl.study.timeline import timeline_clients

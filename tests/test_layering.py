@@ -21,7 +21,7 @@ PACKAGE = ROOT / "asyncfl"
 
 # The one edge from the core into the analysis known today: the run summary draws the per-run figures
 # with asyncfl.study.straggler.  Issue 22 moves the figures out of study/; the merge removes this line.
-KNOWN_CORE_TO_STUDY = {("asyncfl.run_summary", "asyncfl.study.straggler")}
+KNOWN_CORE_TO_STUDY = {("asyncfl.callbacks.run_figures", "asyncfl.study.straggler")}
 # The command line and the Python API sit above everything, the analysis included: they run studies.
 ABOVE_ANALYSIS = ("asyncfl.__main__", "asyncfl.tools", "asyncfl.cli", "asyncfl.api")
 

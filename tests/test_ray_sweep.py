@@ -10,7 +10,7 @@ import yaml
 
 ray = pytest.importorskip("ray")
 
-from asyncfl.results import read_csv  # noqa: E402
+from asyncfl.output.files import read_csv  # noqa: E402
 from asyncfl.study import build_study  # noqa: E402
 from asyncfl.study.sweep import run_sweep  # noqa: E402
 

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from asyncfl.config import ConfigError
-from asyncfl.results import ENDED, read_csv
+from asyncfl.output.files import read_csv
+from asyncfl.output.run_directory import ENDED
 from asyncfl.study import build_study
 from asyncfl.study.aggregate import RunRecord, bias_stats, step_value
 from asyncfl.study.compare import write_comparison

@@ -11,9 +11,10 @@ import pytest
 
 from asyncfl.config import ConfigError
 from asyncfl.config.loading import validate_scenario
-from asyncfl.results import OfflineMeter, read_csv
+from asyncfl.output.files import read_csv
 from asyncfl.runner import run_scenario
 from asyncfl.sim import availability as av
+from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.clients import ClientDevice, Work, plan_task
 from asyncfl.sim.population import build_clients
 from asyncfl.sim.profiles import DeviceProfile

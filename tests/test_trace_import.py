@@ -15,7 +15,7 @@ from asyncfl.config import validate_scenario
 from asyncfl.config.loading import check_trace_files
 from asyncfl.sim.availability.trace import read_availability_trace
 from asyncfl.sim.profiles import read_device_trace
-from asyncfl.sim.trace_import import unroll
+from asyncfl.traces.windows import unroll
 from tests.conftest import table
 
 CAPACITY = {  # FedScale's client_device_capacity: ms per sample (inference), kbit/s

@@ -9,7 +9,8 @@ import random
 
 import numpy as np
 
-from asyncfl.results import RunDirectory, _clean
+from asyncfl.output.files import _clean
+from asyncfl.output.run_directory import RunDirectory
 
 
 def _rows_by_csv(path, columns: dict) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.api.results import Run, Study, read_run
-from asyncfl.callbacks import Callback
+from asyncfl.callbacks.base import Callback
 from asyncfl.config import Scenario, apply_override, read_scenario, validate_scenario
 from asyncfl.config.runnable import check_runnable
 from asyncfl.errors import ConfigError
-from asyncfl.results import refuse_used_out
+from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.runner import run_scenario
 from asyncfl.study.spec import build_study, is_study
 from asyncfl.study.sweep import run_sweep
@@ -53,13 +53,13 @@ def run(
     :class:`Run` it wrote: into ``out`` (a new or empty directory) or ``output.dir/<name>/<timestamp>/``.
 
     ``overrides``: ``--set`` items, e.g. ``["server.k=5"]``.  ``callbacks``: objects with the hooks
-    of :class:`asyncfl.callbacks.Callback` (``on_start``, ``on_aggregation``, ``on_resume``,
+    of :class:`asyncfl.Callback` (``on_start``, ``on_aggregation``, ``on_resume``,
     ``on_end``), called after the built-in ones at every aggregation.  Bad input raises
     :class:`asyncfl.ConfigError` before anything is written."""
     chosen = _scenario(scenario, list(overrides))
     for callback in callbacks:
         if not isinstance(callback, Callback):
-            raise TypeError(f"callbacks: {callback!r} is not an asyncfl.callbacks.Callback")
+            raise TypeError(f"callbacks: {callback!r} is not an asyncfl.Callback")
     check_runnable(chosen)
     if out is not None:
         refuse_used_out(Path(out), "refusing to overwrite a run.")

@@ -25,7 +25,7 @@ import simpy
 from asyncfl.sim.battery import DeviceBattery
 from asyncfl.sim.profiles import DeviceProfile
 
-PHASES = ("download", "compute", "upload")  # = asyncfl.results.PHASES (the timing world imports no writer)
+PHASES = ("download", "compute", "upload")  # = asyncfl.output.columns.PHASES (the timing world imports no writer)
 FAILURE_REASONS = ("offline", "battery", "deadline", "charging", "network")
 
 
@@ -36,7 +36,7 @@ class ClientStats:
     failures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILURE_REASONS, 0))
     busy_s: float = 0.0
     # virtual seconds spent in each phase by every task planned so far (failed ones up to their cut);
-    # a task still running when the run stops is trimmed by the report (asyncfl.run_summary.time_breakdown_columns)
+    # a task still running when the run stops is trimmed by the report (asyncfl.callbacks.clients_table)
     download_s: float = 0.0
     compute_s: float = 0.0
     upload_s: float = 0.0

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from asyncfl.results import write_atomic
+from asyncfl.output.files import write_atomic
 from asyncfl.study.tables import markdown, write_csv
 
 QUARTILES = 4

@@ -42,7 +42,7 @@ from typing import Any
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, validate_scenario
 from asyncfl.config.runnable import check_runnable
-from asyncfl.results import new_run_dir, refuse_used_out
+from asyncfl.output.run_directory import new_run_dir, refuse_used_out
 from asyncfl.study.advice_files import advice_row, write_advice
 
 MAX_SETTINGS = 200

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
 from asyncfl.config.runnable import check_runnable
-from asyncfl.directories import make_directory
-from asyncfl.results import refuse_used_out
+from asyncfl.output.folders import make_directory
+from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.study.spec import Study, build_study, is_study
 
 

@@ -14,7 +14,7 @@ that has a checkpoint continues from it (``asyncfl.checkpoint``), every other on
 partial directory is deleted first).  Ray tasks write a run directory only when it is complete.
 A finished run whose config.yaml disagrees with the study is an error, so a resumed sweep never
 mixes two settings under one variant name.  One process at a time writes a sweep directory (and
-each of its runs): see :func:`asyncfl.directories.writing`.
+each of its runs): see :func:`asyncfl.output.lock.writing`.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from typing import Iterator
 import yaml
 
 from asyncfl.config import ConfigError
-from asyncfl.directories import make_directory, missing_directories, remove_empty, writing
-from asyncfl.results import CHECKPOINT_FILE as CHECKPOINT
-from asyncfl.results import ENDED, new_run_dir, refuse_used_out, write_atomic
+from asyncfl.output.files import write_atomic
+from asyncfl.output.folders import make_directory, missing_directories, remove_empty
+from asyncfl.output.lock import writing
+from asyncfl.output.run_directory import CHECKPOINT_FILE as CHECKPOINT
+from asyncfl.output.run_directory import ENDED, new_run_dir, refuse_used_out
 from asyncfl.study.aggregate import RunRecord, read_summary
 from asyncfl.study.compare import STUDY_FILE, write_comparison
 from asyncfl.study.jobs import Job, run_locally
@@ -62,7 +64,7 @@ def run_sweep(
     quiet: bool = False,
 ) -> SweepResult:
     """Run ``study`` (into ``out``, a new sweep directory, or resuming ``resume``) and write its comparison.
-    The sweep directory is held (:func:`asyncfl.directories.writing`) from before anything is written
+    The sweep directory is held (:func:`asyncfl.output.lock.writing`) from before anything is written
     in it until the comparison is written; an executor that cannot run fails before anything is made."""
     if executor == "ray":
         from asyncfl.study.ray_executor import check_ray

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from asyncfl.results import write_atomic
+from asyncfl.output.files import write_atomic
 
 Table = pd.DataFrame | Sequence[Mapping[str, Any]]
 

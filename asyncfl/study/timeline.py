@@ -1,6 +1,6 @@
 """What happened to each client, read back from the files a run writes for its figures.
 
-A run records, while it runs (see :mod:`asyncfl.results`), exactly what the figures draw, so that
+A run records, while it runs (see :mod:`asyncfl.output`), exactly what the figures draw, so that
 drawing them never re-parses ``events.jsonl`` nor re-simulates anything:
 
 ``timeline_tasks.csv``   every task of the timeline clients (phase start times, end, outcome; tasks
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asyncfl.results import PHASES
+from asyncfl.output.columns import PHASES
 from asyncfl.run_files import read_json, read_table
 
 

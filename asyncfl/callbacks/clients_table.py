@@ -1,33 +1,19 @@
-"""The end of a run: clients.csv, offline_periods.csv, the strategy's own tables, summary.json and
-the figures, for whatever has run (a finished, diverged or interrupted run alike)."""
+"""clients.csv: one row per client, its profile, its counters and where its time went."""
 
 from __future__ import annotations
 
 import math
-import platform
-import statistics
-import time
-from importlib import metadata
 from typing import Any
 
-from asyncfl.callbacks import Callback, RunState
-from asyncfl.results import CHECKPOINT_FILE, ENDED, OfflineMeter
+from asyncfl.callbacks.base import Callback, RunState
+from asyncfl.output.columns import CLIENT_COLUMNS, LOST_COMPUTE, TIME_BREAKDOWN_COLUMNS, failure_columns
+from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.clients import ClientDevice, phase_seconds
 from asyncfl.sim.population import utc_offsets
 
-TIME_BREAKDOWN = ("download_s", "compute_s", "upload_s", "idle_s", "offline_s")
-LOST_COMPUTE = "lost_compute_s"  # of compute_s, the part spent on tasks that then failed
-CLIENT_COLUMNS = (
-    "client", "samples_per_s", "uplink_mbps", "downlink_mbps", "latency_s", "availability_p", "train_samples",
-    "test_samples", "attempts", "participations", "failed_offline", "failed_battery", "failed_deadline", "busy_s",
-    "energy_j", "battery_level_j", "accuracy",
-)  # fmt: skip
 
-
-class SummaryWriter(Callback):
-    """Writes the end-of-run files in ``on_end``.  A run that ended (not interrupted) drops its
-    checkpoint: ``--resume`` refuses ended runs, and a strategy's memory (MIFA: one update per
-    client) can make it the largest file by far."""
+class ClientsTable(Callback):
+    """Writes clients.csv in ``on_end``, for whatever has run."""
 
     def __init__(
         self,
@@ -36,18 +22,17 @@ class SummaryWriter(Callback):
         clients: Any,
         probabilities: list[float],
         learner: Any,
-        device: Any,
         round_spans: list[tuple[float, float, int]],
         reasons: list[str],
     ) -> None:
         """``round_spans``: (start, close, round) of every aggregation so far, filled in during the run;
         ``reasons``: the failure reasons ``population.eligibility`` adds (failed_* columns)."""
         self.scenario, self.out, self.clients, self.probabilities = scenario, out, clients, probabilities
-        self.learner, self.device, self.round_spans, self.reasons = learner, device, round_spans, reasons
+        self.learner, self.round_spans, self.reasons = learner, round_spans, reasons
 
     def on_end(self, state: RunState, now: float) -> None:
-        s, p, out, clients, learner = self.scenario, state.progress, self.out, self.clients, self.learner
-        accuracies = learner.client_accuracies() if s.eval.per_client and p.status != "diverged" else []
+        s, clients, learner = self.scenario, self.clients, self.learner
+        accuracies = learner.client_accuracies() if s.eval.per_client and state.progress.status != "diverged" else []
         federation = getattr(learner, "federation", None)  # none when timing_only: no data set
         test_samples = [len(split) for split in federation.client_test] if federation is not None else []
         columns = client_columns(clients, self.probabilities, accuracies, s.timing_only, test_samples)
@@ -55,72 +40,13 @@ class SummaryWriter(Callback):
         # checks it): then nobody is ever offline and no client's model need be built to say so
         always_online = s.population.eligibility is None and all(p == 1.0 for p in self.probabilities)
         columns.update(time_breakdown_columns(clients, now, self.round_spans, always_online))
-        for reason in self.reasons:
-            counts = columns.setdefault(f"failed_{reason}", [0] * len(clients))
+        for reason, column in zip(self.reasons, failure_columns(self.reasons)):
+            counts = columns.setdefault(column, [0] * len(clients))
             for c in clients.built():
                 counts[c.id] = c.stats.failures[reason]
         if s.population.timezones is not None:
             columns["utc_offset_h"] = utc_offsets(s.population.timezones, s.data.clients, s.seed)
-        out.write_columns("clients.csv", columns)
-        for name, rows in getattr(learner.strategy, "extra_outputs", dict)().items():
-            out.write_table(name, rows)
-        out.end_open_tasks(now)
-        out.close()
-        models = {c: clients[c].availability for c in sorted(out.timeline)}
-        out.write_offline_periods(models, now, self.round_spans)
-        summary = {**self.summary(state, now), "timeline_clients": sorted(out.timeline)}
-        out.write_json("summary.json", summary)
-        if s.output.plot:
-            from asyncfl.study.straggler import render_run_figures
-
-            started = time.perf_counter()
-            render_run_figures(out.path)
-            out.write_json("summary.json", {**summary, "figures_seconds": time.perf_counter() - started})
-        if p.status in ENDED:
-            (out.path / CHECKPOINT_FILE).unlink(missing_ok=True)
-
-    def summary(self, state: RunState, now: float) -> dict:
-        p, s, learner = state.progress, self.scenario, self.learner
-        return {
-            "status": p.status,
-            "diverged_round": p.rounds if p.status == "diverged" else None,
-            "scenario": s.name,
-            "algorithm": s.algorithm.name,
-            "seed": s.seed,
-            "device": str(self.device),
-            "final_accuracy": _json_float(p.last_accuracy),
-            "best_accuracy": _json_float(p.best_accuracy),
-            "virtual_time_s": now,
-            "rounds": p.rounds,
-            "updates": len(p.staleness),
-            "staleness_mean": statistics.fmean(p.staleness) if p.staleness else None,
-            "target_accuracy": s.stop.target_accuracy,
-            "time_to_target_s": p.target_time,
-            "rounds_to_target": p.target_round,
-            "training_jobs_computed": learner.jobs.computed,
-            "timing_only": s.timing_only,
-            "trainer": type(learner.jobs.trainer).__name__ if learner.jobs.trainer else None,
-            "real_seconds": state.wall_seconds(),
-            "versions": _versions(),
-            "warnings": self.warnings(state, now),
-        }
-
-    def warnings(self, state: RunState, now: float) -> list[str]:
-        """What makes the run's results meaningless though it ran (the CLI prints them on stderr):
-        today, a run that aggregated no update at all (e.g. a deadline no task can meet)."""
-        p = state.progress
-        if p.staleness or p.status == "interrupted":
-            return []
-        failed: dict[str, int] = {}
-        for client in self.clients.built():
-            for reason, count in client.stats.failures.items():
-                failed[reason] = failed.get(reason, 0) + count
-        failures = ", ".join(f"{reason} {count:,}" for reason, count in failed.items() if count) or "none"
-        return [
-            f"no update was aggregated in the whole run ({p.rounds:,} aggregation(s), {now:,.1f} virtual s; "
-            f"failed tasks by reason: {failures}): the model never changed and every result is that of the "
-            "initial model. Check server.deadline_s, the population's speeds and availability, and stop."
-        ]
+        self.out.write_columns("clients.csv", columns)
 
 
 def time_breakdown_columns(clients, now: float, rounds: list, always_online: bool = False) -> dict[str, list]:
@@ -157,7 +83,7 @@ def time_breakdown_columns(clients, now: float, rounds: list, always_online: boo
     lost = [0.0] * n
     for c in clients.built():
         lost[c.id] = c.stats.lost_compute_s
-    return {**dict(zip(TIME_BREAKDOWN, (download, compute, upload, idle, offline))), LOST_COMPUTE: lost}
+    return {**dict(zip(TIME_BREAKDOWN_COLUMNS, (download, compute, upload, idle, offline))), LOST_COMPUTE: lost}
 
 
 def client_columns(
@@ -201,17 +127,3 @@ def client_columns(
         columns["train_samples"] = [math.nan] * n
     assert tuple(columns) == CLIENT_COLUMNS
     return columns
-
-
-def _json_float(x: float) -> float | None:
-    return None if math.isnan(x) else x
-
-
-def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for package in ("asyncfl", "torch", "simpy", "numpy", "pydantic"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            out[package] = "not installed"
-    return out

@@ -1,7 +1,4 @@
-"""Output directories: making them (:func:`make_directory`) and holding them (:func:`writing`).
-
-A directory that cannot be made (a file in the way, no permission) is a :class:`ConfigError` naming
-the path and why, and leaves nothing half made.
+"""Holding an output directory (:func:`writing`): one writer per directory.
 
 One writer per directory: two processes writing the same run directory (a run and a
 ``run --resume`` of it) interleave their appends and leave blocks of NUL bytes in every log.
@@ -23,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from asyncfl.config import ConfigError
+from asyncfl.errors import ConfigError
 
 try:
     import fcntl
@@ -33,40 +30,6 @@ except ImportError:  # Windows: msvcrt's byte-range locks, also dropped when the
 LOCK_FILE = ".lock"
 _WINDOWS_LOCK_BYTE = 1 << 20  # a byte far past the PID text, so that a refused writer can still read it
 _held: dict[Path, int] = {}  # directories this process holds -> nesting depth (a run restarted by its resume)
-
-
-def make_directory(path: Path, what: str) -> list[Path]:
-    """``mkdir -p path``; returns the directories it made, deepest first.  ``what`` says where the path
-    came from (``--out``, ``output.dir``) in the error."""
-    made = missing_directories(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        remove_empty(made)
-        raise cannot_create(path, what, exc) from None
-    return made
-
-
-def cannot_create(path: Path, what: str, exc: OSError) -> ConfigError:
-    """The error for a directory ``path`` that mkdir refused with ``exc``."""
-    existing = next((p for p in (path, *path.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        why = f"{existing} exists and is not a directory"
-    else:
-        why = exc.strerror or str(exc)
-    return ConfigError(f"{what}: cannot create the directory {path}: {why}.")
-
-
-def missing_directories(path: Path) -> list[Path]:
-    """``path`` and its parents that do not exist yet, deepest first."""
-    return [p for p in (path, *path.parents) if not p.exists()]
-
-
-def remove_empty(folders: list[Path]) -> None:
-    """Remove those of ``folders`` (deepest first) that are empty directories."""
-    for folder in folders:
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
 
 
 @contextmanager

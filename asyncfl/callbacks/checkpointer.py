@@ -1,0 +1,56 @@
+"""Saving what ``--resume`` needs, and flushing the run files between checkpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from asyncfl.callbacks.base import Aggregation, Callback, RunState
+
+
+class Checkpointer(Callback):
+    """Saves what ``--resume`` needs (``asyncfl.checkpoint``) at the start, every
+    ``checkpoint.every_rounds`` aggregations or ``every_virtual_s`` virtual seconds, and at the
+    aggregation that stops the run; with neither set, never (the files are still flushed).  Between
+    checkpoints the run files are flushed after every aggregation.  ``save(state)`` writes the
+    checkpoint; ``learner_state()`` is the learning world's part of it."""
+
+    def __init__(self, out: Any, every: Any, save: Callable[[dict], None], learner_state: Callable[[], dict]) -> None:
+        self.out, self.every, self.save, self.learner_state = out, every, save, learner_state
+        self.enabled = every.every_rounds is not None or every.every_virtual_s is not None
+        self.last = (0, 0.0)  # (version, virtual time) of the latest checkpoint
+
+    def due(self, version: int, now: float) -> bool:
+        last_version, last_time = self.last
+        by_rounds = self.every.every_rounds is not None and version - last_version >= self.every.every_rounds
+        by_time = self.every.every_virtual_s is not None and now - last_time >= self.every.every_virtual_s
+        return by_rounds or by_time
+
+    def on_start(self, state: RunState) -> None:
+        self.checkpoint(state, 0, 0.0)
+
+    def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
+        version, now = aggregation.version, aggregation.time
+        if state.stop or self.due(version, now):
+            self.checkpoint(state, version, now)
+        else:
+            self.out.flush()
+
+    def on_resume(self, state: RunState, checkpoint: dict) -> None:
+        self.last = (checkpoint["aggregations"], checkpoint["time"])
+
+    def checkpoint(self, state: RunState, version: int, now: float) -> None:
+        self.out.flush()
+        self.last = (version, now)
+        if not self.enabled:
+            return
+        self.save({
+            "aggregations": version,
+            "time": now,
+            "stop": state.stop,
+            "learner": self.learner_state(),
+            "progress": asdict(state.progress),
+            "offsets": self.out.offsets(),
+            "elapsed_s": state.wall_seconds(),
+        })  # fmt: skip

@@ -1,0 +1,35 @@
+"""The tqdm progress bar."""
+
+from __future__ import annotations
+
+from asyncfl.callbacks.base import Aggregation, Callback, RunState
+
+
+class ProgressBar(Callback):
+    """tqdm's bar over ``stop.rounds`` aggregations (unbounded without it), showing virtual time and
+    the latest accuracy; ``quiet`` hides it."""
+
+    def __init__(self, total: int | None, quiet: bool) -> None:
+        self.total, self.quiet, self.bar = total, quiet, None
+
+    def _open(self) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=self.total, disable=self.quiet, unit="round", dynamic_ncols=True)
+
+    def on_start(self, state: RunState) -> None:
+        self._open()
+
+    def on_resume(self, state: RunState, checkpoint: dict) -> None:
+        self._open()
+        self.bar.update(checkpoint["aggregations"])
+
+    def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
+        self.bar.update(1)
+        self.bar.set_postfix_str(
+            f"t={aggregation.time:,.0f}s acc={state.progress.last_accuracy:.3f}", refresh=False
+        )  # fmt: skip
+
+    def on_end(self, state: RunState, now: float) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,78 @@
+"""summary.json: what the run was and how it ended."""
+
+from __future__ import annotations
+
+import math
+import platform
+import statistics
+from importlib import metadata
+from typing import Any
+
+from asyncfl.callbacks.base import Callback, RunState
+
+
+class SummaryJson(Callback):
+    """Writes summary.json in ``on_end`` (the timeline clients included, for the figures)."""
+
+    def __init__(self, scenario: Any, out: Any, clients: Any, learner: Any, device: Any) -> None:
+        self.scenario, self.out, self.clients, self.learner, self.device = scenario, out, clients, learner, device
+
+    def on_end(self, state: RunState, now: float) -> None:
+        self.out.write_json("summary.json", {**self.summary(state, now), "timeline_clients": sorted(self.out.timeline)})
+
+    def summary(self, state: RunState, now: float) -> dict:
+        p, s, learner = state.progress, self.scenario, self.learner
+        return {
+            "status": p.status,
+            "diverged_round": p.rounds if p.status == "diverged" else None,
+            "scenario": s.name,
+            "algorithm": s.algorithm.name,
+            "seed": s.seed,
+            "device": str(self.device),
+            "final_accuracy": _json_float(p.last_accuracy),
+            "best_accuracy": _json_float(p.best_accuracy),
+            "virtual_time_s": now,
+            "rounds": p.rounds,
+            "updates": len(p.staleness),
+            "staleness_mean": statistics.fmean(p.staleness) if p.staleness else None,
+            "target_accuracy": s.stop.target_accuracy,
+            "time_to_target_s": p.target_time,
+            "rounds_to_target": p.target_round,
+            "training_jobs_computed": learner.jobs.computed,
+            "timing_only": s.timing_only,
+            "trainer": type(learner.jobs.trainer).__name__ if learner.jobs.trainer else None,
+            "real_seconds": state.wall_seconds(),
+            "versions": _versions(),
+            "warnings": self.warnings(state, now),
+        }
+
+    def warnings(self, state: RunState, now: float) -> list[str]:
+        """What makes the run's results meaningless though it ran (the CLI prints them on stderr):
+        today, a run that aggregated no update at all (e.g. a deadline no task can meet)."""
+        p = state.progress
+        if p.staleness or p.status == "interrupted":
+            return []
+        failed: dict[str, int] = {}
+        for client in self.clients.built():
+            for reason, count in client.stats.failures.items():
+                failed[reason] = failed.get(reason, 0) + count
+        failures = ", ".join(f"{reason} {count:,}" for reason, count in failed.items() if count) or "none"
+        return [
+            f"no update was aggregated in the whole run ({p.rounds:,} aggregation(s), {now:,.1f} virtual s; "
+            f"failed tasks by reason: {failures}): the model never changed and every result is that of the "
+            "initial model. Check server.deadline_s, the population's speeds and availability, and stop."
+        ]
+
+
+def _json_float(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for package in ("asyncfl", "torch", "simpy", "numpy", "pydantic"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    return out

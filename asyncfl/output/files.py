@@ -1,0 +1,117 @@
+"""File primitives of the run directory: whole files written atomically (a temporary file renamed
+into place, so a reader never sees half of one), append-only CSV logs, and a CSV file written column
+by column.  Every value is cleaned alike: floats to 6 decimals, NaN empty."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from itertools import repeat
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _clean(value: Any) -> Any:
+    if value.__class__ is float:
+        return "" if value != value else round(value, 6)
+    if isinstance(value, float):  # numpy floats
+        return "" if math.isnan(value) else round(value, 6)
+    return value
+
+
+def _clean_column(values: list[Any]) -> list[Any]:
+    """``[_clean(v) for v in values]``, with the common all-int and all-float columns done in C."""
+    kinds = set(map(type, values))
+    if kinds <= {int, str}:
+        return values
+    if kinds == {float}:
+        nan = np.isnan(np.fromiter(values, dtype=np.float64, count=len(values)))
+        if not nan.any():
+            return list(map(round, values, repeat(6)))
+        if nan.all():
+            return [""] * len(values)
+    return [_clean(v) for v in values]
+
+
+def _column_text(values: list[Any]) -> list[str] | None:
+    """The text ``csv.writer`` writes for each of ``_clean_column(values)`` in a row of several
+    fields (ints: str, floats: repr, "" as it is), or None for anything else (other strings may
+    need quoting: the caller lets csv write those).  A column of one repeated value is formatted once."""
+    if values.count(values[0]) == len(values):  # e.g. the counters of clients that never acted
+        text = _column_text_of([values[0]])
+        return None if text is None else text * len(values)
+    return _column_text_of(values)
+
+
+def _column_text_of(values: list[Any]) -> list[str] | None:
+    cleaned = _clean_column(values)
+    kinds = set(map(type, cleaned))
+    if not kinds <= {int, float, str} or (str in kinds and any(v != "" for v in cleaned if type(v) is str)):
+        return None
+    return list(map(repr, cleaned)) if str not in kinds else ["" if v == "" else repr(v) for v in cleaned]
+
+
+class CsvLog:
+    """An append-only CSV file with a fixed header."""
+
+    def __init__(self, path: Path, columns: Iterable[str], resume_at: int | None = None) -> None:
+        self.columns = tuple(columns)
+        if resume_at is None:
+            self.handle = open(path, "w", newline="", encoding="utf-8")
+        else:  # continue after the last checkpoint: drop anything written since
+            self.handle = open_truncated(path, resume_at, newline="")
+        self.writer = csv.DictWriter(self.handle, self.columns, extrasaction="raise")
+        if resume_at is None:
+            self.writer.writeheader()
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        self.writer.writerow({k: _clean(v) for k, v in row.items()})
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def open_truncated(path: Path, offset: int, **kwargs):
+    """Open ``path`` for appending after cutting it back to ``offset`` bytes."""
+    with open(path, "r+b") as raw:
+        raw.truncate(offset)
+    return open(path, "a", encoding="utf-8", **kwargs)
+
+
+def write_columns(path: Path, columns: Mapping[str, list[Any]]) -> None:
+    """A CSV file given column by column, written whole (temporary file, then renamed): the bytes
+    ``csv.writer`` writes for the rows ``zip(*columns.values())`` with every value cleaned as in the
+    logs (floats to 6 decimals, NaN empty), but formatted a column at a time: clients.csv at 10^6
+    clients is one column at a time, not a row at a time."""
+    if not columns or not len(next(iter(columns.values()))):
+        return
+    tmp = path.with_name(f".{path.name}.tmp")
+    texts = [_column_text(values) for values in columns.values()] if len(columns) > 1 else [None]
+    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(list(columns))
+        if all(text is not None for text in texts):
+            handle.write("\r\n".join(map(",".join, zip(*texts))) + "\r\n")  # csv's default line end
+        else:
+            writer.writerows(zip(*[_clean_column(values) for values in columns.values()]))
+    os.replace(tmp, path)
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))

@@ -1,0 +1,223 @@
+"""The run directory: plain-text results written so that a crash leaves them readable.
+
+CSV and JSONL files are appended row by row and flushed at every aggregation; whole-file outputs
+(config.yaml, summary.json, clients.csv) are written to a temporary file and renamed into place, so
+a reader never sees half of one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from asyncfl.errors import ConfigError
+from asyncfl.output.columns import (
+    METRICS_COLUMNS,
+    OFFLINE_COLUMNS,
+    PHASES,
+    ROUNDS_COLUMNS,
+    TASKS_COLUMNS,
+    UPDATES_COLUMNS,
+    WEIGHTS_COLUMNS,
+)
+from asyncfl.output.files import CsvLog, open_truncated, write_atomic, write_columns
+from asyncfl.output.folders import cannot_create, make_directory, remove_empty
+
+TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
+ENDED = ("finished", "target_reached", "diverged")  # summary.json statuses of a run that cannot go on
+CHECKPOINT_FILE = "checkpoint.pt"  # what --resume reads (asyncfl.checkpoint); dropped once a run has ended
+
+
+def new_run_dir(base: Path, name: str, what: str = "output.dir") -> Path:
+    """``base/name/<timestamp>/``, with a suffix if two runs start in the same second.  ``what`` names
+    where ``base`` came from if it cannot be made (see :func:`asyncfl.output.folders.make_directory`)."""
+    made = make_directory(base / name, what)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    suffix = 0
+    while True:
+        path = base / name / (f"{stamp}-{suffix}" if suffix else stamp)
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            suffix += 1
+        except OSError as exc:
+            remove_empty(made)
+            raise cannot_create(path, what, exc) from None
+
+
+def refuse_used_out(out: Path, advice: str = "refusing to overwrite.") -> None:
+    """Every command that writes into ``--out`` takes only a new or empty directory: nothing already
+    there is ever overwritten.  ``advice`` ends the message (what to do instead)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"--out {out}: exists and is not an empty directory; {advice}")
+
+
+class RunDirectory:
+    """Owns every file of one run."""
+
+    def __init__(
+        self,
+        path: Path,
+        events: str = "all",
+        event_sample: int = 100,
+        extra_metrics: Iterable[str] = (),
+        offsets: Mapping[str, int] | None = None,
+        timeline: Iterable[int] = (),
+        extra_rounds: Iterable[str] = (),
+    ) -> None:
+        """``events``: ``all`` logs every client, ``sample`` clients 0 .. event_sample-1 (server events
+        are always kept), ``none`` writes no events.jsonl at all.  ``offsets`` (from
+        :meth:`offsets`) resumes every log where a checkpoint left it.  ``timeline``: the clients
+        whose every task goes to timeline_tasks.csv (whatever ``events`` says)."""
+        if events not in ("all", "sample", "none"):
+            raise ValueError(f"output.events must be all, sample or none, got {events!r}")
+        self.path = path
+        at = dict(offsets or {})
+        self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
+        self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS + tuple(extra_rounds), at.get("rounds.csv"))
+        self.updates = CsvLog(path / "updates.csv", UPDATES_COLUMNS, at.get("updates.csv"))
+        self.tasks = CsvLog(path / "timeline_tasks.csv", TASKS_COLUMNS, at.get("timeline_tasks.csv"))
+        self.timeline = frozenset(timeline)
+        self.open_tasks: dict[int, dict[str, float]] = {}  # timeline client -> phase -> start time
+        self.open_versions: dict[int, int] = {}  # timeline client -> base version of its running task
+        self.events = None
+        if events != "none":
+            resume_at = at.get("events.jsonl")
+            events_path = path / "events.jsonl"
+            self.events = (
+                open(events_path, "w", encoding="utf-8")
+                if resume_at is None
+                else open_truncated(events_path, resume_at)
+            )
+        self.event_limit = event_sample if events == "sample" else math.inf
+        self._time, self._time_text = None, ""  # the last time written and its text (see event)
+        self.weights: CsvLog | None = None
+        if at.get("weights.csv") is not None:
+            with open(path / "weights.csv", newline="", encoding="utf-8") as handle:
+                header = next(csv.reader(handle))
+            self.weights = CsvLog(path / "weights.csv", header, at["weights.csv"])
+
+    def logs_client(self, client: int) -> bool:
+        """Does this client's every event matter (events.jsonl keeps it, or the timeline shows it)?"""
+        return (self.events is not None and client < self.event_limit) or client in self.timeline
+
+    def event(
+        self, t: float, client: int | None, event: str, version: int | None, reason: str | None, replaying: bool = False
+    ) -> None:
+        """One JSON line ``{"t","client","event","round"[,"reason"]}``, formatted by hand: at 10^5
+        clients ``json.dumps`` dominated the run (same text, see tests/test_timing_only.py).
+        ``replaying`` (resuming up to a checkpoint): the lines are already on disk; only the phases
+        of the timeline clients' running tasks are noted, so a task that spans the checkpoint is whole."""
+        if client in self.timeline:
+            self._task_event(t, client, event, version, reason, replaying)
+        if replaying or self.events is None or (client is not None and client >= self.event_limit):
+            return
+        who = "null" if client is None else int(client)
+        rnd = "null" if version is None else int(version)
+        tail = "}\n" if reason is None else f',"reason":"{reason}"}}\n'
+        if t is not self._time:  # a group of same-time steps passes one float object: format it once
+            self._time, self._time_text = t, repr(round(t, 9))
+        self.events.write(f'{{"t":{self._time_text},"client":{who},"event":"{event}","round":{rnd}{tail}')
+
+    def _task_event(self, t: float, client: int, event: str, version: int, reason: str | None, replaying: bool) -> None:
+        if event in PHASES:
+            self.open_tasks.setdefault(client, {})[event] = t
+            self.open_versions[client] = version
+        elif event in ("arrive", "fail"):
+            phases = self.open_tasks.pop(client, {})
+            if not replaying:
+                self._task_row(client, version, phases, t, "delivered" if event == "arrive" else reason)
+
+    def _task_row(self, client: int, version: int, phases: dict[str, float], end: float, outcome: str | None) -> None:
+        self.tasks.write({
+            "client": client, "base_version": version, "start_s": phases.get("download", end),
+            **{f"{p}_s": phases.get(p, math.nan) for p in PHASES}, "end_s": end, "outcome": outcome,
+        })  # fmt: skip
+
+    def end_open_tasks(self, now: float) -> None:
+        """The timeline clients' tasks still running when the run stops, cut at ``now`` (outcome ``running``)."""
+        for client, phases in sorted(self.open_tasks.items()):
+            self._task_row(client, self.open_versions[client], phases, now, "running")
+        self.open_tasks.clear()
+
+    def aggregated(self, version: int, clients: Iterable[int], staleness: Iterable[int]) -> None:
+        """updates.csv: one row per update aggregated into ``version`` (base version = version - 1 -
+        staleness), written as one block: a sync round at 10^5 clients aggregates 10^5 updates."""
+        self.updates.handle.write(
+            "".join(f"{version},{c},{version - 1 - tau},{tau}\n" for c, tau in zip(clients, staleness))
+        )
+
+    def write_offline_periods(self, periods: Mapping[int, Sequence[tuple[float, float]]]) -> None:
+        """offline_periods.csv: the offline periods of the timeline clients, client by client
+        (:func:`asyncfl.sim.availability.measure.offline_periods`); a period that never ends is left out."""
+        lines = [",".join(OFFLINE_COLUMNS)]
+        for client in sorted(periods):
+            lines += [f"{client},{round(a, 6)!r},{round(b, 6)!r}" for a, b in periods[client] if math.isfinite(b)]
+        write_atomic(self.path / "offline_periods.csv", "\n".join(lines) + "\n")
+
+    def weight_rows(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        if self.weights is None:
+            columns = list(WEIGHTS_COLUMNS) + sorted({k for r in rows for k in r} - set(WEIGHTS_COLUMNS))
+            self.weights = CsvLog(self.path / "weights.csv", columns)
+        for row in rows:
+            self.weights.write({k: v for k, v in row.items() if k in self.weights.columns})
+
+    def offsets(self) -> dict[str, int]:
+        """Bytes written to each log so far (call after :meth:`flush`): what a checkpoint records."""
+        logs = {
+            "metrics.csv": self.metrics, "rounds.csv": self.rounds, "weights.csv": self.weights,
+            "updates.csv": self.updates, "timeline_tasks.csv": self.tasks,
+        }  # fmt: skip
+        out = {name: log.handle.tell() for name, log in logs.items() if log is not None}
+        if self.events is not None:
+            out["events.jsonl"] = self.events.tell()
+        return out
+
+    def flush(self) -> None:
+        for log in (self.metrics, self.rounds, self.weights, self.updates, self.tasks):
+            if log is not None:
+                log.flush()
+        if self.events is not None:
+            self.events.flush()
+
+    def write_json(self, name: str, data: Mapping[str, Any]) -> None:
+        write_atomic(self.path / name, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    def write_table(self, name: str, rows: list[Mapping[str, Any]]) -> None:
+        """Rows (dicts with the same keys) as a CSV file, written whole (see :meth:`write_columns`)."""
+        if rows:
+            self.write_columns(name, {key: [row[key] for row in rows] for key in rows[0]})
+
+    def write_columns(self, name: str, columns: Mapping[str, list[Any]]) -> None:
+        """A CSV file given column by column, written whole (see :func:`asyncfl.output.files.write_columns`)."""
+        write_columns(self.path / name, columns)
+
+    def close(self) -> None:
+        self.flush()
+        for log in (self.metrics, self.rounds, self.weights, self.updates, self.tasks):
+            if log is not None:
+                log.close()
+        if self.events is not None:
+            self.events.close()
+
+
+def timeline_sample(speeds: Sequence[float], count: int = TIMELINE_SAMPLE) -> list[int]:
+    """Up to ``count`` clients at evenly spaced ranks of device speed (ties: lower id first), so the
+    timeline shows the whole range from the slowest to the fastest device."""
+    values = np.asarray(speeds, dtype=np.float64)
+    if np.isfinite(values).all():  # a stable sort by speed keeps ties in id order: the same ranks, in C
+        ranked = np.argsort(values, kind="stable").tolist()
+    else:
+        ranked = sorted(range(len(speeds)), key=lambda c: (speeds[c], c))
+    if len(ranked) > count:
+        ranked = [ranked[round(i * (len(ranked) - 1) / (count - 1))] for i in range(count)]
+    return sorted(ranked)
