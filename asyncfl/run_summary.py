@@ -71,7 +71,7 @@ class SummaryWriter(Callback):
         summary = {**self.summary(state, now), "timeline_clients": sorted(out.timeline)}
         out.write_json("summary.json", summary)
         if s.output.plot:
-            from asyncfl.study.straggler import render_run_figures
+            from asyncfl.figures import render_run_figures
 
             started = time.perf_counter()
             render_run_figures(out.path)

@@ -48,7 +48,7 @@ KERNELS = [
 # runs in a copy of the package that tests/test_extending_data.py extends with toy, linear2 and alternate
 EXTENDED_DRIVER = """
 import json, sys
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 out = {}
 for seed in json.loads(sys.argv[1]):
     for name in ("toy", "linear2"):

@@ -40,7 +40,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread avoids 
 import torch  # noqa: E402
 
 from asyncfl.config import read_yaml  # noqa: E402
-from asyncfl.study.aggregate import RunRecord, accuracy_points  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, sweep_records  # noqa: E402
 from asyncfl.study.report import (  # noqa: E402
     Interval,
@@ -51,6 +50,7 @@ from asyncfl.study.report import (  # noqa: E402
     t_interval,
     write_report,
 )
+from asyncfl.study.seed_statistics import RunRecord, accuracy_points  # noqa: E402
 from asyncfl.study.spec import load_study  # noqa: E402
 from asyncfl.study.sweep import is_finished, run_sweep  # noqa: E402
 

@@ -45,7 +45,7 @@ def main() -> int:
     parser.add_argument("--sweep", type=Path, help="keep the sweep here (must be new or empty)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from asyncfl.__main__ import main as asyncfl
+    from asyncfl.cli import main as asyncfl
 
     with tempfile.TemporaryDirectory() as tmp:
         sweep = args.sweep or Path(tmp) / "sweep"

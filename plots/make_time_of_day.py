@@ -26,7 +26,7 @@ COPIES = {
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from asyncfl.__main__ import main as asyncfl
+    from asyncfl.cli import main as asyncfl
 
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "diurnal_fedscale_like"

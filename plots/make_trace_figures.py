@@ -137,7 +137,7 @@ def draw_population(devices: Path, online: Path, horizon: float) -> str:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from asyncfl.__main__ import main as asyncfl
+    from asyncfl.cli import main as asyncfl
 
     horizon = 2 * DAY
     with tempfile.TemporaryDirectory() as tmp:

@@ -104,7 +104,7 @@ PARTITIONER = Partitioner(AlternatePartition, split)
 DRIVER = """
 import json, sys
 import asyncfl
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 from asyncfl.config import load_scenario
 from asyncfl.learn.datasets import dataset_spec, load_arrays
 from asyncfl.runner import timing_model_bytes

@@ -15,7 +15,6 @@ import yaml
 from asyncfl.config import ConfigError
 from asyncfl.results import read_csv
 from asyncfl.study import build_study
-from asyncfl.study.aggregate import RunRecord, tail_accuracy
 from asyncfl.study.compare import write_comparison
 from asyncfl.study.report import (
     direction,
@@ -25,6 +24,7 @@ from asyncfl.study.report import (
     t_interval,
     write_report,
 )
+from asyncfl.study.seed_statistics import RunRecord, tail_accuracy
 from asyncfl.study.spec import load_study
 from asyncfl.study.sweep import run_sweep
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from asyncfl.results import write_atomic
-from asyncfl.study.tables import markdown, write_csv
+from asyncfl.tables import markdown, write_csv
 
 QUARTILES = 4
 

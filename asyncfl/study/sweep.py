@@ -32,10 +32,10 @@ from asyncfl.config import ConfigError
 from asyncfl.directories import make_directory, missing_directories, remove_empty, writing
 from asyncfl.results import CHECKPOINT_FILE as CHECKPOINT
 from asyncfl.results import ENDED, new_run_dir, refuse_used_out, write_atomic
-from asyncfl.study.aggregate import RunRecord, read_summary
 from asyncfl.study.compare import STUDY_FILE, write_comparison
 from asyncfl.study.jobs import Job, run_locally
 from asyncfl.study.report import write_report
+from asyncfl.study.seed_statistics import RunRecord, read_summary
 from asyncfl.study.spec import Study
 
 

@@ -24,6 +24,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from asyncfl.client_statistics import bias_stats
+
 AXES = ("time", "round")  # virtual seconds | aggregations
 TAIL_SHARE = 0.25  # "last quarter": evaluations at x >= 0.75 x the run's last evaluated x
 
@@ -177,21 +179,6 @@ def default_targets(records: Sequence[RunRecord]) -> list[float]:
     finals = pd.Series([_number(s.get("final_accuracy")) for s in summaries])
     means = finals.groupby([r.label for r in records], sort=False).agg(lambda v: mean_std(v)[0]).dropna()
     return [math.floor(90 * means.max()) / 100] if len(means) else []
-
-
-def bias_stats(accuracies: Sequence[float]) -> dict[str, float]:
-    """FedAR Table 3 over clients, in percent: mean +- std, variance (ddof=0, over clients), and the
-    mean +- std of the worst and best 10 % of clients (at least one client each)."""
-    a = np.sort(pd.Series(accuracies, dtype=np.float64).dropna().to_numpy()) * 100
-    if not len(a):
-        return {}
-    k = max(1, math.ceil(0.1 * len(a)))
-    worst, best = a[:k], a[-k:]
-    return {
-        "clients": len(a), "mean": float(a.mean()), "std": float(a.std()), "var": float(a.var()),
-        "worst10_mean": float(worst.mean()), "worst10_std": float(worst.std()),
-        "best10_mean": float(best.mean()), "best10_std": float(best.std()),
-    }  # fmt: skip
 
 
 def bias_rows(records: Sequence[RunRecord]) -> pd.DataFrame:

@@ -1,5 +1,5 @@
 """Comparison figures: accuracy against virtual wall-clock time and against rounds, mean over seeds
-with a shaded band (mean +- one standard deviation, see :mod:`asyncfl.study.aggregate`)."""
+with a shaded band (mean +- one standard deviation, see :mod:`asyncfl.study.seed_statistics`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch
 
-from asyncfl.plots import accuracy_limits
+from asyncfl.figures.common import accuracy_limits
 
 XLABELS = {
     "time": "virtual wall-clock time (s)",

@@ -1,4 +1,4 @@
-"""Command-line glue for studies: sweeps (run / validate / --resume), ``plot`` and ``compare``."""
+"""Command-line glue for studies: sweeps (run / validate / --resume), ``compare`` and ``report``."""
 
 from __future__ import annotations
 
@@ -121,38 +121,6 @@ def run_study(study: Study, args: argparse.Namespace) -> int:
         print(f"error: {job.variant} seed{job.seed} failed: {error}", file=sys.stderr)
     print(result.sweep_dir)
     return 1 if result.failures else 0
-
-
-def plot_dir(path: Path, window: str | None = None, clients: str | None = None) -> int:
-    """Re-render a run's figures, or a sweep's comparison (and every run's figures); ``window`` and
-    ``clients`` choose what the timeline shows (see asyncfl.study.straggler.draw_timeline; it is then
-    written beside timeline.png).  Every file the figures read is checked first: a damaged one is an
-    error naming it, and no figure is redrawn."""
-    from asyncfl.run_files import check_run_files
-    from asyncfl.study.compare import sweep_records, write_comparison
-    from asyncfl.study.straggler import parse_clients, parse_window, render_run_figures, timeline_file
-
-    span, rows, timeline = parse_window(window), parse_clients(clients), timeline_file(window, clients)
-    sweep = (path / "study.yaml").is_file()
-    if not sweep and not (path / "metrics.csv").is_file():
-        raise ConfigError(f"{path}: not a run directory (no metrics.csv) nor a sweep directory (no study.yaml).")
-    raw = read_yaml(path / "study.yaml") if sweep else {}
-    run_dirs = [record.path for record in sweep_records(path)] if sweep else [path]
-    try:
-        for run_dir in run_dirs:
-            check_run_files(run_dir)
-    except ConfigError as damaged:
-        raise ConfigError(f"{damaged} No figure was drawn.") from None
-    for run_dir in run_dirs:
-        written = render_run_figures(run_dir, span, rows, timeline)
-        if not sweep:
-            print(*written, sep="\n")
-    if sweep:
-        for written in write_comparison(
-            path, sweep_records(path), raw.get("targets") or (), title=str(raw.get("name", ""))
-        ):
-            print(written)
-    return 0
 
 
 def compare_dirs(args: argparse.Namespace) -> int:
