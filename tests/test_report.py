@@ -146,7 +146,7 @@ def test_sweep_writes_the_report_and_the_command_rewrites_it(tmp_path):
 def _reproduce_papers():
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "reproduce_papers.py"
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "experiments" / "reproduce_papers.py"
     spec = importlib.util.spec_from_file_location("reproduce_papers", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

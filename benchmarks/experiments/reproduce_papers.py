@@ -3,12 +3,12 @@
 Runs the study files of scenarios/papers/ (MNIST-1D, and digits for FedHist's fairness experiment), each
 5 seeds, into runs/papers/<study>/ (a finished sweep is reused, an unfinished one resumed), then writes
 
-  benchmarks/results/papers/<study>/report.md, report.csv   the study's report (mean ± 95 % CI, paired diffs)
-  benchmarks/results/papers/fedar_exclusions.csv            FedAR's cutoff: exclusions per run
-  benchmarks/results/papers/fairness_class9.csv             class-9 accuracy per run (FedHist Fig. 5)
-  benchmarks/results/papers/compute.csv                     per study: runs and summed run seconds
-  benchmarks/results/papers/central_baselines.csv           MNIST-1D central baselines (--central)
-  plots/papers_<paper>.md                                   the verdict tables the README includes
+  docs/results/papers/<study>/report.md, report.csv   the study's report (mean ± 95 % CI, paired diffs)
+  docs/results/papers/fedar_exclusions.csv            FedAR's cutoff: exclusions per run
+  docs/results/papers/fairness_class9.csv             class-9 accuracy per run (FedHist Fig. 5)
+  docs/results/papers/compute.csv                     per study: runs and summed run seconds
+  docs/results/papers/central_baselines.csv           MNIST-1D central baselines (--central)
+  docs/figures/papers_<paper>.md                                   the verdict tables the README includes
 
 Each verdict compares two variants seed by seed (paired t interval, 95 %): "reproduced" when the interval
 of the paper's claimed difference excludes 0 in the paper's direction, "not reproduced" when it excludes 0
@@ -16,10 +16,10 @@ in the other direction, "inconclusive" when it contains 0.  "At least as good as
 tests with a margin of 1 point: "reproduced" when the interval lies above -1 point, "not reproduced" when it
 lies below -1 point, "inconclusive" when it straddles -1 point.
 
-    python benchmarks/reproduce_papers.py                 # every study (about 270 runs), then the tables
-    python benchmarks/reproduce_papers.py --tables-only   # tables from the finished sweeps in runs/papers
-    python benchmarks/reproduce_papers.py --central       # also the 1-client central baselines
-    python benchmarks/readme_sync.py                      # copy the tables into README.md
+    python benchmarks/experiments/reproduce_papers.py                 # every study (about 270 runs), then the tables
+    python benchmarks/experiments/reproduce_papers.py --tables-only   # tables from the finished sweeps in runs/papers
+    python benchmarks/experiments/reproduce_papers.py --central       # also the 1-client central baselines
+    python benchmarks/tools/readme_sync.py                      # copy the tables into README.md
 """
 
 from __future__ import annotations
@@ -54,10 +54,10 @@ from asyncfl.study.seed_statistics import RunRecord, accuracy_points  # noqa: E4
 from asyncfl.study.spec import load_study  # noqa: E402
 from asyncfl.study.sweep import is_finished, run_sweep  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "runs" / "papers"
-RESULTS = ROOT / "benchmarks" / "results" / "papers"
-PLOTS = ROOT / "plots"
+RESULTS = ROOT / "docs" / "results" / "papers"
+PLOTS = ROOT / "docs" / "figures"
 STUDIES = (  # in the order they are run: the headline comparisons first, the slowest last
     "fedar_mnist1d",
     "fl_fdms_mnist1d_a07",
@@ -350,10 +350,10 @@ def main(argv: list[str] | None = None) -> int:
             write_rows(RESULTS / path, rows)
     for paper, text in verdict_tables(tables).items():
         (PLOTS / f"papers_{paper}.md").write_text(text)
-        print(f"wrote plots/papers_{paper}.md")
+        print(f"wrote docs/figures/papers_{paper}.md")
     for name, text in extra_tables(excl, compute).items():
         (PLOTS / f"papers_{name}.md").write_text(text)
-        print(f"wrote plots/papers_{name}.md")
+        print(f"wrote docs/figures/papers_{name}.md")
     return 0
 
 

@@ -5,8 +5,8 @@ FedAU (fedau-slides.md: FedAU vs average-participating vs average-all vs known-p
 Bernoulli / Markovian / cyclic participation correlated with the labels) and FL-FDMS (fl-fdms.md section 5:
 Full vs Dropout vs Stale vs FL-FDMS at alpha 0.3 / 0.5 / 0.7).
 
-    python benchmarks/reproduce_sync_papers.py all                 # offline (digits), a few minutes per paper
-    python benchmarks/reproduce_sync_papers.py fedar --data mnist  # the *_mnist.yaml variants (data present)
+    python benchmarks/experiments/reproduce_sync_papers.py all                 # offline (digits), minutes per paper
+    python benchmarks/experiments/reproduce_sync_papers.py fedar --data mnist  # the *_mnist.yaml variants (data there)
 
 Prints one Markdown table per paper: final test accuracy (mean of the last three evaluations, in
 brackets the single final evaluation) for each method and setting.  Runs go to --out.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAPERS = ROOT / "scenarios" / "papers"
 
 FEDAR_METHODS = {

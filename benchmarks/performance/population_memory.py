@@ -16,7 +16,7 @@ Each for the plain population (Bernoulli availability) and a rich one (diurnal a
 zones, an unmetered-network eligibility process, a battery with charging windows).  Measured on
 x86_64, Python 3.11, numpy 2 (2026-11): plain drawn 1,888, built 3,444; rich drawn 2,581, built 9,589.
 
-    python benchmarks/population_memory.py [--sizes 100000 300000]
+    python benchmarks/performance/population_memory.py [--sizes 100000 300000]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "benchmarks" / "scenarios" / "population.yaml"
 
 CHILD = """

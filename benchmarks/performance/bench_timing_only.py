@@ -6,7 +6,7 @@ deadline, an MLP's model size on digits; no training.  Runs the scenario once pe
 events per second, where the events are the lines the full log holds (task phases, arrivals,
 failures, aggregations; counted in the ``all`` run) whether or not they are written.
 
-    python benchmarks/bench_timing_only.py [--clients 100000] [--rounds 10]
+    python benchmarks/performance/bench_timing_only.py [--clients 100000] [--rounds 10]
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ process, start to exit, measured here.  The anchor scripts use the anchor's froz
 (clients of 12-20 samples); asyncfl partitions digits itself (Dirichlet 0.3 over 100 clients), so its
 clients hold different numbers of samples: the table prints both mean client sizes.
 
-    python benchmarks/bench_flgo.py [--flgo-python ~/flgo-venv/bin/python] [--repeats 3] [--device cuda]
+    python benchmarks/performance/bench_flgo.py [--flgo-python ~/flgo-venv/bin/python] [--repeats 3] [--device cuda]
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "flgo.md"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results" / "flgo.md"
 CLIENT_STEPS = 100 * 5 * 30
 
 

@@ -6,7 +6,7 @@ full-population ``sum()``) in a fresh subprocess; the peak resident set (VmHWM) 
 taken just before building it, after filling and after the sum, is compared with
 clients x parameters x bytes per number.
 
-    python benchmarks/bench_memory.py [--clients 1000]
+    python benchmarks/performance/bench_memory.py [--clients 1000]
 """
 
 from __future__ import annotations

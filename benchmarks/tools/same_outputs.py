@@ -6,7 +6,7 @@ covering both server modes, every algorithm (with weights.csv), timing-only runs
 need no download, several models and partitions, availability kinds, battery and eligibility,
 checkpoint cadences and a 2-seed study.  About a minute per side on 2 cores.
 
-    python benchmarks/same_outputs.py [--base REV] [--only TAG ...] [--keep DIR]
+    python benchmarks/tools/same_outputs.py [--base REV] [--only TAG ...] [--keep DIR]
 
 REV defaults to HEAD (compare uncommitted work with the last commit).  Exit status 1 on any difference.
 """
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SYNC, K_ASYNC = "scenarios/sync_deadline.yaml", "scenarios/k_async.yaml"
 BATTERY = (
     "population.battery={capacity_j: 8.0, joules_per_sample: 0.05, initial_level: {dist: uniform, low: 0.2, high: 1},"

@@ -8,9 +8,9 @@ cycles over them with increasing attempt numbers (distinct minibatch streams).  
 does not depend on the cohort size, so it is timed on at most ``--seq-jobs`` jobs.  Sequential and
 batched alternate ``--repeats`` times and the best time of each is kept (the machine is shared).
 
-    python benchmarks/bench_trainer.py [--models logreg mlp lenet5] [--cohorts 10 100 1000] [--device cuda]
+    python benchmarks/performance/bench_trainer.py [--models logreg mlp lenet5] [--cohorts 10 100 1000] [--device cuda]
 
-Writes the table to ``benchmarks/results/trainer.md``.
+Writes the table to ``docs/results/trainer.md``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 
 STEPS = 10  # local steps per job
-RESULTS = Path(__file__).resolve().parent / "results" / "trainer.md"
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "trainer.md"
 
 
 def timed(trainer, base, jobs) -> float:

@@ -8,9 +8,9 @@ interleaved, best kept (the machine is shared):
 * in process: ``run_scenario`` in a fresh child process that times the trainers' ``run`` calls;
   everything else in the run is "outside training" (simulation, aggregation, evaluation, recording).
 
-    python benchmarks/bench_overhead.py [scenarios/k_async.yaml] [--threads N] [--repeats 2] [--device cuda]
+    python benchmarks/performance/bench_overhead.py [scenarios/k_async.yaml] [--threads N] [--repeats 2] [--device cuda]
 
-Writes the table to ``benchmarks/results/<scenario name>.md``.
+Writes the table to ``docs/results/<scenario name>.md``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXECUTORS = ("sequential", "batched", "fused", "auto")
 
 
@@ -127,7 +127,7 @@ def main() -> None:
             print(f"  {executor:10} command {wall:6.2f} s   in process {record['run_s']:6.2f} s", flush=True)
     table = render(args, name, command, inproc)
     print(table)
-    path = ROOT / "benchmarks" / "results" / f"{name}.md"
+    path = ROOT / "docs" / "results" / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(table, encoding="utf-8")
 

@@ -2,15 +2,16 @@
 
 A README block
 
-    <!-- include: plots/some_table.md -->
+    <!-- include: docs/figures/some_table.md -->
     ...copied text...
     <!-- /include -->
 
 holds exactly the content of the named file (path relative to the repository root). The scripts in
-`benchmarks/` and `plots/` write those files from the current code; this script copies them in.
+`benchmarks/experiments/` and `benchmarks/performance/` write those files (into docs/results/ and
+docs/figures/) from the current code; this script copies them in.
 
-    python benchmarks/readme_sync.py            # rewrite every block from its file
-    python benchmarks/readme_sync.py --check    # exit 1, naming each stale or broken block
+    python benchmarks/tools/readme_sync.py            # rewrite every block from its file
+    python benchmarks/tools/readme_sync.py --check    # exit 1, naming each stale or broken block
 
 tests/test_readme_sync.py runs the check, so a README number that no longer matches its source file
 fails the suite.
@@ -23,7 +24,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"<!-- include: (?P<path>[^ ]+) -->\n(?P<body>.*?)<!-- /include -->", re.DOTALL)
 
 
@@ -40,7 +41,7 @@ def problems(readme: Path = ROOT / "README.md") -> list[str]:
         if not (ROOT / path).is_file():
             found.append(f"{readme.name}: block includes {path}, which does not exist")
         elif match["body"] != _source_text(path):
-            found.append(f"{readme.name}: block from {path} is stale (run python benchmarks/readme_sync.py)")
+            found.append(f"{readme.name}: block from {path} is stale (run python benchmarks/tools/readme_sync.py)")
     return found
 
 

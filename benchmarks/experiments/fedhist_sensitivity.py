@@ -2,10 +2,10 @@
 
 Covers: one-at-a-time sweeps around the defaults (alpha 0.1, lam 0.1, gamma 0.3, sim_t 0.1, history 5)
 on scenarios/papers/fedhist_nk10.yaml (N/K = 10, Dirichlet beta = 0.3, digits), short horizon, a few
-seeds.  Writes plots/fedhist_sensitivity.png and plots/fedhist_sensitivity.csv.
+seeds.  Writes docs/figures/fedhist_sensitivity.png and docs/figures/fedhist_sensitivity.csv.
 
-    python plots/fedhist_sensitivity.py                 # 34 short runs, ~20 min on 2 CPU cores
-    python plots/fedhist_sensitivity.py --seeds 0 1 2 --horizon 20
+    python benchmarks/experiments/fedhist_sensitivity.py                 # 34 short runs, ~20 min on 2 CPU cores
+    python benchmarks/experiments/fedhist_sensitivity.py --seeds 0 1 2 --horizon 20
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from asyncfl.config.loading import read_yaml, validate_scenario  # noqa: E402
 from asyncfl.runner import run_scenario  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "scenarios/papers/fedhist_nk10.yaml"
 SWEEPS = {
     "alpha": [0.0, 0.1, 0.3, 0.6],
@@ -126,11 +126,11 @@ def main(argv: list[str] | None = None) -> int:
             for seed in args.seeds:
                 rows.append(run(key, value, seed, args.horizon, args.out))
                 print(f"{key}={value} seed={seed}: acc={rows[-1]['final_accuracy']:.3f}", file=sys.stderr, flush=True)
-    with open(ROOT / "plots" / "fedhist_sensitivity.csv", "w", newline="") as handle:
+    with open(ROOT / "docs" / "figures" / "fedhist_sensitivity.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    plot(rows, ROOT / "plots" / "fedhist_sensitivity.png", args.horizon)
+    plot(rows, ROOT / "docs" / "figures" / "fedhist_sensitivity.png", args.horizon)
     return 0
 
 

@@ -1,8 +1,8 @@
-"""Regenerate the README's time-of-day figures: ``python plots/make_time_of_day.py`` (about a minute).
+"""Regenerate the README's time-of-day figures: ``python benchmarks/experiments/make_time_of_day.py`` (about a minute).
 
 Runs ``scenarios/diurnal_fedscale_like.yaml`` (one virtual day, 3,000 clients in three time zones,
 timing only) exactly like ``python -m asyncfl scenarios/diurnal_fedscale_like.yaml --out RUN_DIR``
-and copies three of its figures into ``plots/``; ``plots/diurnal_peaks.md`` (included in the README)
+and copies three of its figures into ``plots/``; ``docs/figures/diurnal_peaks.md`` (included in the README)
 gives each zone's hour of most delivered updates, measured from the run's files.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "diurnal_fedscale_like.yaml"
 COPIES = {
     "timezones.png": "diurnal_timezones.png",
@@ -34,9 +34,9 @@ def main() -> int:
         if code != 0:
             return code
         for source, target in COPIES.items():
-            shutil.copyfile(run / source, ROOT / "plots" / target)
-            print(ROOT / "plots" / target)
-        peaks = ROOT / "plots" / "diurnal_peaks.md"
+            shutil.copyfile(run / source, ROOT / "docs" / "figures" / target)
+            print(ROOT / "docs" / "figures" / target)
+        peaks = ROOT / "docs" / "figures" / "diurnal_peaks.md"
         peaks.write_text(peak_hours_markdown(run), encoding="utf-8")
         print(peaks)
     return 0

@@ -6,12 +6,12 @@ line with the default outputs (events: all, figures on).  The run records what i
 while it runs (updates.csv, timeline_tasks.csv, offline_periods.csv), so drawing them reads small
 columnar files instead of the multi-million-line events.jsonl.
 
-Prints and writes to benchmarks/results/figures.md: simulation seconds (summary.json real_seconds:
+Prints and writes to docs/results/figures.md: simulation seconds (summary.json real_seconds:
 setup to the last aggregation), figure seconds (summary.json figures_seconds: every figure of the
 run), the whole command's wall time (interpreter start-up and imports included) and the figures'
 share of it.
 
-    python benchmarks/bench_figures.py [--clients 100000] [--rounds 10] [--out benchmarks/results/figures.md]
+    python benchmarks/performance/bench_figures.py [--clients 100000] [--rounds 10] [--out docs/results/figures.md]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_timing_only import SCENARIO  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_once(clients: int, rounds: int, scratch: Path) -> dict:
@@ -60,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "figures.md")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "figures.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-figures-") as tmp:
         r = run_once(args.clients, args.rounds, Path(tmp))
@@ -68,7 +68,7 @@ def main() -> None:
     table = "\n".join([
         f"Timing-only sync, {args.clients:,} clients x {args.rounds} rounds, default outputs "
         f"({r['lines']:,} lines in events.jsonl; figures: {', '.join(r['pngs'])}).",
-        "Made by `python benchmarks/bench_figures.py`.",
+        "Made by `python benchmarks/performance/bench_figures.py`.",
         "",
         "| simulation (s) | figures (s) | whole command (s) | figures' share |",
         "|---:|---:|---:|---:|",

@@ -8,13 +8,13 @@ minibatch order), and with --kernels the test's own seed also runs under every k
 offers (torch's vectorised kernels without AVX-512 or without any vector unit, MKL's conditional numerical
 reproducibility mode, two threads), as another machine would.
 
-    python benchmarks/accuracy_spread.py                 # seeds 0-9 of every case (about 5 minutes on 2 cores)
-    python benchmarks/accuracy_spread.py --kernels       # also each case's test seed under each kernel path
-    python benchmarks/accuracy_spread.py --cases central_mlp --seeds 20
+    python benchmarks/experiments/accuracy_spread.py            # seeds 0-9 of every case (about 5 minutes, 2 cores)
+    python benchmarks/experiments/accuracy_spread.py --kernels  # also each case's test seed under each kernel path
+    python benchmarks/experiments/accuracy_spread.py --cases central_mlp --seeds 20
 
 Prints, per case, mean, std, min and max over seeds (and the kernel paths' min..max) and the bound rule
 the tests use, mean - 4 std (and mean + 4 std for a two-sided range), and writes every measured value to
-``benchmarks/results/accuracy_spread.csv`` (replacing the rows of the cases measured).  The data sets are
+``docs/results/accuracy_spread.csv`` (replacing the rows of the cases measured).  The data sets are
 generated alike everywhere (MNIST-1D's float32 arrays are bit-identical under numpy 1.26 / scipy 1.11 and
 numpy 2.4 / scipy 1.17, and equal the published data set).
 """
@@ -32,9 +32,9 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-RESULT = ROOT / "benchmarks" / "results" / "accuracy_spread.csv"
+RESULT = ROOT / "docs" / "results" / "accuracy_spread.csv"
 
 # another machine, as far as this one can play it: (name, environment, trainer.threads)
 KERNELS = [

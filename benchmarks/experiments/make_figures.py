@@ -1,4 +1,4 @@
-"""Regenerate the README's study figures: ``python plots/make_figures.py`` (about 3-5 minutes on 2 cores).
+"""Regenerate the README's study figures: ``python benchmarks/experiments/make_figures.py`` (3-5 minutes, 2 cores).
 
 Covers: the study machinery end to end.  Runs ``scenarios/compare_deadlines.yaml`` (FedAvg without
 and with an 8 s deadline, and FedBuff, 3 seeds each, 200 virtual seconds) exactly like
@@ -6,8 +6,8 @@ and with an 8 s deadline, and FedBuff, 3 seeds each, 200 virtual seconds) exactl
     python -m asyncfl scenarios/compare_deadlines.yaml --out SWEEP_DIR
 
 then copies the comparison figures and tables and a few straggler figures of single runs into
-``plots/``, and writes ``plots/compare_summary.md``: the study's setting and the sentences the README
-quotes, with their numbers read from the sweep (``python benchmarks/readme_sync.py`` copies both
+``plots/``, and writes ``docs/figures/compare_summary.md``: the study's setting and the sentences the README
+quotes, with their numbers read from the sweep (``python benchmarks/tools/readme_sync.py`` copies both
 Markdown files into the README).  Pass ``--executor ray`` to run the nine simulations as Ray tasks;
 ``--sweep DIR`` keeps the sweep directory (default: a temporary directory).
 """
@@ -22,11 +22,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "compare_deadlines.yaml"
-PLOTS = ROOT / "plots"
+PLOTS = ROOT / "docs" / "figures"
 SUMMARY = PLOTS / "compare_summary.md"
-COPIES = {  # sweep-relative source -> file in plots/
+COPIES = {  # sweep-relative source -> file in docs/figures/
     "accuracy_vs_time.png": "compare_accuracy_vs_time.png",
     "accuracy_vs_round.png": "compare_accuracy_vs_round.png",
     "time_to_target.md": "compare_time_to_target.md",

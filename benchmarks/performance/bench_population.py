@@ -10,9 +10,9 @@ model size on digits, Bernoulli availability p_i ~ U[0.1, 1]; no training):
 
 Wall time is the whole process (python start, imports, simulation, every output file, figures);
 ``simulation`` is summary.json's real_seconds (from the run's start to its summary, before figures).
-Writes benchmarks/results/population.md and prints it.
+Writes docs/results/population.md and prints it.
 
-    python benchmarks/bench_population.py [--rows k_async sync_1e6 sync_1e5]
+    python benchmarks/performance/bench_population.py [--rows k_async sync_1e6 sync_1e5]
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "benchmarks" / "scenarios" / "population.yaml"
-RESULT = ROOT / "benchmarks" / "results" / "population.md"
+RESULT = ROOT / "docs" / "results" / "population.md"
 
 ROWS = {
     "k_async": (
@@ -76,7 +76,7 @@ def main() -> None:
     device = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     lines = [
         f"Timing-only populations, whole `python -m asyncfl` processes ({device}); "
-        f"`python benchmarks/bench_population.py`.",
+        f"`python benchmarks/performance/bench_population.py`.",
         "",
         "| workload | wall s | simulation s | goal | outcome |",
         "| --- | ---: | ---: | --- | --- |",

@@ -5,9 +5,9 @@ at its default (null: one thread for this model) and with torch's default (one t
 alternating, with nothing else started and next to one busy process (a pure-Python loop on one core:
 another job, a browser, a second run).  The table gives the load average before each, since
 "nothing else started" is idle only on an otherwise quiet machine.  Prints the table and writes
-``benchmarks/results/threads.md``.
+``docs/results/threads.md``.
 
-    python benchmarks/bench_threads.py [--repeats 2] [--scenario scenarios/k_async.yaml]
+    python benchmarks/performance/bench_threads.py [--repeats 2] [--scenario scenarios/k_async.yaml]
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULT = ROOT / "benchmarks" / "results" / "threads.md"
+ROOT = Path(__file__).resolve().parents[2]
+RESULT = ROOT / "docs" / "results" / "threads.md"
 BUSY_LOOP = "while True: pass"
 
 
@@ -68,7 +68,7 @@ def main() -> None:
     name = args.scenario.resolve().relative_to(ROOT)
     text = "\n".join([
         f"`{name}` as a user runs it, on the CPU ({cores} cores), best of {args.repeats} alternating runs per "
-        "setting; `python benchmarks/bench_threads.py`.",
+        "setting; `python benchmarks/performance/bench_threads.py`.",
         "",
         "| machine (1-minute load average before) | trainer.threads | whole command s | run s (summary.json) "
         "| time / default |",

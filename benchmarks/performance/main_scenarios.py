@@ -1,12 +1,12 @@
 """Run the README's two main scenarios through the command line and write the numbers the README quotes.
 
-    python benchmarks/main_scenarios.py     # about two minutes on 2 idle cores
+    python benchmarks/performance/main_scenarios.py     # about two minutes on 2 idle cores
 
 Runs ``python -m asyncfl scenarios/k_async.yaml`` and ``scenarios/sync_deadline.yaml`` exactly as a user
-would (each in a fresh process, figures included), then writes ``benchmarks/results/main_scenarios.md``:
+would (each in a fresh process, figures included), then writes ``docs/results/main_scenarios.md``:
 per scenario its setting (read from the resolved config.yaml), final test accuracy, aggregations, virtual
 seconds and the wall seconds of the whole command; for a sync scenario with a deadline, how many attempts
-of the slowest speed tier delivered.  ``python benchmarks/readme_sync.py`` copies the file into the README.
+of the slowest speed tier delivered.  ``python benchmarks/tools/readme_sync.py`` copies the file into the README.
 
 Wall seconds are given twice: the *first run*, from a fresh copy of the package whose bytecode Python
 has not compiled yet (what a user's first command after ``pip install -e .`` pays), and *warm* runs
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ("scenarios/k_async.yaml", "scenarios/sync_deadline.yaml")
-RESULT = ROOT / "benchmarks" / "results" / "main_scenarios.md"
+RESULT = ROOT / "docs" / "results" / "main_scenarios.md"
 WARM_RUNS = 3
 
 
@@ -101,7 +101,8 @@ def main() -> int:
             print(f"{scenario}: first {first:.1f} s, warm {[round(w, 1) for w in walls]} s", file=sys.stderr)
     text = "\n".join(
         [
-            f"Measured by `python benchmarks/main_scenarios.py` ({os.cpu_count()} CPUs; wall seconds of the whole "
+            "Measured by `python benchmarks/performance/main_scenarios.py` "
+            f"({os.cpu_count()} CPUs; wall seconds of the whole "
             "command, start-up and figures included: the first run, before Python has compiled asyncfl's "
             f"bytecode, and the median (min–max) of {WARM_RUNS} later runs). A machine's very first run also "
             "reads torch's libraries from disk, which no script can repeat, and other CPUs take other times: "

@@ -1,4 +1,5 @@
-"""Regenerate the README's trace-import and advisor figures: ``python plots/make_trace_figures.py`` (about a minute).
+"""Regenerate the README's trace-import and advisor figures (about a minute):
+``python benchmarks/experiments/make_trace_figures.py``.
 
 Covers: ``traces convert`` and ``advise`` end to end, through the command line.
 
@@ -7,13 +8,13 @@ Covers: ``traces convert`` and ``advise`` end to end, through the command line.
    inference latency (median 100 ms per sample) and bandwidth (median 5,000 kbit/s), and a 6-day
    behaviour pattern per device (a long nightly window of 1-7 h, up to three short ones a day).
 2. Converts both for a 100-client scenario (``--clients 100 --seed 0``, availability over 2 days),
-   draws ``plots/fedscale_import.png`` (speeds, bandwidths, share of clients online over time) and
-   writes ``plots/fedscale_import.md``.
+   draws ``docs/figures/fedscale_import.png`` (speeds, bandwidths, share of clients online over time) and
+   writes ``docs/figures/fedscale_import.md``.
 3. Runs ``advise`` on ``scenarios/sync_deadline.yaml`` (``--deadline 10:120:10``) and on a K-async
    scenario over the imported population (``--k 1,5,10,20 --concurrency 3,20``), copying
-   ``advice.png`` / ``advice.md`` to ``plots/advice_sync_deadline.*`` and ``plots/advice_fedscale_k.*``.
+   ``advice.png`` / ``advice.md`` to ``docs/figures/advice_sync_deadline.*`` and ``docs/figures/advice_fedscale_k.*``.
 
-``python benchmarks/readme_sync.py`` then copies the Markdown files into the README.
+``python benchmarks/tools/readme_sync.py`` then copies the Markdown files into the README.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-PLOTS = ROOT / "plots"
+ROOT = Path(__file__).resolve().parents[2]
+PLOTS = ROOT / "docs" / "figures"
 DAY = 86400.0
 
 K_ASYNC = """\

@@ -11,13 +11,13 @@ and ``server`` replaced:
   fedasync K-async, K = 1 (FedAsync mixes one update at a time), mixing 0.6, (1 + tau)^-0.5
   fedavg   sync rounds over all clients with a deadline (late updates dropped)
 
-    python benchmarks/staleness_study.py                  # the whole study, ~15-25 min on 2 CPU cores
-    python benchmarks/staleness_study.py --settings nk10 --betas 0.3 --seeds 0 1 2
-    python benchmarks/staleness_study.py --fairness       # Fig. 5: the isolated class over time
+    python benchmarks/experiments/staleness_study.py                  # the whole study, ~15-25 min on 2 CPU cores
+    python benchmarks/experiments/staleness_study.py --settings nk10 --betas 0.3 --seeds 0 1 2
+    python benchmarks/experiments/staleness_study.py --fairness       # Fig. 5: the isolated class over time
 
 Prints a Markdown table (mean over seeds; a dash = target not reached in the horizon) and writes
 runs under --out (default runs/staleness_study) plus study.csv and accuracy_vs_time.png there; the
-full grid also goes to plots/staleness_study.png, the fairness figure to plots/fedhist_fairness.png.
+full grid also goes to docs/figures/staleness_study.png, the fairness figure to docs/figures/fedhist_fairness.png.
 Finished runs are reused (delete the run directory to recompute).
 """
 
@@ -38,7 +38,7 @@ import torch  # noqa: E402
 from asyncfl.config.loading import read_scenario, validate_scenario  # noqa: E402
 from asyncfl.runner import run_scenario  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"nk10": "scenarios/papers/fedhist_nk10.yaml", "nk100": "scenarios/papers/fedhist_nk100.yaml"}
 BETAS = {"0.3": {"kind": "dirichlet", "alpha": 0.3}, "1.0": {"kind": "dirichlet", "alpha": 1.0}, "iid": {"kind": "iid"}}
 ALGORITHMS = ("fedhist", "fedbuff", "fedasync", "fedavg")
@@ -207,7 +207,7 @@ def fairness_study(seeds: list[int], out: Path) -> str:
                 "curve": [(float(m["time"]), float(m["accuracy_class_9"])) for m in metrics],
             })  # fmt: skip
     _plot_fairness(rows, out / "class9_vs_time.png")
-    _plot_fairness(rows, ROOT / "plots" / "fedhist_fairness.png")
+    _plot_fairness(rows, ROOT / "docs" / "figures" / "fedhist_fairness.png")
     lines = [
         "| algorithm | class-9 accuracy, mean over the last quarter | class-9 accuracy, final "
         "| overall accuracy, final |",
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
     plot(rows, args.out / "accuracy_vs_time.png")
     if (args.settings, args.betas, args.algorithms) == (list(SETTINGS), list(BETAS), list(ALGORITHMS)):
-        plot(rows, ROOT / "plots" / "staleness_study.png")  # the whole grid: the README's figure
+        plot(rows, ROOT / "docs" / "figures" / "staleness_study.png")  # the whole grid: the README's figure
     print(table(rows))
     return 0
 

@@ -9,7 +9,7 @@ load on the machine hits them alike:
   run start-up        python -m asyncfl scenarios/k_async.yaml, timing_only, 1 aggregation, no events,
                       figures or checkpoints: the whole command, so start-up plus a few ms of simulation
 
-Writes benchmarks/results/startup.md and prints it.   python benchmarks/bench_startup.py [--repeats 5]
+Writes docs/results/startup.md and prints it.   python benchmarks/performance/bench_startup.py [--repeats 5]
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULT = ROOT / "benchmarks" / "results" / "startup.md"
+ROOT = Path(__file__).resolve().parents[2]
+RESULT = ROOT / "docs" / "results" / "startup.md"
 PY = sys.executable
 RUN_SETTINGS = ["timing_only=true", "stop.rounds=1", "output.plot=false", "output.events=none",
                 "checkpoint.every_rounds=null"]  # fmt: skip
@@ -58,7 +58,8 @@ def main() -> None:
     torch_s = median["import torch"]
     device = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     lines = [
-        f"Start-up, whole processes, median of {args.repeats} ({device}); `python benchmarks/bench_startup.py`.",
+        f"Start-up, whole processes, median of {args.repeats} ({device}); "
+        "`python benchmarks/performance/bench_startup.py`.",
         "",
         "| command | seconds | minus `import torch` |",
         "| --- | ---: | ---: |",
