@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 
 from asyncfl.config import ConfigError
+from asyncfl.sim.trace_import import FORMATS, convert, write_converted  # every parser lists FORMATS
 
 
 def add_traces_parser(sub) -> None:
-    from asyncfl.sim.trace_import import FORMATS
-
     traces = sub.add_parser("traces", help="convert published device traces (FedScale, FLASH) to asyncfl's CSV files")
     actions = traces.add_subparsers(dest="traces_command", required=True)
     convert = actions.add_parser(
@@ -45,8 +44,6 @@ def add_traces_parser(sub) -> None:
 
 
 def traces_command(args: argparse.Namespace) -> int:
-    from asyncfl.sim.trace_import import convert, write_converted
-
     if args.clients is not None and args.clients < 1:
         raise ConfigError(f"--clients {args.clients}: must be an integer >= 1.")
     if not (math.isfinite(args.horizon) and args.horizon > 0):
