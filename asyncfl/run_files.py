@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from asyncfl.config import ConfigError
+from asyncfl.errors import ConfigError
 
 # The CSV files the figures read, with the columns every row must fill with a number (a row cut
 # short leaves them empty); every other column is a number or empty, except the text columns.

@@ -25,8 +25,8 @@ from asyncfl.callbacks.progress_bar import ProgressBar
 from asyncfl.callbacks.round_log import RoundLog
 from asyncfl.callbacks.stop_rules import StopRules
 from asyncfl.checkpoint import CheckpointWriter
-from asyncfl.config import ConfigError
 from asyncfl.config.schema import Scenario, start_datetime
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import make_trainer, training_threads
 from asyncfl.learn.federation import build_federation

@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 from tests.conftest import table
 
 SYNC = {

@@ -302,7 +302,7 @@ def test_auto_rule_and_factory(digits, monkeypatch):
 
 
 def same_metrics_scenario(mode: str) -> dict:
-    """The run compared across executors (also measured over seeds by ``benchmarks/accuracy_spread.py``)."""
+    """The run compared across executors (also measured over seeds by ``benchmarks/experiments/accuracy_spread.py``)."""
     raw = {
         "name": "same",
         "data": {"clients": 12},
@@ -334,7 +334,8 @@ def test_whole_run_same_metrics_with_either_executor(tmp_path, mode):
                 x, y = float(a[key] or "nan"), float(b[key] or "nan")
                 assert (math.isnan(x) and math.isnan(y)) or abs(x - y) <= TOL
     # it did learn: final - first accuracy at seed 0 is 0.281 (sync) / 0.242 (k_async) on every kernel path, and
-    # positive on seeds 0-9 (0.064..0.315, std 0.072 / 0.025..0.242, std 0.070; benchmarks/accuracy_spread.py)
+    # positive on seeds 0-9 (0.064..0.315, std 0.072 / 0.025..0.242, std 0.070;
+    # benchmarks/experiments/accuracy_spread.py)
     assert float(seq[-1]["test_accuracy"]) > float(seq[0]["test_accuracy"])
 
 

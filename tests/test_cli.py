@@ -197,7 +197,7 @@ def test_an_output_directory_that_cannot_be_made_is_one_clear_error(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "scenario.yaml", "study.yaml"]  # no debris
 
 
-NO_RAY = "import sys\nsys.modules['ray'] = None  # import ray fails\nfrom asyncfl.__main__ import main\n"
+NO_RAY = "import sys\nsys.modules['ray'] = None  # import ray fails\nfrom asyncfl.cli import main\n"
 NO_RAY += "sys.exit(main())"
 
 

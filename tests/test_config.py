@@ -225,14 +225,16 @@ def test_fedasync_needs_k_equal_one():
 
 
 def test_staleness_study_fairness_finds_its_trace_from_any_directory(tmp_path, monkeypatch):
-    """benchmarks/staleness_study.py --fairness read the scenario's device trace relative to the working
+    """benchmarks/experiments/staleness_study.py --fairness read the scenario's device trace relative to the working
     directory instead of the scenario file."""
     import importlib.util
 
     from asyncfl.config import validate_scenario
 
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("staleness_study", root / "benchmarks" / "staleness_study.py")
+    spec = importlib.util.spec_from_file_location(
+        "staleness_study", root / "benchmarks" / "experiments" / "staleness_study.py"
+    )
     study = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(study)
     monkeypatch.chdir(tmp_path)

@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 
 SCENARIO = dict(
     data={"dataset": "digits", "clients": 8},

@@ -78,7 +78,7 @@ stop: {{rounds: {rounds}}}
 output: {{plot: false}}
 """
 RUN_BOTH = (  # one interpreter for both runs: torch is imported once
-    "from asyncfl.__main__ import main\n"
+    "from asyncfl.cli import main\n"
     "for name in ('sync', 'k_async'): main(['run', name + '.yaml', '--out', name, '--quiet'])"
 )
 

@@ -104,7 +104,7 @@ PARTITIONER = Partitioner(AlternatePartition, split)
 DRIVER = """
 import json, sys
 import asyncfl
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 from asyncfl.config import load_scenario
 from asyncfl.learn.datasets import dataset_spec, load_arrays
 from asyncfl.runner import timing_model_bytes
@@ -137,7 +137,7 @@ output: {plot: false}
 
 def build_extended_copy(root: Path) -> None:
     """A copy of the package in ``root`` with the three new modules, and ``toy.yaml`` / ``linear2.yaml``
-    beside it (also used by ``benchmarks/accuracy_spread.py`` to measure their accuracies over seeds)."""
+    beside it (also used by ``benchmarks/experiments/accuracy_spread.py`` to measure their accuracies over seeds)."""
     package = Path(asyncfl.__file__).parent
     shutil.copytree(package, root / "asyncfl", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "asyncfl/learn/datasets/toy.py").write_text(TOY_DATASET)
@@ -176,7 +176,7 @@ def test_a_data_set_is_one_file(extended):
     assert [int(r["round"]) for r in rows][-1] == 2
     accuracy = float(rows[-1]["test_accuracy"])
     # chance is 0.5; the blobs are 3 standard deviations apart on each axis.  Seeds 0-9: 0.98..1.0 (mean 0.998,
-    # std 0.006; benchmarks/accuracy_spread.py), seed 3: 1.0 on every kernel path: 0.8 leaves > 4 std
+    # std 0.006; benchmarks/experiments/accuracy_spread.py), seed 3: 1.0 on every kernel path: 0.8 leaves > 4 std
     assert accuracy > 0.8
     assert abs(accuracy * 50 - round(accuracy * 50)) < 1e-6  # measured on the 50 test samples
     timing = json.loads((root / "runs/timing/summary.json").read_text())
@@ -186,8 +186,8 @@ def test_a_data_set_is_one_file(extended):
 def test_a_model_is_one_file_with_its_own_keys(extended):
     root, out = extended
     rows = table(root / "runs/linear2/metrics.csv")
-    # ten classes: chance is 0.1.  Seeds 0-9: 0.71..0.80, mean 0.757, std 0.027 (benchmarks/accuracy_spread.py):
-    # 0.6 is below mean - 4 std (0.65)
+    # ten classes: chance is 0.1.  Seeds 0-9: 0.71..0.80, mean 0.757, std 0.027
+    # (benchmarks/experiments/accuracy_spread.py): 0.6 is below mean - 4 std (0.65)
     assert int(rows[-1]["round"]) == 2 and float(rows[-1]["test_accuracy"]) > 0.6
     config = (root / "runs/linear2/config.yaml").read_text()
     assert "name: linear2" in config and "linear2:\n    width: 5" in config  # model.linear2, its own section

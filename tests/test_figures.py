@@ -18,12 +18,14 @@ import pytest
 from conftest import events, run, table
 from matplotlib.collections import PolyCollection
 
+from asyncfl.figures.accuracy import draw_accuracy
+from asyncfl.figures.client_accuracy import draw_client_accuracy
+from asyncfl.figures.common import accuracy_limits
+from asyncfl.figures.participation import draw_participation
+from asyncfl.figures.timeline import draw_timeline
+from asyncfl.figures.timeline_files import timeline_clients
 from asyncfl.output.files import read_csv
 from asyncfl.output.run_directory import timeline_sample
-from asyncfl.plots import accuracy_limits, draw_accuracy
-from asyncfl.study.client_figures import draw_client_accuracy, draw_participation
-from asyncfl.study.straggler import draw_timeline
-from asyncfl.study.timeline import timeline_clients
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SYNC = dict(
@@ -193,7 +195,7 @@ def test_timeline_window_and_clients_change_what_is_drawn(runs):
 
 
 def test_plot_command_takes_window_and_clients_and_rejects_bad_values(runs, capsys):
-    from asyncfl.__main__ import main
+    from asyncfl.cli import main
 
     sync = str(runs["sync"])
     assert main(["plot", sync, "--window", "5:", "--clients", "4"]) == 0
@@ -261,7 +263,7 @@ def test_client_accuracy_is_drawn_in_fractions_like_every_other_accuracy(runs):
 
 
 def test_comparison_axis_fits_the_bands_and_targets(tmp_path, monkeypatch):
-    from asyncfl.study import figures
+    from asyncfl.figures import compare as figures
 
     closed = []  # the figure, caught as it is saved
     monkeypatch.setattr(figures.Figure, "savefig", lambda fig, *args, **kwargs: closed.append(fig))

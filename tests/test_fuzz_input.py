@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 from asyncfl.config import ConfigError, Scenario, apply_override, validate_scenario
 from asyncfl.sim.availability.trace import read_availability_trace
 from asyncfl.sim.profiles import read_device_trace

@@ -102,7 +102,7 @@ def test_cnn1d_batched_equals_sequential():
 # Another CPU trains another trajectory (torch's vector kernels, MKL's code path and the thread count change
 # the last bits, and thousands of SGD steps grow them), as another seed does: seed 0 of the MLP gives 0.606 to
 # 0.675 under this machine's kernel paths.  So each range is mean ± 4 std over seeds 0-9 (rounded outward),
-# measured by `python benchmarks/accuracy_spread.py --kernels` (values in benchmarks/results/accuracy_spread.csv).
+# measured by `python benchmarks/experiments/accuracy_spread.py --kernels` (values in docs/results/accuracy_spread.csv).
 CENTRAL = {  # model -> (training, rounds of 500 steps, accepted accuracy range); the paper's value in the comment
     # paper 32 %; seeds 0-9: mean 0.301, std 0.011, 0.288..0.317; seed 0: 0.317 on every kernel path
     "logreg": ({"lr": 0.1}, 4, (0.25, 0.35)),

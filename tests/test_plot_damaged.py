@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run
 
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 
 SECTIONS = dict(
     data={"dataset": "digits", "clients": 12},

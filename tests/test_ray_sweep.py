@@ -69,7 +69,7 @@ def test_ray_sweep_matches_the_local_executor(local_ray, tmp_path):
 
 def test_cli_routes_a_study_to_ray(local_ray, tmp_path, capsys):
     """The command line's --executor ray (in process, so it reuses the running local instance)."""
-    from asyncfl.__main__ import main
+    from asyncfl.cli import main
 
     path = tmp_path / "study.yaml"
     raw = {**STUDY, "compare": STUDY["compare"][:1], "output": {"dir": str(tmp_path / "runs"), "plot": False}}

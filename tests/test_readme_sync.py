@@ -1,10 +1,10 @@
-"""Every README block that quotes a generated file must equal that file (benchmarks/readme_sync.py)."""
+"""Every README block that quotes a generated file must equal that file (benchmarks/tools/readme_sync.py)."""
 
 import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("readme_sync", ROOT / "benchmarks" / "readme_sync.py")
+_spec = importlib.util.spec_from_file_location("readme_sync", ROOT / "benchmarks" / "tools" / "readme_sync.py")
 readme_sync = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(readme_sync)
 

@@ -15,7 +15,6 @@ import yaml
 from asyncfl.config import ConfigError
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
-from asyncfl.study.aggregate import RunRecord, tail_accuracy
 from asyncfl.study.compare import write_comparison
 from asyncfl.study.report import (
     direction,
@@ -25,6 +24,7 @@ from asyncfl.study.report import (
     t_interval,
     write_report,
 )
+from asyncfl.study.seed_statistics import RunRecord, tail_accuracy
 from asyncfl.study.spec import load_study
 from asyncfl.study.sweep import run_sweep
 
@@ -146,7 +146,7 @@ def test_sweep_writes_the_report_and_the_command_rewrites_it(tmp_path):
 def _reproduce_papers():
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "reproduce_papers.py"
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "experiments" / "reproduce_papers.py"
     spec = importlib.util.spec_from_file_location("reproduce_papers", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

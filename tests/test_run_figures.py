@@ -12,9 +12,10 @@ import pytest
 from conftest import run, table
 from PIL import Image
 
-from asyncfl.__main__ import main
-from asyncfl.study.client_figures import draw_client_accuracy, draw_time_breakdown
-from asyncfl.study.straggler import render_run_figures
+from asyncfl.cli import main
+from asyncfl.figures import render_run_figures
+from asyncfl.figures.client_accuracy import draw_client_accuracy
+from asyncfl.figures.time_breakdown import draw_time_breakdown
 
 TRANSFER = 0.5026  # 2,600 bytes over 8 Mbit/s + 0.5 s latency (see tests/test_timing.py)
 COMPUTE = (0.16, 0.32, 1.6)  # 16 samples at 100, 50 and 10 samples/s
@@ -72,7 +73,7 @@ def test_staleness_figure_is_left_out_when_every_update_is_fresh(cut_off, tmp_pa
 
 def test_updates_vs_time_puts_both_panels_on_the_clock_without_a_mass_of_markers(tmp_path, device_trace):
     long = run(tmp_path, "long", **_base(device_trace, 250, deadline_s=2.0, late_updates="drop"))
-    from asyncfl.plots import draw_timing
+    from asyncfl.figures.accuracy import draw_timing
 
     fig = draw_timing(long)
     left, right = fig.axes

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 
 SCENARIO = {
     "data": {"dataset": "digits", "clients": 10},

@@ -19,7 +19,7 @@ def test_validate_imports_no_torch():
     """The algorithm modules the schema reads hold ``torch`` as a lazy module (asyncfl.lazy): registered,
     never executed while validating."""
     loaded = _modules_after(
-        "from asyncfl.__main__ import main\nmain(['validate', 'scenarios/k_async.yaml'])\n"
+        "from asyncfl.cli import main\nmain(['validate', 'scenarios/k_async.yaml'])\n"
         "from asyncfl.lazy import is_loaded\nassert not is_loaded('torch')"
     )
     assert "asyncfl.config.schema" in loaded and "asyncfl.algorithms.fedbuff" in loaded
@@ -29,7 +29,7 @@ def test_validate_imports_no_torch():
 def test_runner_import_leaves_plotting_and_dynamo_out():
     loaded = _modules_after("import asyncfl.runner")
     assert "torch" in loaded  # a run needs torch (a timing-only run too: the model size is the real model's)
-    assert not {m for m in loaded if m.startswith(("matplotlib", "torch._dynamo", "asyncfl.plots"))}
+    assert not {m for m in loaded if m.startswith(("matplotlib", "torch._dynamo", "asyncfl.figures"))}
 
 
 def test_figure_modules_leave_the_users_matplotlib_backend_alone():
@@ -37,10 +37,10 @@ def test_figure_modules_leave_the_users_matplotlib_backend_alone():
     calls matplotlib.use (which would override a backend the user picked)."""
     loaded = _modules_after(
         "import matplotlib\nmatplotlib.use('svg')\n"
-        "import asyncfl.plots, asyncfl.study.straggler, asyncfl.study.figures, asyncfl.study.advise\n"
+        "import asyncfl.figures, asyncfl.figures.compare, asyncfl.study.advise\n"
         "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()"
     )
-    assert "asyncfl.study.straggler" in loaded and "matplotlib.pyplot" not in loaded
+    assert "asyncfl.figures.run_figures" in loaded and "matplotlib.pyplot" not in loaded
 
 
 def test_digits_are_read_without_importing_scikit_learn():

@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from asyncfl.client_statistics import bias_stats
 from asyncfl.config import ConfigError
+from asyncfl.figures import render_run_figures
+from asyncfl.figures.timeline_files import offline_periods, task_segments, timeline_clients, update_staleness
 from asyncfl.output.files import read_csv
 from asyncfl.output.run_directory import ENDED
 from asyncfl.study import build_study
-from asyncfl.study.aggregate import RunRecord, bias_stats, step_value
 from asyncfl.study.compare import write_comparison
-from asyncfl.study.straggler import render_run_figures
+from asyncfl.study.seed_statistics import RunRecord, step_value
 from asyncfl.study.sweep import run_sweep
-from asyncfl.study.timeline import offline_periods, task_segments, timeline_clients, update_staleness
 
 BASE = {
     "name": "tiny",

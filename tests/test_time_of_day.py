@@ -338,9 +338,10 @@ def test_diurnal_runs_are_deterministic(tmp_path):
 def test_figures_show_time_of_day_and_the_breakdown(tmp_path):
     import matplotlib.pyplot as plt
 
-    from asyncfl.plots import plot_accuracy_vs_time
-    from asyncfl.study.client_figures import draw_time_breakdown, draw_timezones
-    from asyncfl.study.straggler import draw_timeline
+    from asyncfl.figures.accuracy import plot_accuracy_vs_time
+    from asyncfl.figures.time_breakdown import draw_time_breakdown
+    from asyncfl.figures.timeline import draw_timeline
+    from asyncfl.figures.timezones import draw_timezones
 
     run = run_scenario(validate_scenario(ELIGIBLE), tmp_path / "run")
     fig = draw_timezones(run)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from asyncfl.__main__ import main
+from asyncfl.cli import main
 from asyncfl.config import validate_scenario
 from asyncfl.config.loading import check_trace_files
 from asyncfl.sim.availability.trace import read_availability_trace

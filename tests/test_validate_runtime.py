@@ -139,8 +139,10 @@ def test_the_memory_check_compares_the_estimate_with_what_is_available():
 
 def test_the_estimate_is_near_a_measured_population():
     """The constants against a timing-only run of 20,000 clients that touches every one of them
-    (benchmarks/population_memory.py's measurement, at a small size): within a factor of 1.5."""
-    spec = importlib.util.spec_from_file_location("population_memory", ROOT / "benchmarks" / "population_memory.py")
+    (benchmarks/performance/population_memory.py's measurement, at a small size): within a factor of 1.5."""
+    spec = importlib.util.spec_from_file_location(
+        "population_memory", ROOT / "benchmarks" / "performance" / "population_memory.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     clients = 20_000

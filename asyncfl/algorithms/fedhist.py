@@ -32,7 +32,7 @@ Choices where the paper is silent or ambiguous (all YAML keys of ``algorithm``):
   direction without dominating it); lambda = 0.1, sim_T = 0.1, gamma = 0.3: a utility is of order
   (cos - sim_T) * |S| ~ 0.3 * 5, so lambda * U ~ 0.1 is a boost of the same order as s(tau) of a
   gradient two rounds stale, and the EMA forgets a single evaluation in ~3 rounds.  The sensitivity
-  of each is measured by plots/fedhist_sensitivity.py.
+  of each is measured by benchmarks/experiments/fedhist_sensitivity.py.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class FedHistParams(AlgorithmParams):
     """FedHist (Jiang et al., fedhist.txt section II): EGS + HAA + INA on a buffer of h past rounds.
 
     The paper gives no values for alpha, lambda, gamma, sim_T and h; the defaults are our choices,
-    justified in :mod:`asyncfl.algorithms.fedhist` and measured in plots/fedhist_sensitivity.png.
+    justified in :mod:`asyncfl.algorithms.fedhist` and measured in docs/figures/fedhist_sensitivity.png.
     """
 
     name: Literal["fedhist"]

@@ -16,6 +16,7 @@ import pandas as pd
 import yaml
 
 from asyncfl.errors import ConfigError
+from asyncfl.figures import render_run_figures
 
 STUDY_FILE = "study.yaml"
 
@@ -67,13 +68,10 @@ class Run:
         """The fully resolved scenario the run was made with, as plain data."""
         return yaml.safe_load((self.path / "config.yaml").read_text(encoding="utf-8"))
 
-    def plot(self, window: tuple[float, float | None] | None = None) -> list[Path]:
-        """Draw (again) every figure the run's files allow; returns the PNG files written.
-        ``window``: the virtual seconds ``timeline.png`` shows, e.g. ``(100, 400)`` (written beside it)."""
-        from asyncfl.study.straggler import render_run_figures, timeline_file
-
-        name = timeline_file(None if window is None else f"{window[0]}:{'' if window[1] is None else window[1]}", None)
-        return render_run_figures(self.path, window, None, name)
+    def plot(self) -> list[Path]:
+        """Draw (again) every figure the run's files allow, as the run draws them; returns the PNG files
+        written (``python -m asyncfl plot RUN_DIR --window/--clients`` zooms the timeline)."""
+        return render_run_figures(self.path)
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r})"

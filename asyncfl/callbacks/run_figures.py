@@ -16,7 +16,7 @@ class RunFigures(Callback):
 
     def on_end(self, state: RunState, now: float) -> None:
         # here, not at the top: a run that does not plot loads no matplotlib (tests/test_startup.py)
-        from asyncfl.study.straggler import render_run_figures
+        from asyncfl.figures import render_run_figures
 
         started = time.perf_counter()
         render_run_figures(self.out.path)

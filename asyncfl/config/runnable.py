@@ -56,7 +56,7 @@ def population_memory_problem(scenario: Scenario, available: int | None = None) 
     return (
         f"data.clients ({clients:,}): a population this large needs about {_gib(need)} of memory "
         f"({drawn:,} bytes per client, and {built:,} more per client the run "
-        f"touches, {touches} here; measured by benchmarks/population_memory.py), but {_gib(available)} is "
+        f"touches, {touches} here; measured by benchmarks/performance/population_memory.py), but {_gib(available)} is "
         f"available on this machine; allowed here: data.clients up to about {max(largest, 0):,}"
     )
 

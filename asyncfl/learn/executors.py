@@ -1,7 +1,7 @@
 """Choosing how training jobs run: ``trainer.executor: auto | fused | batched | sequential`` (DESIGN.md 7).
 
 All trainers give the same deltas to float tolerance (tests/test_batched.py), so the choice is
-about speed only.  ``auto`` follows a fixed rule, decided from ``benchmarks/bench_trainer.py``
+about speed only.  ``auto`` follows a fixed rule, decided from ``benchmarks/performance/bench_trainer.py``
 rather than timed at run start, so that a scenario always runs the same code path (same numbers
 to the last bit) on the same kind of device:
 
@@ -49,7 +49,7 @@ def training_threads(model: nn.Module, device: torch.device, spec: Trainer) -> i
     null (the default) pins one thread for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters on the CPU: their
     operations are too small to split, and next to other busy processes torch's default of one thread
     per core slows ``scenarios/k_async.yaml`` down, the more the busier the machine (1.8x next to one
-    busy core; 7-12x while two other jobs ran; ``benchmarks/bench_threads.py``).
+    busy core; 7-12x while two other jobs ran; ``benchmarks/performance/bench_threads.py``).
     One thread also keeps results independent of the machine's core count.  Larger models, and the
     GPU, keep torch's default."""
     if spec.threads is not None:

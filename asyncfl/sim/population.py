@@ -233,7 +233,7 @@ def build_batteries(spec: Battery | None, num_clients: int, seed: int) -> list[D
     ]
 
 
-# Peak resident bytes per client of a timing-only run, measured by benchmarks/population_memory.py
+# Peak resident bytes per client of a timing-only run, measured by benchmarks/performance/population_memory.py
 # (rounded up): (every client's drawn columns and report rows, whether it ever acts or not; and more
 # for each client the simulation touches: its device, availability model, statistics, last plan).
 PLAIN_BYTES_PER_CLIENT = (1_900, 3_500)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from asyncfl.output.files import write_atomic
-from asyncfl.study.tables import markdown, write_csv
+from asyncfl.tables import markdown, write_csv
 
 QUARTILES = 4
 

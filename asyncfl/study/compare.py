@@ -14,8 +14,9 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from asyncfl.config import ConfigError
-from asyncfl.study.aggregate import (
+from asyncfl.errors import ConfigError
+from asyncfl.figures.compare import plot_comparison
+from asyncfl.study.seed_statistics import (
     RunRecord,
     bias_rows,
     comparison_rows,
@@ -24,8 +25,7 @@ from asyncfl.study.aggregate import (
     run_rows,
     time_to_target_rows,
 )
-from asyncfl.study.figures import plot_comparison
-from asyncfl.study.tables import pm, write_csv, write_markdown
+from asyncfl.tables import pm, write_csv, write_markdown
 
 SEED_DIR = re.compile(r"^seed(\d+)$")
 STUDY_FILE = "study.yaml"

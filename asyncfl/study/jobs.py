@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from asyncfl.study.aggregate import read_summary
+from asyncfl.study.seed_statistics import read_summary
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from asyncfl.config import ConfigError
+from asyncfl.errors import ConfigError
 from asyncfl.study.jobs import Job, describe, run_job
 
 

@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from asyncfl.config import ConfigError
-from asyncfl.study.aggregate import RunRecord, measures_by_run
-from asyncfl.study.tables import write_csv, write_markdown
+from asyncfl.errors import ConfigError
+from asyncfl.study.seed_statistics import RunRecord, measures_by_run
+from asyncfl.tables import write_csv, write_markdown
 
 CONFIDENCE = 0.95
 
@@ -116,7 +116,7 @@ def _finite(x: float | None) -> bool:
 
 
 def _is_target(measure: str) -> bool:
-    """A time or rounds to a target (:func:`~asyncfl.study.aggregate.run_measures`): NaN there means
+    """A time or rounds to a target (:func:`~asyncfl.study.seed_statistics.run_measures`): NaN there means
     "never reached", elsewhere "not measured"."""
     return measure.startswith(("time to ", "rounds to "))
 
@@ -131,7 +131,7 @@ def vs_baseline(measure: str, values: Mapping[int, float], baseline: Mapping[int
 
 
 def measure_table(records: Sequence[RunRecord], targets: Sequence[float]) -> dict[str, dict[str, dict[int, float]]]:
-    """variant -> measure (:func:`~asyncfl.study.aggregate.run_measures`) -> seed -> value; a run without
+    """variant -> measure (:func:`~asyncfl.study.seed_statistics.run_measures`) -> seed -> value; a run without
     a seed is keyed by its position among the variant's runs."""
     table = {}
     for label, runs in measures_by_run(records, targets).groupby("variant", sort=False):

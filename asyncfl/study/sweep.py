@@ -28,16 +28,16 @@ from typing import Iterator
 
 import yaml
 
-from asyncfl.config import ConfigError
+from asyncfl.errors import ConfigError
 from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
 from asyncfl.output.run_directory import CHECKPOINT_FILE as CHECKPOINT
 from asyncfl.output.run_directory import ENDED, new_run_dir, refuse_used_out
-from asyncfl.study.aggregate import RunRecord, read_summary
 from asyncfl.study.compare import STUDY_FILE, write_comparison
 from asyncfl.study.jobs import Job, run_locally
 from asyncfl.study.report import write_report
+from asyncfl.study.seed_statistics import RunRecord, read_summary
 from asyncfl.study.spec import Study
 
 

@@ -1,0 +1,102 @@
+"""``run`` and ``validate`` of one scenario (a study is routed to :mod:`asyncfl.cli.study`), and
+``run --resume RUN_DIR``: what the command prints and the exit status it returns."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from asyncfl.cli.study import route
+from asyncfl.config import ConfigError, load_scenario
+from asyncfl.config.runnable import check_runnable
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``run`` or ``validate`` FILE (a scenario or a study)."""
+    overrides = list(args.overrides)
+    if getattr(args, "seed", None) is not None:
+        overrides.append(f"seed={args.seed}")
+    resume = getattr(args, "resume", None)
+    if args.command == "run" and resume is not None and not (resume / "study.yaml").is_file():
+        return resume_run_command(args, overrides)
+    routed = route(args, overrides)
+    if routed is not None:
+        return routed
+    scenario = load_scenario(args.scenario, overrides)
+    check_runnable(scenario)
+    if args.command == "validate":
+        s = scenario
+        print(f"{args.scenario}: valid ({s.server.mode}, {s.algorithm.name}, {s.data.clients} clients)")
+        return 0
+    if args.out is not None:
+        from asyncfl.output.run_directory import refuse_used_out
+
+        refuse_used_out(args.out, "refusing to overwrite a run.")
+    from asyncfl.runner import RunInterrupted, run_scenario
+
+    try:
+        run_dir = run_scenario(scenario, args.out, quiet=args.quiet, announce=_announce)
+    except RunInterrupted as exc:
+        return _interrupted(exc.run_dir)
+    return _finished(run_dir)
+
+
+def resume_run_command(args: argparse.Namespace, overrides: list[str]) -> int:
+    """``run --resume RUN_DIR``: continue a killed run from its last checkpoint, as it was configured."""
+    if args.scenario is not None or overrides or args.out is not None:
+        raise ConfigError(
+            f"--resume {args.resume}: a run resumes as it was configured; give no FILE, --set, --seed or --out."
+        )
+    from asyncfl.checkpoint import read_summary_status
+    from asyncfl.output.run_directory import ENDED
+
+    status = read_summary_status(args.resume)
+    if status in ENDED:
+        print(f"{args.resume}: this run already ended ({status}); nothing to resume.")
+        return 3 if status == "diverged" else 0  # the exit status a run's end always has
+    from asyncfl.runner import RunInterrupted, resume_run
+
+    try:
+        run_dir = resume_run(args.resume, quiet=args.quiet, announce=_announce)
+    except RunInterrupted as exc:
+        return _interrupted(exc.run_dir)
+    return _finished(run_dir)
+
+
+def _announce(run_dir: Path) -> None:
+    """The run directory as the run starts, so that its files can be watched (on stderr: stdout's last
+    line is the run directory once the run has ended)."""
+    print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
+
+
+def _interrupted(run_dir: Path) -> int:
+    """Ctrl-C: where the run is and the exact command that continues it."""
+    import shlex
+
+    print(
+        f"interrupted: summary.json, the logs and the figures of what has run are in {run_dir}; continue it with\n"
+        f"  python -m asyncfl run --resume {shlex.quote(str(run_dir))}",
+        file=sys.stderr,
+    )
+    return 130
+
+
+def _finished(run_dir: Path) -> int:
+    """The run directory on stdout (its figures are drawn by the run), and an exit status that says
+    whether the run diverged."""
+    import json
+
+    print(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for warning in summary.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    if summary["status"] == "diverged":
+        print(
+            f"error: the run diverged at round {summary['diverged_round']}: the model's loss or parameters became "
+            f"NaN or infinite (a smaller training.lr or algorithm.server_lr usually helps). Everything up to "
+            f"that round is in {run_dir}.",
+            file=sys.stderr,
+        )
+        return 3
+    return 0

@@ -1,0 +1,153 @@
+"""Command-line glue for studies: sweeps (run / validate / --resume), ``compare`` and ``report``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
+from asyncfl.config.runnable import check_runnable
+from asyncfl.output.folders import make_directory
+from asyncfl.output.run_directory import refuse_used_out
+from asyncfl.study.spec import Study, build_study, is_study
+
+
+def add_sweep_options(run: argparse.ArgumentParser) -> None:
+    group = run.add_argument_group("studies (scenario files with compare: / seeds:) and resuming")
+    group.add_argument(
+        "--executor", choices=("local", "ray"), help="run the variant x seed runs here (default) or as Ray tasks"
+    )
+    group.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    group.add_argument("--gpus-per-task", type=float, help="GPUs per Ray task (default 0)")
+    group.add_argument("--cpus-per-task", type=float, help="CPUs per Ray task (default 1)")
+    group.add_argument("--resume", type=Path, metavar="DIR",
+                       help="continue a run (RUN_DIR: from its last checkpoint; give no FILE, --set, --seed or --out) "
+                            "or a sweep (SWEEP_DIR: skip finished runs, redo the others; FILE optional)")  # fmt: skip
+
+
+def add_compare_parser(sub) -> None:
+    compare = sub.add_parser("compare", help="overlay runs made separately (run or sweep directories)")
+    compare.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
+    compare.add_argument("--out", type=Path, help="where to write (default runs/compare/<timestamp>)")
+    compare.add_argument("--label", dest="labels", action="append", default=[],
+                         help="label per RUN_DIR (repeatable); equal labels = seeds of one variant, which must share "
+                              "every setting but the seed (default: the scenario name, split by setting)")  # fmt: skip
+    compare.add_argument("--target", dest="targets", action="append", type=float, default=[],
+                         help="target accuracy for the time-to-target table (repeatable)")  # fmt: skip
+
+
+def add_report_parser(sub) -> None:
+    report = sub.add_parser("report", help="mean ± 95%% CI over seeds and paired differences vs a baseline variant")
+    report.add_argument("sweep_dir", type=Path, metavar="SWEEP_DIR")
+    report.add_argument("--baseline", help="the variant to pair against (default: the study's baseline: key)")
+
+
+def report_dir(sweep_dir: Path, baseline: str | None) -> int:
+    """Write report.csv / report.md of a sweep directory and print the table."""
+    from asyncfl.study.compare import STUDY_FILE, sweep_records
+    from asyncfl.study.report import write_report
+
+    if not (sweep_dir / STUDY_FILE).is_file():
+        raise ConfigError(f"{sweep_dir}: not a sweep directory (no {STUDY_FILE}); report needs a study's runs.")
+    raw = read_yaml(sweep_dir / STUDY_FILE)
+    records = sweep_records(sweep_dir)
+    if not records:
+        raise ConfigError(f"{sweep_dir}: no finished runs to report (no <variant>/seed<N>/metrics.csv).")
+    variants = list(dict.fromkeys(r.label for r in records))
+    chosen = baseline if baseline is not None else raw.get("baseline")
+    if chosen is not None and chosen not in variants:
+        where = "--baseline" if baseline is not None else f"{sweep_dir / STUDY_FILE}: baseline"
+        raise ConfigError(f"{where}: {chosen!r} is not a variant with finished runs; allowed: {', '.join(variants)}.")
+    written = write_report(sweep_dir, records, chosen, raw.get("targets") or ())
+    print(written[1].read_text(encoding="utf-8"), end="")
+    for path in written:
+        print(path)
+    return 0
+
+
+def load_raw(path: Path | None, overrides: list[str], resume: Path | None) -> tuple[dict, str]:
+    """The scenario file (or, resuming without one, the sweep's study.yaml) with overrides applied."""
+    if path is None:
+        if resume is None:
+            raise ConfigError("give a scenario FILE (or --resume SWEEP_DIR to continue a sweep).")
+        path = resume / "study.yaml"
+        if not path.is_file():
+            raise ConfigError(f"--resume {resume}: not a sweep directory (no study.yaml).")
+        raw = read_yaml(path)  # written by the sweep, trace paths already resolved
+    else:
+        raw = read_scenario(path)
+    for item in overrides:
+        apply_override(raw, item)
+    return raw, str(path)
+
+
+def sweep_flags_used(args: argparse.Namespace) -> list[str]:
+    names = ("executor", "address", "gpus_per_task", "cpus_per_task", "resume")
+    return ["--" + n.replace("_", "-") for n in names if getattr(args, n, None) is not None]
+
+
+def study_from_args(raw: dict, source: str, args: argparse.Namespace) -> Study:
+    if getattr(args, "seed", None) is not None and "seeds" in raw:
+        raise ConfigError(f"{source}: --seed does not apply to a study with seeds:; use --set 'seeds=[...]'.")
+    return build_study(raw, source)
+
+
+def validate_study(study: Study, source: str) -> int:
+    print(
+        f"{source}: valid study: {len(study.variants)} variant(s) x {len(study.seeds)} seed(s) = "
+        f"{len(study.runs)} runs ({', '.join(study.variants)}; seeds {', '.join(map(str, study.seeds))})"
+    )
+    return 0
+
+
+def run_study(study: Study, args: argparse.Namespace) -> int:
+    from asyncfl.study.sweep import run_sweep
+
+    if args.out is not None and args.resume is not None:
+        raise ConfigError("--out and --resume: give one of them (--resume names the sweep directory).")
+    result = run_sweep(
+        study,
+        resume=args.resume,
+        out=args.out,
+        executor=args.executor or "local",
+        address=args.address,
+        gpus_per_task=args.gpus_per_task or 0.0,
+        cpus_per_task=args.cpus_per_task or 1.0,
+        quiet=args.quiet,
+    )
+    for job, error in result.failures:
+        print(f"error: {job.variant} seed{job.seed} failed: {error}", file=sys.stderr)
+    print(result.sweep_dir)
+    return 1 if result.failures else 0
+
+
+def compare_dirs(args: argparse.Namespace) -> int:
+    from asyncfl.study.compare import records_from_paths, write_comparison
+
+    records = records_from_paths(args.run_dirs, args.labels)
+    out = args.out or Path("runs") / "compare" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    refuse_used_out(out)
+    make_directory(out, "--out")
+    for written in write_comparison(out, records, args.targets):
+        print(written)
+    return 0
+
+
+def route(args: argparse.Namespace, overrides: list[str]) -> int | None:
+    """Handle ``run``/``validate`` when the file is a study (or a sweep flag is used); None otherwise."""
+    resume = getattr(args, "resume", None)
+    raw, source = load_raw(args.scenario, overrides, resume)
+    flags = sweep_flags_used(args)
+    if not is_study(raw):
+        if flags:
+            verb = "applies" if len(flags) == 1 else "apply"
+            raise ConfigError(f"{source}: {', '.join(flags)} {verb} only to studies (files with compare: or seeds:).")
+        return None
+    study = study_from_args(raw, source, args)
+    for run in study.runs:  # before any run starts, not as one failure per run
+        check_runnable(run.scenario)
+    if args.command == "validate":
+        return validate_study(study, source)
+    return run_study(study, args)

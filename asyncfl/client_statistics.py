@@ -1,0 +1,26 @@
+"""Statistics over the clients of one run, shared by the run's own client_accuracy tables and figure
+(:mod:`asyncfl.figures.client_accuracy`) and a comparison's table over seeds
+(:mod:`asyncfl.study.seed_statistics`): both sit above this module, neither imports the other."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def bias_stats(accuracies: Sequence[float]) -> dict[str, float]:
+    """FedAR Table 3 over clients, in percent: mean +- std, variance (ddof=0, over clients), and the
+    mean +- std of the worst and best 10 % of clients (at least one client each)."""
+    a = np.sort(pd.Series(accuracies, dtype=np.float64).dropna().to_numpy()) * 100
+    if not len(a):
+        return {}
+    k = max(1, math.ceil(0.1 * len(a)))
+    worst, best = a[:k], a[-k:]
+    return {
+        "clients": len(a), "mean": float(a.mean()), "std": float(a.std()), "var": float(a.var()),
+        "worst10_mean": float(worst.mean()), "worst10_std": float(worst.std()),
+        "best10_mean": float(best.mean()), "best10_std": float(best.std()),
+    }  # fmt: skip

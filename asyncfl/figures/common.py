@@ -1,0 +1,118 @@
+"""What every run figure shares: the run's label and title (from config.yaml and the directory's
+place), the accuracy axis's range, the time-of-day axis, the phase colours, clients.csv, and saving a
+PNG that says which run it shows."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from asyncfl.run_files import read_config, read_table
+
+COLORS = {"download": "#4c72b0", "compute": "#dd8452", "upload": "#55a868", "offline": "#c8c8c8", "failed": "#c44e52"}
+
+
+def accuracy_limits(values: Sequence[float]) -> tuple[float, float]:
+    """y range for accuracies: the data's range plus 5 % of it each side (at least 0.02), kept in
+    [0, 1], so that the part of the curve that moves is not squashed into a band of a 0-1 axis."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return 0.0, 1.0
+    lo, hi = min(finite), max(finite)
+    pad = max(0.05 * (hi - lo), 0.02)
+    return max(0.0, lo - pad), min(1.0, hi + pad)
+
+
+def run_label(run_dir: Path) -> str:
+    """What a figure's title calls the run: ``scenario, seed N``, and inside a sweep
+    (``<sweep>/<variant>/seed<N>/`` beside study.yaml) ``study / variant, seed N``, from config.yaml
+    and the directory's place; the directory's own name (a timestamp) says nothing."""
+    config = read_config(run_dir)
+    name, seed = config.get("name", run_dir.name), config.get("seed")
+    in_sweep = re.fullmatch(r"seed(\d+)", run_dir.name) and (run_dir.parent.parent / "study.yaml").is_file()
+    if in_sweep:
+        name = f"{name} / {run_dir.parent.name}"
+    return name if seed is None else f"{name}, seed {seed}"
+
+
+def run_title(run_dir: Path) -> str:
+    """``label: algorithm (mode, K)``, see :func:`run_label`."""
+    config = read_config(run_dir)
+    if not config:
+        return run_label(run_dir)
+    server = config.get("server") or {}
+    mode = server.get("mode", "sync")
+    detail = f"k_async, K={server.get('k')}" if mode == "k_async" else mode
+    return f"{run_label(run_dir)}: {(config.get('algorithm') or {}).get('name', '?')} ({detail})"
+
+
+def run_start(run_dir: Path):
+    """The run's ``clock.start_time`` as a datetime in the offset it names (UTC when it names none),
+    or None when the run has no time of day."""
+    text = (read_config(run_dir).get("clock") or {}).get("start_time")
+    if not text:
+        return None
+    from datetime import datetime, timezone
+
+    moment = datetime.fromisoformat(str(text))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def time_of_day_axis(ax, run_dir: Path, start=None) -> bool:
+    """Label ``ax``'s x axis (virtual seconds) as time of day when the run has ``clock.start_time``:
+    ticks on whole clock steps (1, 5, 10, 15, 30 min, 1, 2, 3, 6, 12 or 24 h: at most about 12 ticks),
+    labelled HH:MM in the offset start_time names (UTC by default), with the day under midnight.
+    Call it after the data are drawn (it reads the axis limits)."""
+    start = start if start is not None else run_start(run_dir)
+    if start is None:
+        return False
+    from datetime import timedelta
+
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    lo, hi = ax.get_xlim()
+    span = max(hi - lo, 1e-9)
+    steps = (60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+    step = next((h for h in steps if span / h <= 12), 86400 * math.ceil(span / 86400 / 12))
+    of_day = start.hour * 3600 + start.minute * 60 + start.second + start.microsecond / 1e6
+    ax.xaxis.set_major_locator(MultipleLocator(step, offset=-(of_day % step)))  # ticks on whole clock steps
+
+    def label(x: float, _pos) -> str:
+        moment = start + timedelta(seconds=x)
+        if moment.hour == 0 and moment.minute == 0:  # midnight: name the day
+            return moment.strftime("%H:%M\n%a %d %b")
+        return moment.strftime("%H:%M")
+
+    ax.xaxis.set_major_formatter(FuncFormatter(label))
+    zone = start.strftime("%z")
+    zone = "UTC" if zone in ("+0000", "") else f"UTC{zone[:3]}:{zone[3:]}"
+    ax.set_xlabel(f"time of day ({zone}); virtual second 0 = {start.strftime('%Y-%m-%d %H:%M')}")
+    return True
+
+
+def read_clients(run_dir: Path) -> pd.DataFrame:
+    """clients.csv (an empty table when the run directory has none)."""
+    path = run_dir / "clients.csv"
+    return read_table(path) if path.is_file() else pd.DataFrame()
+
+
+def spread_ties(speed: np.ndarray) -> np.ndarray:
+    """Clients of one speed tier side by side (within +-6 %, in id order) instead of on top of each
+    other; vectorised, as 10^5 clients of distinct speeds are common."""
+    _, tier, sizes = np.unique(speed, return_inverse=True, return_counts=True)
+    order = np.argsort(tier, kind="stable")
+    rank = np.empty(len(speed))
+    rank[order] = np.arange(len(speed)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    size = sizes[tier]
+    spread = np.where(size > 1, -0.06 + 0.12 * rank / np.maximum(size - 1, 1), 0.0)
+    return speed.astype(np.float64) * np.exp(spread)
+
+
+def save_figure(fig, path: Path, title: str) -> Path:
+    fig.savefig(path, dpi=120, metadata={"Title": title})  # the PNG says which run it shows
+    return path

@@ -1,0 +1,65 @@
+"""``time_breakdown.png``: where virtual time went (downloading, computing kept / thrown away,
+uploading, idle, offline) per speed group, from clients.csv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
+
+from asyncfl.figures.common import COLORS, read_clients, run_label
+from asyncfl.figures.participation import speed_groups
+
+BREAKDOWN = (
+    ("download_s", "downloading", COLORS["download"]),
+    ("compute_s", "computing, kept (update delivered or still running)", COLORS["compute"]),
+    ("lost_compute_s", "computing, thrown away (task failed)", COLORS["failed"]),
+    ("upload_s", "uploading", COLORS["upload"]),
+    ("idle_s", "idle (online, no task)", "#f0e6b8"),
+    ("offline_s", "offline / not eligible", COLORS["offline"]),
+)
+
+TIME_COLUMNS = ("download_s", "compute_s", "upload_s", "idle_s", "offline_s")  # clients.csv: they add up to the run
+
+
+def draw_time_breakdown(run_dir: Path) -> Figure | None:
+    """Mean share of the run each speed group spent downloading, computing (the part of it whose
+    task then failed apart, in red: work thrown away), uploading, idle and offline (clients.csv's time
+    columns, which add up to the run's virtual length per client), and the same in virtual seconds
+    per client on the right axis."""
+    clients = read_clients(run_dir)
+    if not len(clients) or any(key not in clients for key in TIME_COLUMNS):
+        return None  # a run directory from before these columns
+    speed = clients["samples_per_s"].to_numpy(dtype=float)
+    groups, names = speed_groups(speed)
+    seconds = {key: clients[key].to_numpy(dtype=float) for key in TIME_COLUMNS}
+    length = float(np.median(sum(seconds.values())))
+    if not length > 0:
+        return None
+    parts = BREAKDOWN
+    if "lost_compute_s" in clients:  # computing: what was kept apart from what was thrown away
+        seconds["lost_compute_s"] = clients["lost_compute_s"].to_numpy(dtype=float)
+        seconds["compute_s"] = seconds["compute_s"] - seconds["lost_compute_s"]
+    else:  # a run directory from before lost_compute_s: computing as one part
+        parts = [(key, "computing", color) if key == "compute_s" else (key, label, color)
+                 for key, label, color in BREAKDOWN if key != "lost_compute_s"]  # fmt: skip
+    fig = Figure(figsize=(10, 4.4), layout="constrained")
+    ax = fig.subplots()
+    bottom = np.zeros(len(groups))
+    for key, label, color in parts:
+        share = np.array([seconds[key][g].mean() / length for g in groups])
+        ax.bar(range(len(groups)), share, bottom=bottom, color=color, label=label, edgecolor="white", lw=0.5)
+        for i, (b, v) in enumerate(zip(bottom, share)):
+            if v >= 0.06:
+                ax.text(i, b + v / 2, f"{100 * v:.0f}%", ha="center", va="center", fontsize=8)
+        bottom += share
+    ax.set_xticks(range(len(groups)), names, fontsize=8)
+    ax.set_xlabel("speed group (samples/s), slowest to fastest")
+    ax.set_ylabel("share of the run (mean over the group's clients)")
+    ax.set_ylim(0, 1)
+    right = ax.secondary_yaxis("right", functions=(lambda f: f * length, lambda s: s / length))
+    right.set_ylabel("virtual seconds per client")
+    fig.legend(fontsize=8, loc="outside right center", frameon=False)
+    ax.set_title(f"{run_label(run_dir)}: where {length:,.0f} virtual s went, per speed group")
+    return fig

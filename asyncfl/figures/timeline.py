@@ -1,0 +1,111 @@
+"""``timeline.png``: per-client timeline (download / compute / upload / offline / failed) for a
+readable subset of the recorded clients, spread over the range of device speeds (the files it reads:
+:mod:`asyncfl.figures.timeline_files`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
+from matplotlib.patches import Patch
+
+from asyncfl.errors import ConfigError
+from asyncfl.figures.common import COLORS, read_clients, run_label, time_of_day_axis
+from asyncfl.figures.timeline_files import aggregation_times, offline_periods, task_segments, timeline_clients
+
+FAIL_MARKERS = {"offline": "x", "battery": "v", "deadline": "|", "charging": "^", "network": "s"}
+
+TIMELINE_CLIENTS = 16  # rows in the timeline by default (of results.TIMELINE_SAMPLE recorded)
+
+TIMELINE_AGGREGATIONS = 30  # default window: up to this many aggregations
+
+
+def spread_by_speed(speed: dict[int, float], count: int) -> list[int]:
+    """Up to ``count`` of the clients in ``speed`` at evenly spaced ranks of device speed, fastest first."""
+    ranked = sorted((v, c) for c, v in speed.items())
+    if len(ranked) > count:
+        ranked = [ranked[round(i)] for i in np.linspace(0, len(ranked) - 1, count)]
+    return [c for _, c in reversed(ranked)]
+
+
+def timeline_rows(run_dir: Path, speed: dict[int, float], clients: int | list[int] | None) -> list[int]:
+    recorded = timeline_clients(run_dir)
+    if isinstance(clients, list):
+        unknown = [c for c in clients if c not in recorded]
+        if unknown:
+            raise ConfigError(
+                f"--clients: client(s) {', '.join(map(str, unknown))} are not on this run's timeline; it recorded "
+                f"the tasks of clients {', '.join(map(str, recorded))} (spread over device speeds)."
+            )
+        return sorted(clients, key=lambda c: -speed.get(c, 0.0))
+    count = TIMELINE_CLIENTS if clients is None else clients
+    if clients is not None and count > len(recorded):
+        raise ConfigError(f"--clients {count}: this run recorded the tasks of {len(recorded)} clients; ask for fewer.")
+    return spread_by_speed({c: speed.get(c, math.nan) for c in recorded}, count)
+
+
+def draw_timeline(
+    run_dir: Path, window: tuple[float, float | None] | None = None, clients: int | list[int] | None = None
+) -> Figure | None:
+    """Timeline of the recorded clients' tasks.  ``window``: (start, end) virtual seconds (end None:
+    the last recorded moment; default: from 0 to the 30th aggregation).  ``clients``: how many of the
+    recorded clients (default 16) or which ones."""
+    timeline_clients(run_dir)  # names every file an older run directory lacks
+    segments, failures = task_segments(run_dir)
+    if not segments and not failures:
+        return None
+    table = read_clients(run_dir)
+    speed = dict(zip(table["client"].astype(int), table["samples_per_s"].astype(float))) if len(table) else {}
+    chosen = timeline_rows(run_dir, speed, clients)
+    aggregations = aggregation_times(run_dir)
+    last = max([s.end for s in segments] + [f.time for f in failures] + aggregations)
+    if window is None:
+        start = 0.0
+        until = aggregations[TIMELINE_AGGREGATIONS - 1] if len(aggregations) >= TIMELINE_AGGREGATIONS else last
+        until = max(until, start + 1.0)  # a run that ended at once (nobody could work) still gets an axis
+    else:
+        start, until = window[0], window[1] if window[1] is not None else last
+        if start >= until:
+            raise ConfigError(f"--window {start:g}:: the run's records end at {last:,.1f} virtual s; start earlier.")
+    offline = offline_periods(run_dir)
+    row = {c: i for i, c in enumerate(chosen)}
+    fig = Figure(figsize=(11, 0.42 * len(chosen) + 1.6), layout="constrained")
+    ax = fig.subplots()
+    for c in chosen:
+        spans = [(a, b - a) for a, b in offline.get(c, []) if b > start and a < until]
+        ax.broken_barh(spans, (row[c] - 0.4, 0.8), color=COLORS["offline"], lw=0)
+    bars: dict[tuple[int, str], list[tuple[float, float]]] = {}  # one collection per row and colour
+    for s in segments:
+        if s.client in row and s.start < until and s.end > start:
+            bars.setdefault((s.client, "failed" if s.failed else s.phase), []).append((s.start, s.end - s.start))
+    for (client, kind), spans in bars.items():
+        ax.broken_barh(spans, (row[client] - 0.3, 0.6), color=COLORS[kind], lw=0)
+    for reason, marker in FAIL_MARKERS.items():
+        pts = [
+            (f.time, row[f.client])
+            for f in failures
+            if f.reason == reason and f.client in row and start <= f.time <= until
+        ]
+        if pts:
+            ax.scatter(*zip(*pts), marker=marker, color="black", s=36, zorder=3, label=f"failed: {reason}")
+    for t in aggregations:
+        if start <= t <= until:
+            ax.axvline(t, color="0.5", lw=0.5, alpha=0.5, zorder=0)
+    ax.set_yticks(range(len(chosen)), [f"client {c} ({speed.get(c, math.nan):.0f} samples/s)" for c in chosen])
+    ax.set_ylim(len(chosen) - 0.5, -0.5)  # fastest on top
+    ax.set_xlim(start, until)
+    ax.set_xlabel("virtual time (s); grey vertical lines: aggregations")
+    if time_of_day_axis(ax, run_dir):
+        ax.set_xlabel(f"{ax.get_xlabel()}; grey vertical lines: aggregations")
+    legend = [Patch(color=COLORS[k], label=k) for k in ("download", "compute", "upload")]
+    legend += [
+        Patch(color=COLORS["failed"], label="work lost (task failed)"),
+        Patch(color=COLORS["offline"], label="offline"),
+        Patch(facecolor="white", edgecolor="0.6", label="idle (online, no task)"),
+    ]
+    handles = legend + ax.get_legend_handles_labels()[0]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
+    ax.set_title(f"{run_label(run_dir)}: {len(chosen)} clients by speed, virtual s {start:,.0f} to {until:,.0f}")
+    return fig

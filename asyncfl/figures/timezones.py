@@ -1,0 +1,53 @@
+"""``timezones.png``: delivered updates per hour by the clients' time zone (``population.timezones``),
+from updates.csv, rounds.csv and clients.csv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
+
+from asyncfl.figures.common import read_clients, run_label, run_start, time_of_day_axis
+from asyncfl.run_files import read_table
+
+
+def draw_timezones(run_dir: Path) -> Figure | None:
+    """Delivered (aggregated) updates per hour of virtual time, one line per client time zone (up to
+    six, the most populous; the others pooled), x axis as time of day when the run has a start time:
+    the waves of a diurnal population, shifted by the zones' offsets."""
+    clients = read_clients(run_dir)
+    if not len(clients) or "utc_offset_h" not in clients or not (run_dir / "updates.csv").is_file():
+        return None
+    rounds, updates = read_table(run_dir / "rounds.csv"), read_table(run_dir / "updates.csv")
+    if not len(rounds) or not len(updates):
+        return None
+    times = rounds.set_index("round")["time"]
+    offsets = clients.set_index("client")["utc_offset_h"]
+    zone = offsets.reindex(updates["client"]).to_numpy(dtype=float)
+    t = updates["version"].map(times).to_numpy(dtype=float)
+    end = float(times.max())
+    bins = np.arange(0.0, end + 3600.0, 3600.0)
+    counts = clients["utc_offset_h"].value_counts()
+    shown = list(counts.index[:6])
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    ax = fig.subplots()
+    for z in sorted(shown):
+        hist, _ = np.histogram(t[zone == z], bins=bins)
+        n = int(counts[z])
+        ax.stairs(hist / n * 1000, bins, lw=1.6, label=f"UTC{z:+g} ({n:,} clients)")
+    rest = ~np.isin(zone, shown)
+    if rest.any():
+        n = int(counts[~counts.index.isin(shown)].sum())
+        hist, _ = np.histogram(t[rest], bins=bins)
+        ax.stairs(hist / n * 1000, bins, lw=1.2, color="0.5", label=f"other zones ({n:,} clients)")
+    ax.set_xlim(0, bins[-1])
+    ax.set_xlabel("virtual time (s)")
+    time_of_day_axis(ax, run_dir)
+    ax.set_ylabel("delivered updates per hour\nper 1,000 clients of the zone")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+    start = run_start(run_dir)
+    when = "" if start is not None else " (no clock.start_time: virtual second 0 is midnight UTC)"
+    ax.set_title(f"{run_label(run_dir)}: participation by client time zone{when}")
+    return fig

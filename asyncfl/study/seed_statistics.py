@@ -1,0 +1,195 @@
+"""Aggregate runs over seeds: accuracy curves with a band, time to target, per-client bias statistics.
+
+Everything here reads run directories (metrics.csv, summary.json, clients.csv; CSVs with pandas) and
+returns rows or DataFrames, so tables and figures can be redrawn from files alone.  Statistics over seeds
+use numpy's mean and std on the values themselves (not pandas' grouped kernels, whose summation order
+differs in the last bit), so the tables' numbers do not depend on the pandas version.
+
+Curves over seeds.  Each run's accuracy is known only where it was evaluated.  Between two
+evaluations a run is credited with its latest evaluated accuracy (a step function: the accuracy of
+the most recently evaluated model), and it *covers* an abscissa x up to its last evaluation.  The
+common grid is the union of every run's evaluation points; at each x the statistics are over the
+runs that cover it (column ``seeds``).  The band is mean +- one sample standard deviation (ddof=1;
+0 with a single run).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from asyncfl.client_statistics import bias_stats
+
+AXES = ("time", "round")  # virtual seconds | aggregations
+TAIL_SHARE = 0.25  # "last quarter": evaluations at x >= 0.75 x the run's last evaluated x
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of a comparison: its label (variant), seed and directory."""
+
+    label: str
+    seed: int | None
+    path: Path
+
+
+def evaluations(run_dir: Path) -> pd.DataFrame:
+    """The rows of metrics.csv with a test accuracy (an evaluation)."""
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    return metrics[metrics["test_accuracy"].notna()]
+
+
+def accuracy_points(run_dir: Path, axis: str) -> tuple[np.ndarray, np.ndarray]:
+    """(x, accuracy) at every evaluation of a run, x in virtual seconds (``time``) or aggregations."""
+    rows = evaluations(run_dir)
+    return rows[axis].to_numpy(np.float64), rows["test_accuracy"].to_numpy(np.float64)
+
+
+def step_value(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The latest y with x <= at (NaN before the first point and after the last)."""
+    if not len(x):
+        return np.full(len(at), np.nan)
+    idx = np.searchsorted(x, at, side="right") - 1
+    out = np.where(idx >= 0, y[np.clip(idx, 0, None)], np.nan)
+    return np.where(at <= x[-1], out, np.nan)
+
+
+def band(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[dict[str, float]]:
+    """Mean, sample std, min and max over ``curves`` on the union of their x (see module docstring)."""
+    curves = [(x, y) for x, y in curves if len(x)]
+    if not curves:
+        return []
+    grid = np.unique(np.concatenate([x for x, _ in curves]))
+    values = np.stack([step_value(x, y, grid) for x, y in curves])
+    rows = []
+    for j, x in enumerate(grid):
+        v = values[:, j][~np.isnan(values[:, j])]
+        if len(v):
+            rows.append({"x": float(x), "seeds": len(v), "accuracy_mean": float(np.mean(v)),
+                         "accuracy_std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+                         "accuracy_min": float(np.min(v)),
+                         "accuracy_max": float(np.max(v))})  # fmt: skip
+    return rows
+
+
+def comparison_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
+    """comparison.csv: one row per (variant, axis, x) with the band statistics over seeds."""
+    labels = list(dict.fromkeys(r.label for r in records))
+    return pd.DataFrame([
+        {"variant": label, "axis": axis, **row} for label in labels for axis in AXES
+        for row in band([accuracy_points(r.path, axis) for r in records if r.label == label])
+    ])  # fmt: skip
+
+
+def read_summary(run_dir: Path) -> dict:
+    path = run_dir / "summary.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def run_rows(records: Sequence[RunRecord]) -> list[dict]:
+    """runs.csv: one row per run with its summary."""
+    rows = []
+    for r in records:
+        s = read_summary(r.path)
+        rows.append({
+            "variant": r.label, "seed": r.seed if r.seed is not None else s.get("seed", ""),
+            "status": s.get("status", "missing"), "final_accuracy": s.get("final_accuracy"),
+            "best_accuracy": s.get("best_accuracy"), "virtual_time_s": s.get("virtual_time_s"),
+            "rounds": s.get("rounds"), "updates": s.get("updates"), "staleness_mean": s.get("staleness_mean"),
+            "real_seconds": s.get("real_seconds"), "run_dir": str(r.path),
+        })  # fmt: skip
+    return rows
+
+
+def mean_std(values: Sequence[float] | pd.Series) -> tuple[float, float]:
+    """Mean and sample std of the values that are not None or NaN; the std of one value is NaN (a
+    single seed says nothing about the spread, and 0 would claim there is none)."""
+    v = pd.Series(values, dtype=np.float64).dropna().to_numpy()
+    if not len(v):
+        return math.nan, math.nan
+    return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else math.nan
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def run_measures(run_dir: Path, targets: Sequence[float]) -> dict[str, float]:
+    """Every measure of one run (NaN where it has none, e.g. a target not reached): final, last-quarter
+    and best accuracy, and the virtual time and aggregations of the first evaluation >= each target."""
+    summary, rows = read_summary(run_dir), evaluations(run_dir)
+    out = {
+        "final accuracy": _number(summary.get("final_accuracy")),
+        "last-quarter accuracy": tail_accuracy(run_dir),
+        "best accuracy": _number(summary.get("best_accuracy")),
+    }
+    for target in targets:
+        hit = rows[rows["test_accuracy"] >= target].head(1)
+        out[f"time to {target:g} (virtual s)"] = float(hit["time"].iloc[0]) if len(hit) else math.nan
+        out[f"rounds to {target:g}"] = float(int(hit["round"].iloc[0])) if len(hit) else math.nan
+    return out
+
+
+def tail_accuracy(run_dir: Path, share: float = TAIL_SHARE) -> float:
+    """Mean of the evaluated accuracies in the last ``share`` of the run (by virtual time); less noisy than
+    the single final evaluation."""
+    x, y = accuracy_points(run_dir, "time")
+    return float(np.mean(y[x >= (1 - share) * x[-1]])) if len(x) else math.nan
+
+
+def measures_by_run(records: Sequence[RunRecord], targets: Sequence[float]) -> pd.DataFrame:
+    """One row per run: variant, seed and every measure of :func:`run_measures`."""
+    return pd.DataFrame([{"variant": r.label, "seed": r.seed, **run_measures(r.path, targets)} for r in records])
+
+
+def time_to_target_rows(records: Sequence[RunRecord], targets: Sequence[float]) -> list[dict]:
+    """time_to_target.csv: per variant and target, how many seeds reached it, and how fast.
+
+    Mean and std of the time (rounds) to target are over the seeds that reached it; a std over one
+    seed is empty."""
+    rows = []
+    for label, runs in measures_by_run(records, targets).groupby("variant", sort=False):
+        final, best = mean_std(runs["final accuracy"]), mean_std(runs["best accuracy"])
+        for target in targets:
+            t, r = mean_std(runs[f"time to {target:g} (virtual s)"]), mean_std(runs[f"rounds to {target:g}"])
+            rows.append({
+                "variant": label, "target": target, "seeds": len(runs),
+                "reached": int(runs[f"time to {target:g} (virtual s)"].notna().sum()),
+                "time_to_target_mean_s": t[0], "time_to_target_std_s": t[1],
+                "rounds_to_target_mean": r[0], "rounds_to_target_std": r[1],
+                "final_accuracy_mean": final[0], "final_accuracy_std": final[1],
+                "best_accuracy_mean": best[0], "best_accuracy_std": best[1],
+            })  # fmt: skip
+    return rows
+
+
+def default_targets(records: Sequence[RunRecord]) -> list[float]:
+    """Without explicit targets: the scenario's stop.target_accuracy if every run has the same one,
+    otherwise 90 % of the best mean final accuracy over variants (rounded down to 0.01)."""
+    summaries = [read_summary(r.path) for r in records]
+    declared = {s.get("target_accuracy") for s in summaries}
+    if len(declared) == 1 and None not in declared:
+        return [float(declared.pop())]
+    finals = pd.Series([_number(s.get("final_accuracy")) for s in summaries])
+    means = finals.groupby([r.label for r in records], sort=False).agg(lambda v: mean_std(v)[0]).dropna()
+    return [math.floor(90 * means.max()) / 100] if len(means) else []
+
+
+def bias_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
+    """client_accuracy.csv of a comparison: FedAR Table 3 per variant, each statistic averaged over seeds."""
+    stats = pd.DataFrame([
+        {"variant": r.label, **bias_stats(pd.read_csv(r.path / "clients.csv").get("accuracy", []))} for r in records
+        if (r.path / "clients.csv").is_file()
+    ])  # fmt: skip
+    if "clients" not in stats:
+        return pd.DataFrame()
+    groups = stats.dropna(subset="clients").drop(columns="clients").groupby("variant", sort=False)
+    table = groups.agg(lambda v: float(np.mean(v.to_numpy()))).reset_index()
+    table.insert(1, "seeds", groups.size().to_numpy())
+    return table

@@ -1,0 +1,232 @@
+"""asyncfl next to FLGo, a plain per-client loop and a bare vmap script on the FLGo anchor workload.
+
+The workload (``/work/shared/anchors/flgo/RESULTS.md``): sklearn digits, 100 clients, MLP 64-200-10,
+FedAvg, every client every round, 5 local SGD steps of batch 32 (lr 0.05), 30 rounds = 15,000
+client-steps.  Each variant runs in its own fresh process, one after the other, ``--repeats`` times
+interleaved; the best run of each is kept (the machine is shared).  All run with ``--threads``
+torch threads (default 1, FLGo's own default).
+
+* ``FLGo`` -- the anchor's ``run_flgo.py`` (FLGo 0.4.4 from PyPI, ideal simulator), run with
+  ``--flgo-python`` (a Python with ``flgo`` installed; it is not a dependency of asyncfl:
+  ``python -m venv --system-site-packages ~/flgo-venv && ~/flgo-venv/bin/pip install flgo scikit-learn``);
+  skipped, and said so, when that Python cannot import flgo;
+* ``plain loop`` / ``bare vmap`` -- the anchor's ``plain_loop.py`` and ``vmap_fedavg.py``;
+* ``asyncfl (in process)`` -- ``run_scenario`` of the anchor's ``asyncfl_flgo_mlp.yaml`` in a child
+  process that times the trainer's ``run`` calls (training) and the simulation loop (training plus
+  clock world, aggregation, recording and the two evaluations);
+* ``asyncfl (command)`` -- ``python -m asyncfl run asyncfl_flgo_mlp.yaml`` as a user runs it.
+
+"training" is client-steps per second of training time as each variant defines it: FLGo, the loop
+and vmap time their round loop (local training plus aggregation); asyncfl's column is the time in
+the trainer, its "loop" column the whole simulation loop.  "whole process" is the wall time of the
+process, start to exit, measured here.  The anchor scripts use the anchor's frozen partition
+(clients of 12-20 samples); asyncfl partitions digits itself (Dirichlet 0.3 over 100 clients), so its
+clients hold different numbers of samples: the table prints both mean client sizes.
+
+    python benchmarks/performance/bench_flgo.py [--flgo-python ~/flgo-venv/bin/python] [--repeats 3] [--device cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results" / "flgo.md"
+CLIENT_STEPS = 100 * 5 * 30
+
+
+def child(scenario: str, device: str, threads: int) -> None:
+    """asyncfl in process: print one JSON line with training and loop seconds."""
+    import torch
+
+    torch.set_num_threads(threads)
+    from asyncfl.config import load_scenario
+    from asyncfl.learn.batched import BatchedTrainer
+    from asyncfl.learn.trainer import SequentialTrainer
+    from asyncfl.runner import Simulation
+
+    spent = {"train": 0.0, "loop": 0.0, "jobs": 0, "calls": 0}
+
+    def timed(method, key):
+        def wrapper(self, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+                if key == "train":
+                    spent["jobs"] += len(args[1])
+                    spent["calls"] += 1
+
+        return wrapper
+
+    for cls in (BatchedTrainer, SequentialTrainer):
+        cls.run = timed(cls.run, "train")
+    Simulation.run = timed(Simulation.run, "loop")
+    scenario_obj = load_scenario(Path(scenario), [f"device={device}"])
+    out = Path(tempfile.mkdtemp()) / "run"
+    out.mkdir()
+    sim = Simulation(scenario_obj, out)
+    sim.run()
+    fed = sim.federation
+    trainer = sim.learner.jobs.trainer
+    summary = json.loads((out / "summary.json").read_text())
+    shutil.rmtree(out.parent)
+    print(
+        json.dumps(
+            {
+                **spent,
+                "trainer": f"{type(trainer).__name__}",
+                "accuracy": summary["final_accuracy"],
+                "client_size": sum(len(c) for c in fed.client_train) / fed.num_clients,
+                "device": str(sim.device),
+            }
+        )  # fmt: skip
+    )
+
+
+def run_process(command: list[str], threads: int, cwd: Path | None = None) -> tuple[float, str]:
+    """(wall seconds, stdout) of one process."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return wall, done.stdout
+
+
+def anchor_record(stdout: str) -> dict:
+    line = next(x for x in stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+def flgo_usable(python: str | None) -> str | None:
+    """None when ``python`` can run FLGo, else why not."""
+    if not python:
+        return "no --flgo-python given"
+    probe = subprocess.run([python, "-c", "import flgo"], capture_output=True, text=True)
+    return None if probe.returncode == 0 else f"{python} cannot import flgo: {probe.stderr.strip().splitlines()[-1]}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--anchor", type=Path, default=Path("/work/shared/anchors/flgo"))
+    parser.add_argument("--flgo-python", default=os.environ.get("FLGO_PYTHON"))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="asyncfl's device (the anchor scripts run on the CPU)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.device, args.threads)
+        return
+    work = Path(tempfile.mkdtemp(prefix="bench_flgo_"))
+    anchor = work / "anchor"  # a copy: make_task.py rewrites partition.json next to itself
+    shutil.copytree(args.anchor, anchor, ignore=shutil.ignore_patterns("results"))
+    scenario = str(anchor / "asyncfl_flgo_mlp.yaml")
+    py, threads = sys.executable, str(args.threads)
+    flgo_missing = flgo_usable(args.flgo_python)
+    variants: dict[str, list[str]] = {}
+    if flgo_missing is None:
+        subprocess.run(
+            [args.flgo_python, str(anchor / "make_task.py"), "--workdir", str(work / "flgo")],
+            check=True,
+            capture_output=True,
+        )
+        variants["FLGo"] = [args.flgo_python, str(anchor / "run_flgo.py"), "--workdir", str(work / "flgo")]
+    variants["plain loop"] = [py, str(anchor / "plain_loop.py")]
+    variants["bare vmap"] = [py, str(anchor / "vmap_fedavg.py")]
+    for name in variants:
+        variants[name] += ["--model", "mlp", "--threads", threads, "--out", str(work / "raw.jsonl")]
+    variants["asyncfl (in process)"] = [
+        py,
+        __file__,
+        "--child",
+        scenario,
+        "--device",
+        args.device,
+        "--threads",
+        threads,
+    ]
+    variants["asyncfl (command)"] = [py, "-m", "asyncfl", "run", scenario, "--quiet", "--set", f"device={args.device}"]
+    print(
+        f"asyncfl device={args.device}, torch threads={threads}, repeats={args.repeats}; FLGo: {flgo_missing or 'yes'}"
+    )
+    best: dict[str, dict] = {}
+    for repeat in range(args.repeats):
+        for name, command in variants.items():
+            if name == "asyncfl (command)":
+                out = work / f"cli{repeat}"
+                command = [*command, "--out", str(out)]
+            wall, stdout = run_process(command, args.threads, cwd=work)
+            if name == "asyncfl (command)":
+                summary = json.loads((out / "summary.json").read_text())
+                record = {"train_s": None, "accuracy": summary["final_accuracy"], "trainer": summary["trainer"]}
+                shutil.rmtree(out)
+            elif name == "asyncfl (in process)":
+                child_record = json.loads(stdout.strip().splitlines()[-1])
+                record = {**child_record, "train_s": child_record["train"], "loop_s": child_record["loop"]}
+            else:
+                anchor_rec = anchor_record(stdout)
+                record = {"train_s": anchor_rec["train_s"], "accuracy": anchor_rec["test_acc"]}
+                record["steps"] = anchor_rec["client_steps"]
+            record["wall_s"] = wall
+            print(f"  {name:22} whole process {wall:6.2f} s  training {record['train_s'] or float('nan'):6.2f} s")
+            key = "train_s" if record["train_s"] is not None else "wall_s"
+            if name not in best or record[key] < best[name][key]:
+                best[name] = record
+    shutil.rmtree(work)
+    table = render(best, args, flgo_missing)
+    print(table)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(table, encoding="utf-8")
+
+
+def render(best: dict[str, dict], args, flgo_missing: str | None) -> str:
+    inproc = best["asyncfl (in process)"]
+    asyncfl_rate = CLIENT_STEPS / inproc["train_s"]
+    loop_rate = CLIENT_STEPS / inproc["loop_s"]
+    lines = [
+        f"FLGo anchor workload (digits, 100 clients, MLP 64-200-10, 5 steps x 32, 30 rounds = {CLIENT_STEPS:,} "
+        f"client-steps), torch threads {args.threads}, asyncfl on {inproc['device']} with {inproc['trainer']} "
+        f"({inproc['calls']} calls of {inproc['jobs'] // max(inproc['calls'], 1)} jobs; mean client "
+        f"{inproc['client_size']:.1f} samples vs 14.4 in the anchor's partition), best of {args.repeats} "
+        "fresh processes per variant, run side by side:",
+        "",
+        "| variant | training s | client-steps/s (training) | whole process s | test accuracy |",
+        "|---|---|---|---|---|",
+    ]
+    for name, r in best.items():
+        if name == "asyncfl (in process)":
+            train = f"{r['train_s']:.2f} (loop {r['loop_s']:.2f})"
+            rate = f"{asyncfl_rate:,.0f} (loop {loop_rate:,.0f})"
+        elif r["train_s"] is None:
+            train = rate = "–"
+        else:
+            train, rate = f"{r['train_s']:.2f}", f"{CLIENT_STEPS / r['train_s']:,.0f}"
+        lines.append(f"| {name} | {train} | {rate} | {r['wall_s']:.2f} | {r['accuracy']:.3f} |")
+    lines.append("")
+    ratios = []
+    for name in ("FLGo", "plain loop", "bare vmap"):
+        if name in best:
+            other = CLIENT_STEPS / best[name]["train_s"]
+            wall = best[name]["wall_s"] / best["asyncfl (command)"]["wall_s"]
+            speed = f"training {asyncfl_rate / other:.1f}× (loop {loop_rate / other:.1f}×)"
+            ratios.append(f"{name}: {speed}, whole process {wall:.1f}×")
+    lines.append("asyncfl speed-up over " + "; ".join(ratios) + ".")
+    if flgo_missing:
+        lines.append(f"FLGo was not run: {flgo_missing}.")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Same scenario + same seed => same files: run a fixed set of scenarios from this checkout and from
+another git revision, side by side, and byte-compare every file they write (wall-clock fields aside).
+
+For refactors that must not change results (issue 10 was checked this way against f304e12): 21 runs
+covering both server modes, every algorithm (with weights.csv), timing-only runs, the data sets that
+need no download, several models and partitions, availability kinds, battery and eligibility,
+checkpoint cadences and a 2-seed study.  About a minute per side on 2 cores.
+
+    python benchmarks/tools/same_outputs.py [--base REV] [--only TAG ...] [--keep DIR]
+
+REV defaults to HEAD (compare uncommitted work with the last commit).  Exit status 1 on any difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SYNC, K_ASYNC = "scenarios/sync_deadline.yaml", "scenarios/k_async.yaml"
+BATTERY = (
+    "population.battery={capacity_j: 8.0, joules_per_sample: 0.05, initial_level: {dist: uniform, low: 0.2, high: 1},"
+    " charging: {period_s: 200.0, plugged_fraction: 0.3, charge_w: 0.5}}"
+)
+WEIGHTS = "algorithm.record_weights=true"
+CASES = [  # (tag, scenario file, --set overrides); every run also gets output.plot=false
+    ("sync_deadline", SYNC, []),
+    ("k_async", K_ASYNC, []),
+    ("diurnal", "scenarios/diurnal_fedscale_like.yaml", ["data.clients=300", "stop.rounds=20"]),
+    ("population", "benchmarks/scenarios/population.yaml", ["data.clients=3000", "stop.rounds=5"]),
+    ("fedar", "scenarios/papers/fedar_digits.yaml", ["stop.rounds=15", WEIGHTS]),
+    ("fedau", "scenarios/papers/fedau_digits_markov.yaml", ["stop.rounds=15", WEIGHTS]),
+    ("fedau_cyc", "scenarios/papers/fedau_digits_cyclic.yaml", ["stop.rounds=15"]),
+    ("fl_fdms", "scenarios/papers/fl_fdms_digits.yaml", ["stop.rounds=15", WEIGHTS]),
+    ("fedhist", "scenarios/papers/fedhist_nk10.yaml", ["stop.rounds=15", WEIGHTS]),
+    ("fedhist_fair", "scenarios/papers/fedhist_fairness.yaml", ["stop.rounds=15", "eval.per_class=true"]),
+    ("mifa", SYNC, ["stop.rounds=10", "algorithm={name: mifa}", WEIGHTS]),
+    ("fedvarp", SYNC, ["stop.rounds=10", "algorithm={name: fedvarp}"]),
+    ("knownp", SYNC, ["stop.rounds=10", "algorithm={name: fedavg_known_p}"]),
+    ("fedasync", K_ASYNC, ["stop.rounds=30", "server.k=1", "algorithm={name: fedasync}"]),
+    ("timing", K_ASYNC, ["timing_only=true", "stop.rounds=50"]),
+    ("synthetic", SYNC, ["stop.rounds=5", "data.dataset=synthetic", "data.partition={kind: iid}"]),
+    ("mnist1d_cnn", SYNC, ["stop.rounds=3", "data.dataset=mnist1d", "model.name=cnn1d",
+                           "data.partition={kind: classes, per_client: 2}"]),
+    ("lenet", SYNC, ["stop.rounds=3", "model.name=lenet5", "data.partition={kind: clusters, clusters: 3}"]),
+    ("ckpt", K_ASYNC, ["stop.rounds=30", "checkpoint.every_rounds=7", "checkpoint.every_virtual_s=50"]),
+    ("battery_sync", SYNC, ["stop.rounds=20", "population.availability={kind: markov, p: 0.6, mean_cycle_s: 120}",
+                            BATTERY, "server.late_updates=next_round"]),
+    ("battery_kasync", K_ASYNC, ["stop.rounds=30", "population.availability={kind: bernoulli, p: 0.7, slot_s: 3.0}",
+                                 BATTERY]),
+    ("study", "scenarios/compare_deadlines.yaml", ["seeds=[0, 1]"]),
+]  # fmt: skip
+WALL_CLOCK = {"wall_seconds", "real_seconds", "figures_seconds", "elapsed_s"}  # differ run to run
+SKIPPED = (".png", ".log", ".pt")  # figures (compared by eye), command logs, checkpoints (pickled tensors)
+
+
+def run_cases(tree: Path, out: Path, only: set[str]) -> list[str]:
+    """Every case from ``tree``'s code into ``out/<tag>``; the tags that failed."""
+    failed = []
+    for tag, scenario, overrides in CASES:
+        if only and tag not in only:
+            continue
+        sets = [arg for value in [*overrides, "output.plot=false"] for arg in ("--set", value)]
+        command = [sys.executable, "-m", "asyncfl", "run", scenario, *sets, "--quiet", "--out", str(out / tag)]
+        done = subprocess.run(command, cwd=tree, capture_output=True, text=True)  # python -m: tree's asyncfl first
+        (out / f"{tag}.log").write_text(done.stdout + done.stderr)
+        if done.returncode != 0:
+            failed.append(tag)
+    return failed
+
+
+def normalised(path: Path, root: Path) -> bytes:
+    """The file's bytes without what may differ between two runs of the same code: wall-clock fields
+    (CSV columns, JSON keys) and the output root's own path."""
+    data = path.read_bytes().replace(str(root).encode(), b"ROOT")
+    if path.suffix == ".json":
+
+        def strip(value):
+            if isinstance(value, dict):
+                return {k: strip(v) for k, v in value.items() if k not in WALL_CLOCK}
+            return [strip(v) for v in value] if isinstance(value, list) else value
+
+        return json.dumps(strip(json.loads(data))).encode()
+    if path.suffix == ".csv":
+        rows = list(csv.reader(io.StringIO(data.decode())))
+        if rows:
+            keep = [i for i, name in enumerate(rows[0]) if name not in WALL_CLOCK]
+            return "\n".join(",".join(row[i] for i in keep if i < len(row)) for row in rows).encode()
+    return data
+
+
+def differences(a: Path, b: Path) -> tuple[int, list[str]]:
+    """(files identical, what differs) between two output roots."""
+    files = [
+        {p.relative_to(root) for p in root.rglob("*") if p.is_file() and p.suffix not in SKIPPED} for root in (a, b)
+    ]
+    problems = [
+        f"only in {'base' if rel in files[0] else 'this checkout'}: {rel}" for rel in sorted(files[0] ^ files[1])
+    ]
+    same = 0
+    for rel in sorted(files[0] & files[1]):
+        if normalised(a / rel, a) == normalised(b / rel, b):
+            same += 1
+        else:
+            problems.append(f"different: {rel}")
+    return same, problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", default="HEAD", help="git revision to compare with (default HEAD)")
+    parser.add_argument("--only", nargs="*", default=[], help="run only these cases")
+    parser.add_argument("--keep", type=Path, help="write both sides' runs here and keep them")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp()) if args.keep is None else args.keep
+    base_tree = work / "base_tree"
+    subprocess.run(["git", "worktree", "add", "--detach", str(base_tree), args.base], cwd=ROOT, check=True,
+                   capture_output=True)  # fmt: skip
+    try:
+        only = set(args.only)
+        failed = {side: run_cases(tree, work / side, only) for side, tree in (("base", base_tree), ("now", ROOT))}
+        same, problems = differences(work / "base", work / "now")
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT, capture_output=True)
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    for side, tags in failed.items():
+        problems += [f"{side}: case {tag} failed (see its .log with --keep)" for tag in tags]
+    print(f"{same} files identical, {len(problems)} differences (base {args.base} vs this checkout)")
+    print("\n".join(problems))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Figures sit below the studies and beside the run files: asyncfl.figures reads run directories (and
+tables handed to it) and imports no simulation, learning or study code, so the run's summary can
+draw them without the core importing the analysis; the command line is the only caller above both."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FORBIDDEN = ("asyncfl.study", "asyncfl.cli", "asyncfl.sim", "asyncfl.learn", "asyncfl.algorithms", "asyncfl.runner",
+             "asyncfl.learner", "torch", "simpy")  # fmt: skip
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def _within(module: str, roots: tuple[str, ...]) -> bool:
+    return any(module == root or module.startswith(root + ".") for root in roots)
+
+
+def _reaching(folder: Path, roots: tuple[str, ...]) -> dict[str, list[str]]:
+    imports = {str(p.relative_to(ROOT)): _imports(p) for p in sorted(folder.rglob("*.py"))}
+    hits = {name: sorted(m for m in found if _within(m, roots)) for name, found in imports.items()}
+    return {name: found for name, found in hits.items() if found}
+
+
+def test_figures_import_no_simulation_learning_study_or_cli_code():
+    assert _reaching(ROOT / "asyncfl" / "figures", FORBIDDEN) == {}
+
+
+def test_only_the_command_line_and_the_api_import_the_study_or_the_command_line():
+    """Core modules (everything outside study/, cli/ and the Python API) never import asyncfl.study nor
+    asyncfl.cli; asyncfl/__main__.py only hands over to asyncfl.cli."""
+    package = ROOT / "asyncfl"
+    above = ("study", "cli", "api")
+    core = [p for p in package.rglob("*.py") if p.parent.name not in above and p.name != "__main__.py"]
+    roots = ("asyncfl.study", "asyncfl.cli")
+    assert {p: found for p in core if (found := sorted(m for m in _imports(p) if _within(m, roots)))} == {}
+    assert _imports(package / "__main__.py") == {"sys", "asyncfl.cli"}
