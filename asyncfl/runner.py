@@ -25,7 +25,8 @@ from asyncfl.callbacks.progress_bar import ProgressBar
 from asyncfl.callbacks.round_log import RoundLog
 from asyncfl.callbacks.stop_rules import StopRules
 from asyncfl.checkpoint import CheckpointWriter
-from asyncfl.config.schema import Scenario, start_datetime
+from asyncfl.config.clock import start_datetime
+from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import make_trainer, training_threads

@@ -118,3 +118,18 @@ def test_the_readme_python_block_runs_as_written(tmp_path, monkeypatch, capsys):
         "only this variant reached it", "only the baseline reached it", "neither reached it",
     }  # fmt: skip
     assert "deadline" in printed and "vs_baseline" in printed
+
+
+def test_scenario_constructors_take_overrides_and_refuse_a_study(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: from_file\ndata: {dataset: digits, clients: 12}\nstop: {rounds: 4}\n")
+    scenario = asyncfl.Scenario.from_yaml(path, ["server.deadline_s=7", "seed=2"])
+    assert (scenario.name, scenario.seed, scenario.server.deadline_s, scenario.stop.rounds) == ("from_file", 2, 7.0, 4)
+    same = asyncfl.Scenario.from_dict(scenario.model_dump(mode="json"))
+    assert same == scenario and asyncfl.Scenario.from_dict({"seed": 4}).seed == 4
+    with pytest.raises(asyncfl.ConfigError, match=r"<dict>: 1 problem\(s\):\n  training.lr"):
+        asyncfl.Scenario.from_dict({}, ["training.lr=-1"])
+    study = tmp_path / "study.yaml"
+    study.write_text("seeds: [0, 1]\ncompare: [{name: a}]\n")
+    with pytest.raises(asyncfl.ConfigError, match="is a study .* asyncfl.run_study"):
+        asyncfl.Scenario.from_yaml(study)

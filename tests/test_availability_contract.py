@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import typing
 
-from asyncfl.config.loading import _tag_of
 from asyncfl.config.population import Availability
+from asyncfl.config.problems import tag_of
 from asyncfl.sim.availability import KINDS
 from asyncfl.testing.parametrize import parametrize_with_checks
 
@@ -21,6 +21,6 @@ def test_contract(registration, check):
 
 def test_every_kind_of_the_schema_is_checked():
     union = typing.get_args(Availability)[0]
-    assert set(KINDS) == {_tag_of(member) for member in typing.get_args(union)}
+    assert set(KINDS) == {tag_of(member) for member in typing.get_args(union)}
     names = [name for kind in KINDS.values() for name, _ in kind.examples]
     assert len(set(names)) == len(names)  # example names are test ids

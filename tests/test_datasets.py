@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from asyncfl.config.loading import ConfigError
 from asyncfl.config.schema import Data
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import load_arrays
 from asyncfl.learn.federation import build_federation
 

@@ -21,8 +21,8 @@ import pytest
 
 import asyncfl
 from asyncfl.config import ConfigError, validate_scenario
-from asyncfl.config.loading import _tag_of
 from asyncfl.config.population import Availability
+from asyncfl.config.problems import tag_of
 from asyncfl.sim.availability import KINDS
 
 TOY = '''"""``kind: toy``: every client is online during the first half of every ``period_s``; p_i = 0.5."""
@@ -149,7 +149,7 @@ def test_k_async_run_follows_the_toy_model(toy_runs):
 
 def test_registry_lists_every_kind_the_schema_accepts():
     union = typing.get_args(typing.get_args(Availability)[0])
-    assert [_tag_of(member) for member in union] == list(KINDS)  # same kinds, same order
+    assert [tag_of(member) for member in union] == list(KINDS)  # same kinds, same order
     assert [k.section for k in KINDS.values()] == list(union)
     with pytest.raises(ConfigError) as refused:
         validate_scenario({"population": {"availability": {"kind": "toy"}}})  # not in this (uncopied) package

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asyncfl.config.loading import ConfigError
 from asyncfl.config.schema import Data
+from asyncfl.errors import ConfigError
 from asyncfl.learn.partition import cluster_of_clients, partition, split_train_test
 
 CLASSES = 10

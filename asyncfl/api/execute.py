@@ -11,24 +11,20 @@ from typing import Any
 
 from asyncfl.api.results import Run, Study, read_run
 from asyncfl.callbacks.base import Callback
-from asyncfl.config import Scenario, apply_override, read_scenario, validate_scenario
+from asyncfl.config import Scenario, apply_override, read_scenario
 from asyncfl.config.runnable import check_runnable
-from asyncfl.errors import ConfigError
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.runner import run_scenario
-from asyncfl.study.spec import build_study, is_study
+from asyncfl.study.spec import build_study
 from asyncfl.study.sweep import run_sweep
 
 
-def _scenario(scenario: Scenario | Mapping[str, Any] | str | Path, overrides: Iterable[str]) -> Scenario:
+def _scenario(scenario: Scenario | Mapping[str, Any] | str | Path, overrides: list[str]) -> Scenario:
     if isinstance(scenario, Scenario):
-        if overrides:
-            return _scenario(scenario.model_dump(mode="json"), overrides)
-        return scenario
-    raw, source = _raw(scenario, overrides)
-    if is_study(raw):
-        raise ConfigError(f"{source}: this is a study (compare: / seeds:); run it with asyncfl.run_study.")
-    return validate_scenario(raw, source=source)
+        return Scenario.from_dict(scenario.model_dump(mode="json"), overrides) if overrides else scenario
+    if isinstance(scenario, Mapping):
+        return Scenario.from_dict(scenario, overrides)
+    return Scenario.from_yaml(scenario, overrides)
 
 
 def _raw(spec: Mapping[str, Any] | str | Path, overrides: Iterable[str]) -> tuple[dict[str, Any], str]:

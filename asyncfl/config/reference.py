@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from asyncfl.config.loading import _strip, _tag_of, _union_members
+from asyncfl.config.problems import strip_wrappers, tag_of, union_members
 from asyncfl.config.schema import Scenario
 
 
@@ -67,26 +67,26 @@ def _walk(
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         if "allowed" in extra:  # a field that spells out its own allowed values
             lines.append(_row(path, when, extra["allowed"], _default(field), _doc(field)))
-            for arg in typing.get_args(_strip(field.annotation)):  # the keys of a list of mappings
+            for arg in typing.get_args(strip_wrappers(field.annotation)):  # the keys of a list of mappings
                 item = typing.get_args(arg)[0] if typing.get_origin(arg) is list else None
                 if isinstance(item, type) and issubclass(item, BaseModel):
                     _walk(item, f"{path}.", lines, when, distributions)
             continue
-        annotation = _strip(field.annotation)
-        members = _union_members(annotation)
+        annotation = strip_wrappers(field.annotation)
+        members = union_members(annotation)
         if members is not None and "dist" in members[0].model_fields:  # a number or {dist: ...}
             for member in members:
-                distributions.setdefault(_tag_of(member), member)
-            tags = ", ".join(f"`{_tag_of(m)}`" for m in members)
+                distributions.setdefault(tag_of(member), member)
+            tags = ", ".join(f"`{tag_of(m)}`" for m in members)
             lines.append(_row(path, when, f"a number, or a distribution: {tags} (below)", _default(field), _doc(field)))
         elif members is not None:
             tag_key = next(k for k in ("name", "kind", "dist") if k in members[0].model_fields)
-            tags = ", ".join(f"`{_tag_of(m)}`" for m in members)
-            meaning = "; ".join(filter(None, [_doc(field)] + [f"`{_tag_of(m)}`: {_class_doc(m)}" for m in members
+            tags = ", ".join(f"`{tag_of(m)}`" for m in members)
+            meaning = "; ".join(filter(None, [_doc(field)] + [f"`{tag_of(m)}`: {_class_doc(m)}" for m in members
                                                                if tag_key != "name" and _class_doc(m)]))  # fmt: skip
             lines.append(_row(f"{path}.{tag_key}", when, tags, _default(field, tag_key), meaning))
             for member in members:
-                condition = (f"{path}.{tag_key}", str(_tag_of(member)))
+                condition = (f"{path}.{tag_key}", str(tag_of(member)))
                 _walk(member, f"{path}.", lines, (*when, condition), distributions, skip=tag_key)
         elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
             _walk(annotation, f"{path}.", lines, when, distributions)
@@ -104,7 +104,7 @@ def _keys_with_defaults(member: type[BaseModel]) -> str:
     for name, field in member.model_fields.items():
         if name == "dist":
             continue
-        nested = [m for m in typing.get_args(_strip(field.annotation)) if isinstance(m, type) and
+        nested = [m for m in typing.get_args(strip_wrappers(field.annotation)) if isinstance(m, type) and
                   issubclass(m, BaseModel)]  # fmt: skip
         if nested:  # tiers: a list of mappings
             parts.append(f"`{name}`: a list of {{{', '.join(f'`{k}`' for k in nested[0].model_fields)}}}")
@@ -122,12 +122,12 @@ def _class_doc(member: type[BaseModel], whole: bool = False) -> str:
 
 
 def _allowed(annotation: Any, field: Any) -> str:
-    tp = _strip(annotation)
+    tp = strip_wrappers(annotation)
     if typing.get_origin(tp) is typing.Literal:
         return ", ".join(f"`{v}`" for v in typing.get_args(tp))
-    members = _union_members(tp)
+    members = union_members(tp)
     if members is not None:
-        return "number, or {" + "dist: " + "/".join(str(_tag_of(m)) for m in members) + ", ...}"
+        return "number, or {" + "dist: " + "/".join(str(tag_of(m)) for m in members) + ", ...}"
     bounds = [f"{op} {getattr(m, attr)}" for m in field.metadata for attr, op in
               (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")) if getattr(m, attr, None) is not None]  # fmt: skip
     name = getattr(tp, "__name__", str(tp)).replace("typing.", "")

@@ -7,14 +7,20 @@ whole tree with defaults and allowed values (the README's reference is generated
 
 from __future__ import annotations
 
+import copy
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
 from asyncfl.algorithms import PARAMS, algorithms_for
+from asyncfl.config.clock import Clock
 from asyncfl.config.population import Population
+from asyncfl.config.problems import problems_message
+from asyncfl.config.yaml_files import apply_override, read_scenario
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.models import REGISTRY as MODEL_REGISTRY
 from asyncfl.learn.partition import REGISTRY as PARTITIONERS
@@ -157,48 +163,6 @@ class Checkpoint(Section):
     every_virtual_s: float | None = Field(default=None, gt=0, description="also save every N virtual seconds")
 
 
-class Clock(Section):
-    """Wall-clock time of day on the virtual clock: virtual second 0 is ``start_time``.  Diurnal
-    processes read each client's local time from it (with ``population.timezones``); metrics.csv
-    gains a ``utc_time`` column and the figures label virtual time as time of day."""
-
-    start_time: str | None = Field(
-        default=None,
-        description="ISO date and time at virtual second 0, UTC unless it names an offset, e.g. 2026-01-05T00:00 "
-        "(null: no time of day; diurnal processes then take virtual second 0 as midnight UTC)",
-    )
-
-    @field_validator("start_time", mode="before")
-    @classmethod
-    def _yaml_timestamp(cls, value: object) -> object:
-        """YAML reads an unquoted 2026-01-05T00:00:00 (or a bare date) as a timestamp: keep it as text."""
-        from datetime import date
-
-        return value.isoformat() if isinstance(value, date) else value
-
-    @field_validator("start_time")
-    @classmethod
-    def _parse(cls, value: str | None) -> str | None:
-        if value is not None:
-            start_datetime(value)
-        return value
-
-
-def start_datetime(text: str):
-    """``clock.start_time`` as an aware UTC datetime."""
-    from datetime import datetime, timezone
-
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not an ISO date and time; write e.g. 2026-01-05T00:00 or 2026-01-05T08:30+02:00"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
-
-
 # a run (or a study's variant) is written to <output.dir>/<name>/: the name must be one plain directory
 # name, so that no run escapes its directory ('..', '/') or lands in its parent ('.')
 DIRECTORY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -240,6 +204,25 @@ class Scenario(Section):
         if problem:
             raise ValueError(problem)
         return name
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], overrides: Iterable[str] = (), source: str = "<dict>") -> Scenario:
+        """A validated scenario from its keys (``overrides``: ``--set`` items such as ``server.k=5``); one
+        :class:`ConfigError` names every bad YAML path and what is allowed there."""
+        raw = copy.deepcopy(dict(data))
+        for item in overrides:
+            apply_override(raw, item)
+        if "compare" in raw or "seeds" in raw:  # the study keys: not one scenario
+            raise ConfigError(f"{source}: this is a study (compare: / seeds:); run it with asyncfl.run_study.")
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            raise ConfigError(problems_message(exc, cls, source)) from None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
+        """A validated scenario from a YAML file (trace files named in it are relative to it)."""
+        return cls.from_dict(read_scenario(path), overrides, source=str(path))
 
     @model_validator(mode="before")
     @classmethod

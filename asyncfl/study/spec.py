@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario, validate_scenario
-from asyncfl.config.loading import dotted_parent
 from asyncfl.config.schema import directory_name_problem
+from asyncfl.config.yaml_files import dotted_parent
 
 STUDY_KEYS = ("compare", "seeds", "targets", "baseline")
 VARIANT_KEYS = ("name", "set")

@@ -35,7 +35,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread avoids 
 
 import torch  # noqa: E402
 
-from asyncfl.config.loading import read_scenario, validate_scenario  # noqa: E402
+from asyncfl.config import read_scenario, validate_scenario  # noqa: E402
 from asyncfl.runner import run_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

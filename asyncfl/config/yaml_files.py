@@ -1,0 +1,163 @@
+"""Scenario and study files as plain data: YAML read safely (a key written twice is an error), trace
+file names made relative to their file, and ``--set`` overrides.  Nothing here knows the schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from asyncfl.errors import ConfigError
+
+
+def read_scenario(path: str | Path) -> dict[str, Any]:
+    """A scenario file as a dict, with its trace file names made relative to the file's own folder
+    (for a scenario a user wrote; a run's config.yaml already holds the resolved paths)."""
+    raw = read_yaml(path)
+    _resolve_trace_paths(raw, Path(path).parent)
+    return raw
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        hint = " (it is a directory)" if path.is_dir() else ""
+        raise ConfigError(f"{path}: scenario file not found{hint}.")
+    try:
+        raw = load_yaml(path.read_text(encoding="utf-8"))
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{path}: {exc.lines()}; {DUPLICATE_HINT}.") from None
+    except yaml.YAMLError as exc:
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}.") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (expected UTF-8 YAML).") from None
+    if raw is None:  # running every default instead would hide a wrong or truncated file
+        raise ConfigError(
+            f"{path}: the file is empty (no keys, only comments or blank lines), so it sets nothing; write the "
+            "keys of a scenario (python -m asyncfl reference lists them), or {} to run every default."
+        )
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{path}: the top level must be a mapping of keys (name, data, server, ...), got {type(raw).__name__}."
+        )
+    return raw
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """Keys written twice in one mapping: ``twice`` holds (YAML path, first line, second line) of each."""
+
+    def __init__(self, twice: list[tuple[str, int, int]]) -> None:
+        super().__init__(twice)
+        self.twice = twice
+
+    def lines(self) -> str:
+        """Each key with both of its lines, for a file."""
+        return "; ".join(
+            f"{where} is set at line {first} and again at line {again}" for where, first, again in self.twice
+        )
+
+    def keys(self) -> str:
+        """Each key, for a one-line value (``--set``)."""
+        return "; ".join(f"{where} is set twice" for where, _, _ in self.twice)
+
+
+DUPLICATE_HINT = "YAML would silently keep only the last value; write each key once"
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key written twice in one mapping is an error: the safe
+    loader keeps the last value silently, so a second ``server:`` section would replace the first.
+    ``under``: the YAML path the document sits at (a ``--set`` value), to name keys by their full path."""
+
+    under = ""
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        twice: list[tuple[str, int, int]] = []
+        self._find_duplicates(node, self.under, set(), twice)
+        if twice:
+            raise DuplicateKeyError(twice)
+        return self.construct_document(node)
+
+    def _find_duplicates(self, node: yaml.Node, path: str, seen: set[int], twice: list) -> None:
+        if id(node) in seen:  # an alias of a node already checked (or a recursive one)
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._find_duplicates(item, f"{path}[{i}]", seen, twice)
+        elif isinstance(node, yaml.MappingNode):
+            first: dict[Any, yaml.Node] = {}
+            for key_node, value_node in node.value:
+                # ``<<: *base`` merges are meant to be overridden by the mapping's own keys
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node)
+                where = f"{path}.{key}" if path else str(key)
+                if key in first:
+                    twice.append((where, first[key].start_mark.line + 1, key_node.start_mark.line + 1))
+                else:
+                    first[key] = key_node
+                self._find_duplicates(value_node, where, seen, twice)
+
+
+def load_yaml(text: str, under: str = "") -> Any:
+    """``text`` as YAML (safe types only); a key written twice in one mapping raises
+    :class:`DuplicateKeyError`.  ``under``: the YAML path of the document (a ``--set`` value)."""
+    loader = UniqueKeyLoader(text)
+    loader.under = under
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _resolve_trace_paths(raw: dict[str, Any], folder: Path) -> None:
+    """Trace files named in a scenario file are relative to that file, not to the working directory."""
+    population = raw.get("population")
+    if not isinstance(population, dict):
+        return
+    targets = [(population, "device_trace")]
+    if isinstance(population.get("availability"), dict):
+        targets.append((population["availability"], "file"))
+    for section, key in targets:
+        value = section.get(key)
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            section[key] = str(folder / value)
+
+
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """Apply one ``a.b.c=value`` override in place; the value is parsed as YAML (``5``, ``true``, ``[1, 2]``)."""
+    key, sep, text = item.partition("=")
+    parts = key.strip().split(".")
+    if not sep or not all(parts):
+        raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE, e.g. --set server.k=5.")
+    try:
+        value = load_yaml(text, under=key.strip())
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"--set {item!r}: {exc.keys()}; {DUPLICATE_HINT}.") from None
+    except yaml.YAMLError:
+        value = text
+    dotted_parent(raw, parts, f"--set {item!r}")[parts[-1]] = value
+
+
+def dotted_parent(raw: dict[str, Any], parts: list[str], where: str) -> dict[str, Any]:
+    """The mapping that holds key ``parts[-1]`` of a dotted path, creating missing sections;
+    ``where`` starts the error message when a step of the path is a value, not a section."""
+    node = raw
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"{where}: {'.'.join(parts[: i + 1])} is a value, not a section.")
+        node = child
+    return node
