@@ -1,8 +1,10 @@
 """Layers only point down (DESIGN.md section 2): the package's import graph, read with ast.
 
 The graph has an edge A -> B for every ``import B`` / ``from B import ...`` in module A, at the top or
-inside a function (a deferred import still runs, and may not dodge a circle).  Imports under
-``if TYPE_CHECKING:`` are left out: they never run (annotations only).  Importing ``a.b.c`` runs the
+inside a function (a deferred import still runs, and may not dodge a circle) or under ``if
+TYPE_CHECKING:`` (it never runs, but an annotation naming a module above is an upward reference all
+the same: modules below the schema annotate its sections with their base, asyncfl.sections.Section).
+Importing ``a.b.c`` runs the
 package ``a.b`` first, but that is not an edge of the graph: a package's ``__init__`` imports its own
 modules, and a module of it importing a sibling is no circle.
 
@@ -31,31 +33,12 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _nodes(tree: ast.AST):
-    """Every node of ``tree`` but those under ``if TYPE_CHECKING:`` (its ``else`` branch is kept)."""
-    for child in ast.iter_child_nodes(tree):
-        if isinstance(child, ast.If) and _is_type_checking(child):
-            for other in child.orelse:
-                yield other
-                yield from _nodes(other)
-            continue
-        yield child
-        yield from _nodes(child)
-
-
 def _imports(module: str) -> set[str]:
     """What ``module`` imports: modules of the package by their full name, anything else by its top name."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in _nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -190,10 +173,10 @@ def test_the_core_never_imports_the_analysis():
     assert not unknown, "core modules importing asyncfl.study:\n" + "\n".join(f"{a} -> {b}" for a, b in unknown)
 
 
-def test_the_graph_sees_deferred_imports_and_skips_type_checking_ones():
-    """The reading itself: a function-level import is an edge, an annotation-only one is not."""
+def test_the_graph_sees_deferred_and_type_checking_imports():
+    """The reading itself: a function-level import is an edge, and so is an annotation-only one."""
     assert "asyncfl.checkpoint" in GRAPH["asyncfl.runner"]  # resume_run imports it when called
-    assert not any(_inside(m, "asyncfl.config") for m in GRAPH["asyncfl.sim.profiles"])  # Population: annotations
+    assert "asyncfl.api" in GRAPH["asyncfl"]  # the package face names it under TYPE_CHECKING
 
 
 def _loaded(module: str) -> set[str]:

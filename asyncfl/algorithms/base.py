@@ -15,16 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 from pydantic import Field
 
 from asyncfl.lazy import torch
-from asyncfl.sections import Section
-
-if TYPE_CHECKING:  # the assembled schema, above this module: for annotations only
-    from asyncfl.config.schema import Scenario
+from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 
 
 @dataclass(frozen=True)
@@ -146,7 +143,7 @@ class AlgorithmParams(Section):
     server_lr: float = Field(default=1.0, gt=0, description="global learning rate eta_g")
     memory: MemoryStore = MemoryStore()
 
-    def check(self, scenario: Scenario) -> None:
+    def check(self, scenario: Section) -> None:
         """Raise ValueError (naming the YAML keys) if the rest of ``scenario`` does not suit this algorithm."""
 
 

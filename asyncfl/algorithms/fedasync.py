@@ -15,7 +15,7 @@ s is one of the shared staleness functions of :mod:`asyncfl.algorithms.staleness
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -23,9 +23,7 @@ from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
 from asyncfl.algorithms.memory import store_dtype
 from asyncfl.algorithms.staleness import PolynomialStaleness, Staleness, staleness_weight
 from asyncfl.lazy import torch
-
-if TYPE_CHECKING:
-    from asyncfl.config.schema import Scenario
+from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 
 
 class FedAsyncParams(AlgorithmParams):
@@ -50,7 +48,7 @@ class FedAsyncParams(AlgorithmParams):
         "versions stale needs (null: all; with large models set server.max_staleness and this to the same N)",
     )
 
-    def check(self, scenario: Scenario) -> None:
+    def check(self, scenario: Section) -> None:
         if scenario.server.k != 1:
             raise ValueError(
                 f"algorithm.name fedasync mixes one update at a time: set server.k to 1 (got {scenario.server.k})"

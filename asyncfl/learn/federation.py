@@ -7,17 +7,14 @@ a batch with one indexing operation -- no DataLoader on the hot path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from asyncfl.learn.datasets import RawData, load_arrays
 from asyncfl.learn.partition import partition, split_train_test
+from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import seeded_rng
-
-if TYPE_CHECKING:  # the assembled schema, above this module: for annotations only
-    from asyncfl.config.schema import Data
 
 # Random-stream tags (asyncfl.seeding.seeded_rng); never renumber.
 TAG_PARTITION = 21
@@ -51,7 +48,7 @@ class Federation:
         return counts / max(counts.sum(), 1.0)
 
 
-def build_federation(data: Data, seed: int, device: torch.device) -> Federation:
+def build_federation(data: Section, seed: int, device: torch.device) -> Federation:
     """Load ``data.dataset``, split it across ``data.clients`` clients and move it to ``device``.
 
     ``synthetic`` keeps its natural clients (FedProx generates data per client), so
@@ -91,7 +88,7 @@ def _natural_clients(raw: RawData, clients: int) -> tuple[list[np.ndarray], list
     return train, test
 
 
-def _partitioned_clients(raw: RawData, data: Data, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def _partitioned_clients(raw: RawData, data: Section, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Partition the training pool, then split every client's share into local train/test."""
     shares = partition(raw.y_train, data.clients, data.partition, seeded_rng(seed, TAG_PARTITION))
     rng = seeded_rng(seed, TAG_LOCAL_SPLIT)

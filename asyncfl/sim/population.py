@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, Iterator, Literal, Union
+from typing import Callable, Iterator, Literal, Union
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from asyncfl.sections import Section
+from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import StreamFamily, stream
 from asyncfl.sim.availability import DAY_S, AllOf, Availability, Draw, kind_of
 from asyncfl.sim.availability.cyclic import Cyclic
 from asyncfl.sim.battery import Battery, DeviceBattery
 from asyncfl.sim.clients import ClientDevice
 from asyncfl.sim.profiles import draw_profiles
-
-if TYPE_CHECKING:  # the assembled schema, above this module: for annotations only
-    from asyncfl.config.population import Population
 
 
 class ZoneShare(Section):
@@ -99,7 +96,7 @@ class Clients:
 
 
 def build_clients(
-    population: Population,
+    population: Section,
     num_clients: int,
     seed: int,
     label_histograms: np.ndarray | None = None,
@@ -139,7 +136,7 @@ def utc_offsets(spec, num_clients: int, seed: int) -> list[float]:
 
 
 def eligibility_builder(
-    population: Population,
+    population: Section,
     num_clients: int,
     seed: int,
     label_histograms: np.ndarray | None,
@@ -241,13 +238,13 @@ PLAIN_BYTES_PER_CLIENT = (1_900, 3_500)
 RICH_BYTES_PER_CLIENT = (2_600, 9_600)
 
 
-def bytes_per_client(population: Population) -> tuple[int, int]:
+def bytes_per_client(population: Section) -> tuple[int, int]:
     """(bytes per drawn client, more bytes per touched client) of ``population``."""
     rich = population.battery is not None or population.eligibility is not None or population.uses_local_time()
     return RICH_BYTES_PER_CLIENT if rich else PLAIN_BYTES_PER_CLIENT
 
 
-def population_bytes(population: Population, num_clients: int, built_clients: int) -> int:
+def population_bytes(population: Section, num_clients: int, built_clients: int) -> int:
     """About the memory a run of ``num_clients`` clients needs for its population, of which at most
     ``built_clients`` are ever touched (a K-async dispatcher looks at all of them; a sync round at
     ``clients_per_round``); computed, not allocated, so it can refuse a population before it is built."""

@@ -10,17 +10,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
 
 from asyncfl.errors import ConfigError
-from asyncfl.sections import Distribution, Section
+from asyncfl.sections import Distribution, Section  # also types the scenario sections assembled above (config)
 from asyncfl.sim.tracefiles import read_rows
-
-if TYPE_CHECKING:  # the assembled schema, above this module: for annotations only
-    from asyncfl.config.population import Population
 
 MEGABIT_BYTES = 1e6 / 8
 
@@ -75,7 +71,7 @@ class DrawnProfiles:
 
 
 def draw_profiles(
-    population: Population, num_clients: int, rng: np.random.Generator
+    population: Section, num_clients: int, rng: np.random.Generator
 ) -> DrawnProfiles | list[DeviceProfile]:
     """Draw every client's profile, or read them from ``population.device_trace``."""
     if population.device_trace is not None:

@@ -14,15 +14,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import simpy
 
-from asyncfl.sections import Section
+from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, phase_seconds
-
-if TYPE_CHECKING:
-    from asyncfl.config.schema import Scenario
 
 
 @dataclass
@@ -74,7 +71,7 @@ class ServerContext:
     logs_client: Callable[[int], bool] | None = None
 
 
-def no_check(scenario: Scenario) -> None:
+def no_check(scenario: Section) -> None:
     """A mode that imposes nothing on the rest of the scenario."""
 
 
@@ -97,6 +94,6 @@ class ServerMode:
     process: Callable[[ServerContext], Iterator[simpy.Event]]
     default_algorithm: str  # algorithm.name when the scenario names none
     rounds: bool
-    check: Callable[[Scenario], None] = no_check
+    check: Callable[[Section], None] = no_check
     examples: tuple[tuple[str, dict, frozenset[str]], ...] = ()
     order: int = 1000

@@ -4,19 +4,16 @@ aggregate every K updates that arrive (FedBuff's server; FedAsync with K = 1).""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import simpy
 from pydantic import Field
 
-from asyncfl.sections import Section
+from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, TaskPlan, plan_task, run_task
 from asyncfl.sim.dispatch import make_dispatcher
 from asyncfl.sim.servers.base import RoundInfo, ServerContext, ServerMode
-
-if TYPE_CHECKING:
-    from asyncfl.config.schema import Scenario
 
 
 class KAsyncKeys(Section):
@@ -25,7 +22,7 @@ class KAsyncKeys(Section):
     max_staleness: int | None = Field(default=None, ge=0, description="k_async: drop older updates")
 
 
-def check(scenario: Scenario) -> None:
+def check(scenario: Section) -> None:
     k, clients = scenario.server.k, scenario.data.clients
     if k > clients:
         raise ValueError(f"server.k ({k}) is larger than the population (data.clients = {clients})")

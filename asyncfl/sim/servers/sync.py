@@ -4,19 +4,16 @@ everybody answered or the deadline, aggregate what arrived."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterator, Literal
+from typing import Iterator, Literal
 
 import numpy as np
 import simpy
 from pydantic import Field
 
-from asyncfl.sections import Section
+from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import TaskPlan, plan_task, play_tasks
 from asyncfl.sim.servers.base import RoundInfo, ServerContext, ServerMode
-
-if TYPE_CHECKING:
-    from asyncfl.config.schema import Scenario
 
 
 class SyncKeys(Section):
@@ -27,7 +24,7 @@ class SyncKeys(Section):
     clients_per_round: int | None = Field(default=None, ge=1, description="sync: sample size (null: all)")
 
 
-def check(scenario: Scenario) -> None:
+def check(scenario: Section) -> None:
     cpr, clients = scenario.server.clients_per_round, scenario.data.clients
     if cpr is not None and cpr > clients:
         raise ValueError(f"server.clients_per_round ({cpr}) is larger than the population (data.clients = {clients})")
