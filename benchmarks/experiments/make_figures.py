@@ -6,7 +6,7 @@ and with an 8 s deadline, and FedBuff, 3 seeds each, 200 virtual seconds) exactl
     python -m asyncfl scenarios/compare_deadlines.yaml --out SWEEP_DIR
 
 then copies the comparison figures and tables and a few straggler figures of single runs into
-``plots/``, and writes ``docs/figures/compare_summary.md``: the study's setting and the sentences the README
+``docs/figures/``, and writes ``docs/figures/compare_summary.md``: the study's setting and the sentences the README
 quotes, with their numbers read from the sweep (``python benchmarks/tools/readme_sync.py`` copies both
 Markdown files into the README).  Pass ``--executor ray`` to run the nine simulations as Ray tasks;
 ``--sweep DIR`` keeps the sweep directory (default: a temporary directory).

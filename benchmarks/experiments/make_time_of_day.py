@@ -2,7 +2,7 @@
 
 Runs ``scenarios/diurnal_fedscale_like.yaml`` (one virtual day, 3,000 clients in three time zones,
 timing only) exactly like ``python -m asyncfl scenarios/diurnal_fedscale_like.yaml --out RUN_DIR``
-and copies three of its figures into ``plots/``; ``docs/figures/diurnal_peaks.md`` (included in the README)
+and copies three of its figures into ``docs/figures/``; ``docs/figures/diurnal_peaks.md`` (included in the README)
 gives each zone's hour of most delivered updates, measured from the run's files.
 """
 
