@@ -168,19 +168,42 @@ def test_a_resume_with_an_unreadable_summary_names_it(files, tmp_path, capsys, t
     assert _snapshot(run_dir) == before
 
 
+def _lock_holder(directory: Path) -> str | None:
+    try:
+        return (directory / ".lock").read_text().strip()
+    except OSError:
+        return None
+
+
+def _pause_inside_a_run(process: subprocess.Popen, runs: list[Path]) -> Path:
+    """Stop ``process`` (SIGSTOP) at a moment when it holds one of ``runs``: the one whose lock file names
+    its PID (written once the lock is taken; the file is removed before the lock is let go).  Paused
+    between two runs, it is let go a moment and paused again: the state checked is the process's, not a
+    guess about its speed (a fast machine finished the first run before a fixed pause reached it)."""
+    for _ in range(2000):
+        process.send_signal(signal.SIGSTOP)
+        assert process.poll() is None, "the sweep ended before it could be paused inside a run"
+        held = [run for run in runs if _lock_holder(run) == str(process.pid)]
+        if held:
+            return held[0]
+        process.send_signal(signal.SIGCONT)
+        time.sleep(0.002)
+    raise AssertionError("never paused inside a run")
+
+
 def test_a_second_writer_of_a_sweep_is_refused(files, tmp_path):
     study = tmp_path / "study.yaml"
-    study.write_text(yaml.safe_dump({**SCENARIO, "stop": {"rounds": 40}, "seeds": [0, 1]}))
+    study.write_text(yaml.safe_dump({**SCENARIO, "stop": {"rounds": 200}, "seeds": [0, 1]}))
     sweep_dir = tmp_path / "sweep"
     first = _cli(str(study), "--quiet", "--out", str(sweep_dir))
     _wait_for(sweep_dir / "base" / "seed0" / "rounds.csv", 10, first)
-    first.send_signal(signal.SIGSTOP)
+    running = _pause_inside_a_run(first, [sweep_dir / "base" / f"seed{seed}" for seed in (0, 1)])
     try:
         before = _snapshot(sweep_dir)
-        for args in (["run", "--resume", str(sweep_dir)], ["run", "--resume", str(sweep_dir / "base" / "seed0")]):
+        for args in (["run", "--resume", str(sweep_dir)], ["run", "--resume", str(running)]):
             second = _cli(*args, "--quiet")
             _, err = second.communicate(timeout=300)
-            assert second.returncode == 2 and "Traceback" not in err, err
+            assert second.returncode == 2 and "Traceback" not in err, (args, err)
             assert f"another process (PID {first.pid}) is writing this" in err
         assert _snapshot(sweep_dir) == before
     finally:
