@@ -172,23 +172,30 @@ def test_an_installed_plugin_is_found_through_its_entry_point(monkeypatch):
     module = types.ModuleType("asyncfl_blobs_plugin")
     module.register = lambda: DATASETS.register(BLOBS)  # a callable entry point: called once
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    point = importlib.metadata.EntryPoint("blobs", f"{module.__name__}:register", asyncfl.registry.PLUGIN_GROUP)
+    module.BLACKOUT = BLACKOUT  # an entry point naming a registration object: routed to its registry
+    group = asyncfl.registry.PLUGIN_GROUP
+    points = [
+        importlib.metadata.EntryPoint("blobs", f"{module.__name__}:register", group),
+        importlib.metadata.EntryPoint("blackout", f"{module.__name__}:BLACKOUT", group),
+    ]
     seen = []
 
     def entry_points(group):
         seen.append(group)
-        return [point] if group == asyncfl.registry.PLUGIN_GROUP else []
+        return points if group == asyncfl.registry.PLUGIN_GROUP else []
 
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
     monkeypatch.setattr(asyncfl.registry, "_plugins_loaded", False)
     try:
-        assert "blobs" not in DATASETS
-        scenario = validate_scenario(BASE)  # the plug-ins load before the first validation
-        assert scenario.data.dataset == "blobs" and seen == [asyncfl.registry.PLUGIN_GROUP]
+        assert "blobs" not in DATASETS and "blackout" not in KINDS
+        keys = {**BASE, "population": {"availability": {"kind": "blackout"}}}
+        scenario = validate_scenario(keys)  # the plug-ins load before the first validation
+        assert scenario.data.dataset == "blobs" and scenario.population.availability.kind == "blackout"
         validate_scenario(BASE)
-        assert seen == [asyncfl.registry.PLUGIN_GROUP]  # once
+        assert seen == [group]  # once
     finally:
         DATASETS.unregister("blobs")
+        KINDS.unregister("blackout")
 
 
 def test_the_public_contract_checks_pass_on_the_plugin(plugin):
