@@ -1,20 +1,66 @@
-"""One-file extension points: every public module of a package registers one entry.
+"""Open extension points: every axis (availability kinds, data sets, models, partitioners, server
+modes, algorithms) is a :class:`Registry`.
 
-An availability kind, a data set, a model, a partitioner, a server mode or an algorithm is a module
-of its package that sets one module-level constant to its registration (``KIND``, ``DATASET``,
-``MODEL``, ``PARTITIONER``, ``MODE``, ``PARAMS``).  Modules whose name starts with ``_`` are helpers,
-not entries.  Discovery imports the modules, so they must stay cheap to import (no torch at module
-level): the schema is built from these registries while a scenario is validated.
+The built-ins are the public modules of the axis' package, each setting one module-level constant
+to its registration (``KIND``, ``DATASET``, ``MODEL``, ``PARTITIONER``, ``MODE``, ``PARAMS``); modules
+whose name starts with ``_`` are helpers, not entries.  Discovery imports the modules, so they must
+stay cheap to import (no torch at module level).  User code adds entries with
+:meth:`Registry.register` (from a module or a notebook), and installed plug-ins through the
+entry-point group ``asyncfl.plugins`` (:func:`load_plugins`, run once before the first scenario is
+validated).  The schema is built from the registries as they are when a scenario is validated
+(:func:`asyncfl.config.schema.scenario_model`, cached per :func:`state`).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import pkgutil
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from types import ModuleType
 from typing import Any
+
+PLUGIN_GROUP = "asyncfl.plugins"
+
+ALL: list[Registry] = []  # every registry, in the order their packages were imported
+_plugins_loaded = False
+
+
+class Registry(dict):
+    """``{name: entry}`` of one axis, in ``(order, name)`` order (the order of allowed values in messages
+    and the reference: the built-ins state theirs, a new entry goes last).  A name registered twice is
+    an error naming it.  ``entry_type``: what :func:`register_object` routes here (None: nothing)."""
+
+    def __init__(
+        self,
+        axis: str,
+        entry_type: type | None = None,
+        name: Callable[[Any], str] = attrgetter("name"),
+        order: Callable[[Any], int] = attrgetter("order"),
+    ) -> None:
+        super().__init__()
+        self.axis, self.entry_type, self._name, self._order = axis, entry_type, name, order
+        ALL.append(self)
+
+    def register(self, entry: Any) -> Any:
+        """Add ``entry`` under its name (and return it, so that it can decorate); a taken name is refused."""
+        key = self._name(entry)
+        if key in self:
+            raise ValueError(f"{self.axis}: the name {key!r} is already registered")
+        entries = [*self.values(), entry]
+        self.clear()
+        self.update({self._name(e): e for e in sorted(entries, key=lambda e: (self._order(e), self._name(e)))})
+        return entry
+
+    def unregister(self, name: str) -> Any:
+        """Remove the entry ``name`` (a test's teardown, a notebook redefining its plug-in)."""
+        if name not in self:
+            raise KeyError(f"{self.axis}: no entry named {name!r}")
+        return self.pop(name)
+
+    def accepts(self, entry: Any) -> bool:
+        return self.entry_type is not None and isinstance(entry, self.entry_type)
 
 
 def public_modules(package: str, path: Iterable[str]) -> list[ModuleType]:
@@ -29,17 +75,48 @@ def discover(
     attribute: str,
     name: Callable[[Any], str] = attrgetter("name"),
     order: Callable[[Any], int] = attrgetter("order"),
-) -> dict[str, Any]:
-    """``{name(entry): entry}`` of every ``attribute`` set by a public module of ``package``, in
-    ``(order(entry), name(entry))`` order (the order of allowed values in messages and the reference:
-    the built-ins state theirs, a new entry goes last).  A name registered twice is an error."""
-    entries = [getattr(m, attribute) for m in public_modules(package, path) if getattr(m, attribute, None) is not None]
-    registry: dict[str, Any] = {}
-    for entry in sorted(entries, key=lambda e: (order(e), name(e))):
-        if name(entry) in registry:
-            raise ValueError(f"{package}: two modules register the name {name(entry)!r}")
-        registry[name(entry)] = entry
+    entry_type: type | None = None,
+    axis: str | None = None,
+) -> Registry:
+    """The :class:`Registry` of every ``attribute`` set by a public module of ``package``."""
+    registry = Registry(axis or package, entry_type, name, order)
+    for module in public_modules(package, path):
+        entry = getattr(module, attribute, None)
+        if entry is not None:
+            if name(entry) in registry:
+                raise ValueError(f"{package}: two modules register the name {name(entry)!r}")
+            registry.register(entry)
     return registry
+
+
+def state() -> tuple:
+    """What the registries hold now (names and entries' identities): the schema is cached per state."""
+    return tuple((r.axis, tuple((key, id(entry)) for key, entry in r.items())) for r in ALL)
+
+
+def register_object(entry: Any) -> None:
+    """Register ``entry`` in the one registry whose ``entry_type`` it is (an entry point naming an object)."""
+    fitting = [r for r in ALL if r.accepts(entry)]
+    if len(fitting) != 1:
+        raise TypeError(f"{entry!r}: not a registration of one asyncfl registry (an AvailabilityKind, DataSet, ...)")
+    fitting[0].register(entry)
+
+
+def load_plugins(group: str = PLUGIN_GROUP) -> None:
+    """Load the installed plug-ins once: each entry point of ``group`` names a module, whose import
+    registers its entries, a callable with no arguments that registers them, or a registration object."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for point in importlib.metadata.entry_points(group=group):
+        loaded = point.load()
+        if isinstance(loaded, ModuleType):
+            continue  # importing it registered its entries
+        if callable(loaded) and not isinstance(loaded, type) and not any(r.accepts(loaded) for r in ALL):
+            loaded()
+        else:
+            register_object(loaded)
 
 
 def or_list(names: Iterable[str]) -> str:

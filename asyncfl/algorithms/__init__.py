@@ -3,8 +3,8 @@
 Each algorithm module sets ``STRATEGY`` to its strategy class and ``PARAMS`` to its YAML section (an
 :class:`~asyncfl.algorithms.base.AlgorithmParams` subclass with its ``name`` tag and the server
 ``modes`` it runs under).  The registry is built by importing every module of this package, so adding an
-algorithm is adding one file.  The modules import torch lazily (:mod:`asyncfl.lazy`): the schema reads
-their sections without importing torch.
+algorithm is adding one file, or calling :func:`register` from user code.  The modules import torch
+lazily (:mod:`asyncfl.lazy`): the schema reads their sections without importing torch.
 """
 
 from __future__ import annotations
@@ -13,21 +13,39 @@ import sys
 
 from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Strategy, Update, algorithm_name
 from asyncfl.lazy import torch
-from asyncfl.registry import discover, public_modules
+from asyncfl.registry import Registry, discover, public_modules
 
 
-def _discover() -> tuple[dict[str, type[AlgorithmParams]], dict[str, type]]:
+def _check(params: object, strategy: object, where: str) -> None:
+    if strategy is not None and (
+        not isinstance(params, type) or not issubclass(params, AlgorithmParams) or not params.modes
+    ):
+        raise TypeError(f"{where}: PARAMS must be an AlgorithmParams subclass stating its modes")
+
+
+def _discover() -> tuple[Registry, dict[str, type]]:
     for module in public_modules(__name__, __path__):
-        params = getattr(module, "PARAMS", None)
-        if getattr(module, "STRATEGY", None) is not None and (
-            params is None or not issubclass(params, AlgorithmParams) or not params.modes
-        ):
-            raise TypeError(f"{module.__name__}: PARAMS must be an AlgorithmParams subclass stating its modes")
-    params = discover(__name__, __path__, "PARAMS", name=algorithm_name)
+        _check(getattr(module, "PARAMS", None), getattr(module, "STRATEGY", None), module.__name__)
+    params = discover(__name__, __path__, "PARAMS", name=algorithm_name, axis="algorithm.name")
     return params, {name: sys.modules[p.__module__].STRATEGY for name, p in params.items()}
 
 
 PARAMS, REGISTRY = _discover()  # name -> parameter section, name -> strategy class; in reference order
+
+
+def register(params: type[AlgorithmParams], strategy: type[Strategy]) -> type[Strategy]:
+    """Add an algorithm from user code: its YAML section (``name`` tag, ``modes``) and its strategy class.
+    A name registered twice is refused."""
+    _check(params, strategy, getattr(strategy, "__name__", repr(strategy)))
+    PARAMS.register(params)
+    REGISTRY[algorithm_name(params)] = strategy
+    return strategy
+
+
+def unregister(name: str) -> None:
+    """Remove the algorithm ``name`` (a test's teardown)."""
+    PARAMS.unregister(name)
+    del REGISTRY[name]
 
 
 def algorithms_for(mode: str) -> tuple[str, ...]:
@@ -48,4 +66,15 @@ def make_strategy(params: AlgorithmParams, num_clients: int, like: torch.Tensor)
     return REGISTRY[name](params, num_clients, like)
 
 
-__all__ = ["PARAMS", "REGISTRY", "Aggregate", "Context", "Strategy", "Update", "algorithms_for", "make_strategy"]
+__all__ = [
+    "PARAMS",
+    "REGISTRY",
+    "Aggregate",
+    "Context",
+    "Strategy",
+    "Update",
+    "algorithms_for",
+    "make_strategy",
+    "register",
+    "unregister",
+]

@@ -3,20 +3,21 @@
 Compute and network live in asyncfl/sim/profiles.py, the battery in asyncfl/sim/battery.py, the time
 zones in asyncfl/sim/population.py.  ``population.availability`` is the union of the registered
 availability kinds, each of which keeps its section next to its model (asyncfl/sim/availability/, one
-module per kind); ``eligibility.unmetered`` the union of those whose registration sets ``unmetered_order``."""
+module per kind); ``eligibility.unmetered`` the union of those whose registration sets ``unmetered_order``.
+:class:`Population` holds the built-in kinds; :func:`population_model` the kinds registered now."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, create_model, model_validator
 
 from asyncfl.config.presets import PRESETS, PresetNames
 from asyncfl.sections import Section
 from asyncfl.sim.availability import Availability, kind_of
 from asyncfl.sim.availability.always import AlwaysOnline
-from asyncfl.sim.availability.registry import Unmetered
+from asyncfl.sim.availability.registry import Unmetered, availability_union, unmetered_union
 from asyncfl.sim.battery import Battery
 from asyncfl.sim.population import TimeZones
 from asyncfl.sim.profiles import Compute, Network
@@ -150,3 +151,19 @@ class Population(Section):
     def uses_local_time(self) -> bool:
         unmetered = self.eligibility.unmetered if self.eligibility else None
         return kind_of(self.availability).local_time or (unmetered is not None and kind_of(unmetered).local_time)
+
+
+def population_model() -> type[Population]:
+    """``population`` for the availability kinds registered now (a subclass of :class:`Population`)."""
+    unmetered = Eligibility.model_fields["unmetered"]
+    eligibility = create_model(  # type: ignore[call-overload]
+        "Eligibility", __base__=Eligibility, __module__=__name__, unmetered=(unmetered_union() | None, unmetered)
+    )
+    fields = Population.model_fields
+    return create_model(  # type: ignore[call-overload]
+        "Population",
+        __base__=Population,
+        __module__=__name__,
+        availability=(availability_union(), fields["availability"]),
+        eligibility=(eligibility | None, fields["eligibility"]),
+    )

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from asyncfl.config.problems import strip_wrappers, tag_of, union_members
-from asyncfl.config.schema import Scenario
+from asyncfl.config.schema import scenario_model
 
 
 def reference_markdown() -> str:
@@ -21,7 +21,7 @@ def reference_markdown() -> str:
         "| --- | --- | --- | --- |",
     ]
     distributions: dict[str, type[BaseModel]] = {}
-    _walk(Scenario, "", lines, (), distributions)
+    _walk(scenario_model(), "", lines, (), distributions)
     lines += [
         "",
         "Distributions (per-client values): a plain number means `{dist: constant, value: number}`. An "

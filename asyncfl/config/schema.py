@@ -11,116 +11,39 @@ import copy
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
 from asyncfl.algorithms import PARAMS, algorithms_for
+from asyncfl.config.axes import (
+    algorithm_field,
+    algorithm_union,
+    data_section,
+    default_algorithms,
+    mode_keys,
+    model_data_mismatch,
+    model_section,
+    server_section,
+)
 from asyncfl.config.clock import Clock
-from asyncfl.config.population import Population
+from asyncfl.config.population import Population, population_model
 from asyncfl.config.problems import problems_message
 from asyncfl.config.yaml_files import apply_override, read_scenario
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
-from asyncfl.learn.models import REGISTRY as MODEL_REGISTRY
 from asyncfl.learn.partition import REGISTRY as PARTITIONERS
-from asyncfl.learn.partition import Partition
-from asyncfl.learn.partition.iid import IidPartition
 from asyncfl.learn.training import Trainer, Training
-from asyncfl.registry import or_list
+from asyncfl.registry import ALL, load_plugins, or_list, state
 from asyncfl.sections import Section
 from asyncfl.sim.availability import kind_of
 from asyncfl.sim.servers import SERVER_MODES
 
-# The data sets, models and partitioners are registries (one module each, under asyncfl/learn): the
-# allowed values, the data.<name> sections, the data.partition union and the model/data check come from them.
-DATASETS = tuple(DATASET_REGISTRY)
-MODELS = tuple(MODEL_REGISTRY)
-INPUT_WORDS = {"signals": "one-dimensional signals", "images": "images"}  # DataSet.inputs, in messages
-
-
-class _DataKeys(Section):
-    dataset: Literal[DATASETS] = "digits"  # type: ignore[valid-type]
-    clients: int = Field(default=20, ge=1, description="population size N")
-    partition: Partition = IidPartition()
-    test_fraction: float = Field(default=0.2, ge=0, lt=1, description="per-client local test split")
-    data_dir: Path = Field(default=Path("data"), description="where torchvision data sets live")
-    download: bool = Field(default=True, description="download torchvision data sets when missing")
-
-
-def _with_own_sections(name: str, shared: type[Section], registry: dict, where: str) -> type[Section]:
-    """``shared`` plus one ``<entry>`` key per registered entry that brings a section of its own keys
-    (``data.synthetic``, ``model.<name>``), after the shared keys."""
-    own = {key: (entry.params, entry.params()) for key, entry in registry.items() if entry.params is not None}
-    clash = sorted(set(own) & set(shared.model_fields))
-    if clash:  # a module's name would hide a shared key
-        raise ValueError(f"{where} {clash[0]!r} brings its own section, but {where.split('.')[0]}.{clash[0]} is taken")
-    return create_model(name, __base__=shared, __module__=__name__, **own)  # type: ignore[call-overload]
-
-
-Data = _with_own_sections("Data", _DataKeys, DATASET_REGISTRY, "data.dataset")
-
-
-class _ModelKeys(Section):
-    name: Literal[MODELS] = "mlp"  # type: ignore[valid-type]
-    hidden: int = Field(default=200, ge=1, description="hidden units of the mlp (per hidden layer)")
-    layers: int = Field(default=1, ge=1, description="hidden layers of the mlp (MNIST-1D paper's MLP: 2 of 100)")
-
-
-Model = _with_own_sections("Model", _ModelKeys, MODEL_REGISTRY, "model.name")
-
-
-def model_data_mismatch(model: str, dataset: str) -> str | None:
-    """The error for a model that cannot take the data set's inputs (cnn1d on images), or None."""
-    spec, inputs = MODEL_REGISTRY[model], DATASET_REGISTRY[dataset].inputs
-    if inputs in spec.inputs:
-        return None
-    fitting_data = sorted(name for name, entry in DATASET_REGISTRY.items() if entry.inputs in spec.inputs)
-    fitting_models = [name for name, entry in MODEL_REGISTRY.items() if inputs in entry.inputs]
-    return (
-        f"model.name {model} {spec.needs or 'cannot take these inputs'}; data.dataset {dataset!r} holds "
-        f"{INPUT_WORDS.get(inputs, inputs)}: use it with data.dataset {or_list(fitting_data)}, or choose model.name "
-        f"{or_list(fitting_models)}"
-    )
-
-
-class ServerKeys(Section):
-    """Base of the flat ``server`` section: ``mode`` plus every mode's own keys (asyncfl.sim.servers)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_means_default(cls, raw: object) -> object:
-        """null stands for the default of a mode's key, as for the nullable keys: a study variant that
-        switches server.mode clears the other mode's keys with null (a mapping is merged key by key)."""
-        if not isinstance(raw, dict):
-            return raw
-        fields = cls.model_fields
-        return {k: fields[k].default if v is None and k in fields and k != "mode" else v for k, v in raw.items()}
-
-
-# keys that only one server mode reads: set in another mode they would be silently ignored
-MODE_KEYS: dict[str, tuple[str, ...]] = {name: tuple(mode.keys.model_fields) for name, mode in SERVER_MODES.items()}
-
-Server = create_model(  # type: ignore[call-overload]
-    "Server",
-    __base__=ServerKeys,
-    __module__=__name__,
-    mode=(
-        Literal[tuple(SERVER_MODES)],
-        Field(
-            default=next(iter(SERVER_MODES)),
-            description=or_list([mode.summary for mode in SERVER_MODES.values()]),
-        ),
-    ),
-    **{
-        key: (field.annotation, field)
-        for mode in SERVER_MODES.values()
-        for key, field in mode.keys.model_fields.items()
-    },
-)
-
-Algorithm = Annotated[Union[tuple(PARAMS.values())], Field(discriminator="name")]  # type: ignore[valid-type]
-DEFAULT_ALGORITHMS = {name: mode.default_algorithm for name, mode in SERVER_MODES.items()}
+# the sections of the built-in registries: the types of annotations, tests and the reference
+Data = data_section()
+Model = model_section()
+Server = server_section()
+Algorithm = algorithm_union()
 
 
 class Stop(Section):
@@ -188,10 +111,7 @@ class Scenario(Section):
     clock: Clock = Clock()
     population: Population = Population()
     server: Server = Server()
-    algorithm: Algorithm = Field(
-        default=None,
-        description="defaults to " + or_list([f"{name} ({mode})" for mode, name in DEFAULT_ALGORITHMS.items()]),
-    )
+    algorithm: Algorithm = algorithm_field()
     stop: Stop = Stop(rounds=50)
     eval: Eval = Eval()
     output: Output = Output()
@@ -214,10 +134,11 @@ class Scenario(Section):
             apply_override(raw, item)
         if "compare" in raw or "seeds" in raw:  # the study keys: not one scenario
             raise ConfigError(f"{source}: this is a study (compare: / seeds:); run it with asyncfl.run_study.")
+        model = scenario_model()
         try:
-            return cls.model_validate(raw)
+            return model.model_validate(raw)
         except ValidationError as exc:
-            raise ConfigError(problems_message(exc, cls, source)) from None
+            raise ConfigError(problems_message(exc, model, source)) from None
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
@@ -236,7 +157,7 @@ class Scenario(Section):
             )  # (else the server section says why)
             algorithm = raw.get("algorithm")
             if algorithm is None:
-                raw = {**raw, "algorithm": {"name": DEFAULT_ALGORITHMS[mode or first]}}
+                raw = {**raw, "algorithm": {"name": default_algorithms()[mode or first]}}
             elif mode is not None and isinstance(algorithm, dict) and isinstance(algorithm.get("name"), str):
                 # before the algorithm's own keys are checked: those of the other mode's algorithm
                 # (fedbuff's staleness for fedavg) would be reported instead of the real problem
@@ -268,6 +189,35 @@ class Scenario(Section):
         return self
 
 
+BUILT_IN = state()  # what the registries hold before user code or a plug-in registers anything
+_ASSEMBLED: dict[tuple, tuple[type[Scenario], list]] = {}  # state -> (model, the entries: their ids stay theirs)
+
+
+def scenario_model() -> type[Scenario]:
+    """The scenario model of the registries as they are now (the installed plug-ins loaded first):
+    :class:`Scenario` itself for the built-ins, else a subclass of it (so ``isinstance(s, Scenario)``
+    holds for every scenario) whose registry-built sections state the registered entries; one per state."""
+    load_plugins()
+    now = state()
+    if now == BUILT_IN:
+        return Scenario
+    if now not in _ASSEMBLED:
+        population = population_model()
+        data, model, server = data_section(), model_section(), server_section()
+        assembled = create_model(  # type: ignore[call-overload]
+            "Scenario",
+            __base__=Scenario,
+            __module__=__name__,
+            data=(data, data()),
+            model=(model, model()),
+            population=(population, population()),
+            server=(server, server()),
+            algorithm=(algorithm_union(), algorithm_field()),
+        )
+        _ASSEMBLED[now] = assembled, [list(registry.values()) for registry in ALL]
+    return _ASSEMBLED[now][0]
+
+
 def data_problems(data: Data) -> list[str]:
     """What loading and partitioning ``data`` would fail on, found from the registrations alone
     (asyncfl/learn/datasets, asyncfl/learn/partition): nothing is loaded."""
@@ -295,12 +245,13 @@ def _mode_mismatch(mode: object, name: object) -> str | None:
 
 def _no_other_mode_keys(server: Section) -> None:
     """Refuse a key of another server mode set to anything but its default: it would be ignored."""
-    mine = MODE_KEYS[server.mode]
+    keys_of = mode_keys()
+    mine = keys_of[server.mode]
     ignored = {
-        key: [m for m, keys in MODE_KEYS.items() if key in keys]
-        for keys in MODE_KEYS.values()
+        key: [m for m, keys in keys_of.items() if key in keys]
+        for keys in keys_of.values()
         for key in keys
-        if key not in mine and getattr(server, key) != Server.model_fields[key].default
+        if key not in mine and getattr(server, key) != type(server).model_fields[key].default
     }
     if ignored:
         listed = ", ".join(f"server.{key} ({getattr(server, key)!r})" for key in ignored)

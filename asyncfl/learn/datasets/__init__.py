@@ -4,7 +4,8 @@ Each module sets ``DATASET`` to a :class:`DataSet`: its name, input shape and nu
 (fixed, or computed from its own ``data.<name>:`` section), whether samples are 1-D signals or
 images, that optional section, and its loader.  The schema's ``data.dataset`` values and
 ``data.<name>`` sections, the model/data compatibility check and timing-only runs all read this
-registry, so adding a data set is adding one module here (see :mod:`asyncfl.registry`).
+registry, so adding a data set is adding one module here, or registering one from outside the
+package (see :mod:`asyncfl.registry`).
 Importing this package does not import torch.
 """
 
@@ -15,10 +16,11 @@ from typing import Any
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets._base import DataSet, RawData
 from asyncfl.learn.datasets.digits import digits_arrays
-from asyncfl.registry import discover
+from asyncfl.registry import Registry, discover
 from asyncfl.seeding import seeded_rng
 
-REGISTRY: dict[str, DataSet] = discover(__name__, __path__, "DATASET")
+REGISTRY: Registry = discover(__name__, __path__, "DATASET", entry_type=DataSet, axis="data.dataset")
+"""data set name -> its registration; user code adds one with ``REGISTRY.register(DataSet(...))``."""
 
 
 def load_arrays(data: Any, seed: int) -> RawData:

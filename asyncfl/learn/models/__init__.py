@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from asyncfl.learn.models._base import ModelSpec
-from asyncfl.registry import discover
+from asyncfl.registry import Registry, discover
 
-REGISTRY: dict[str, ModelSpec] = discover(__name__, __path__, "MODEL")
+REGISTRY: Registry = discover(__name__, __path__, "MODEL", entry_type=ModelSpec, axis="model.name")
 
 
 def build_model(

@@ -17,12 +17,19 @@ from pydantic import Field
 from asyncfl.errors import ConfigError
 from asyncfl.learn.partition._base import Partitioner
 from asyncfl.learn.partition.clusters import cluster_of_clients
-from asyncfl.registry import discover
+from asyncfl.registry import Registry, discover
 
-REGISTRY: dict[str, Partitioner] = discover(__name__, __path__, "PARTITIONER")
+REGISTRY: Registry = discover(__name__, __path__, "PARTITIONER", entry_type=Partitioner, axis="data.partition.kind")
 
-# the sections as pydantic tagged unions on ``kind``: every partitioner, and those that may be a base
-Partition = Annotated[Union[tuple(p.section for p in REGISTRY.values())], Field(discriminator="kind")]  # type: ignore[misc]
+
+def partition_union() -> Any:
+    """``data.partition``: every registered partitioner's section, a pydantic tagged union on ``kind``."""
+    return Annotated[Union[tuple(p.section for p in REGISTRY.values())], Field(discriminator="kind")]  # type: ignore[misc]
+
+
+Partition = partition_union()
+# those that may be the base of another (isolated_class's base); fixed at import: a registered
+# partitioner joins data.partition, but not this union
 BasePartition = Annotated[
     Union[tuple(p.section for p in REGISTRY.values() if p.nests)],  # type: ignore[misc]
     Field(discriminator="kind"),
@@ -89,5 +96,6 @@ __all__ = [
     "REGISTRY",
     "cluster_of_clients",
     "partition",
+    "partition_union",
     "split_train_test",
 ]
