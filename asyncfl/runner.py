@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import gc
 import math
-import signal
-import threading
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -34,6 +32,7 @@ from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
+from asyncfl.loop_guards import RunInterrupted, collections_per_aggregation, interrupts_deferred
 from asyncfl.output.columns import class_accuracy_columns, rounds_extra_columns
 from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
@@ -53,54 +52,6 @@ def resolve_device(choice: str) -> torch.device:
     if choice == "auto":
         choice = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(choice)
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run, after summary.json and the figure were written: names the run directory
-    so that the command line can say how to continue it."""
-
-    def __init__(self, run_dir: Path) -> None:
-        super().__init__(str(run_dir))
-        self.run_dir = run_dir
-
-
-@contextmanager
-def interrupts_deferred():
-    """Hold back Ctrl-C (SIGINT) for the duration of the block and raise it afterwards, so that an
-    interrupt never lands between a round's state change and the rows that record it. Only the main
-    thread with Python's default handler is affected; elsewhere (workers, custom handlers) this is a no-op."""
-    if threading.current_thread() is not threading.main_thread() or (
-        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-    caught: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if caught:
-        raise KeyboardInterrupt
-
-
-@contextmanager
-def collections_per_aggregation():
-    """Python's cyclic garbage collector, left as it is, took about 40 % of a timing-only run of
-    10^5 clients: every full collection walks every live object (plans, clients, streams), and a
-    large run keeps millions alive.  During the simulation, at each aggregation, one full collection
-    looks at what the round made (garbage cycles are freed, never frozen) and then everything alive
-    is frozen (``gc.freeze``: later collections skip it; reference counting still frees it), and
-    young collections run less often, so no collection walks the whole population again.
-    Afterwards everything is unfrozen and the thresholds restored.  Results never depend on it."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(thresholds[0], 10_000), *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 class Simulation:

@@ -16,6 +16,7 @@ from conftest import scenario, table
 
 from asyncfl import runner
 from asyncfl.algorithms import PARAMS
+from asyncfl.loop_guards import interrupts_deferred
 
 MODES = {
     "sync": dict(
@@ -197,13 +198,13 @@ def test_divergence_stops_with_a_clear_message_and_readable_files(tmp_path):
 def test_ctrl_c_during_a_round_commit_is_raised_only_after_the_commit():
     steps = []
     with pytest.raises(KeyboardInterrupt):
-        with runner.interrupts_deferred():
+        with interrupts_deferred():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)  # the signal is delivered here; it must not cut the block short
             steps.append("rows written")
     assert steps == ["rows written"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    with runner.interrupts_deferred():  # no signal: nothing is raised
+    with interrupts_deferred():  # no signal: nothing is raised
         steps.append("next round")
     assert steps == ["rows written", "next round"]
 

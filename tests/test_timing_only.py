@@ -135,7 +135,7 @@ def test_event_lines_are_plain_json(tmp_path):
 
 def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path):
     """The simulation freezes what exists at each aggregation and collects young objects less often
-    (runner.collections_per_aggregation); afterwards nothing stays frozen and the thresholds are back."""
+    (loop_guards.collections_per_aggregation); afterwards nothing stays frozen and the thresholds are back."""
     import gc
 
     before = gc.get_threshold()

@@ -33,7 +33,8 @@ def run_command(args: argparse.Namespace) -> int:
         from asyncfl.output.run_directory import refuse_used_out
 
         refuse_used_out(args.out, "refusing to overwrite a run.")
-    from asyncfl.runner import RunInterrupted, run_scenario
+    from asyncfl.loop_guards import RunInterrupted
+    from asyncfl.runner import run_scenario
 
     try:
         run_dir = run_scenario(scenario, args.out, quiet=args.quiet, announce=_announce)
@@ -55,7 +56,8 @@ def resume_run_command(args: argparse.Namespace, overrides: list[str]) -> int:
     if status in ENDED:
         print(f"{args.resume}: this run already ended ({status}); nothing to resume.")
         return 3 if status == "diverged" else 0  # the exit status a run's end always has
-    from asyncfl.runner import RunInterrupted, resume_run
+    from asyncfl.loop_guards import RunInterrupted
+    from asyncfl.runner import resume_run
 
     try:
         run_dir = resume_run(args.resume, quiet=args.quiet, announce=_announce)
