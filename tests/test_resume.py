@@ -158,10 +158,19 @@ def test_sigkill_then_resume_from_the_command_line(tmp_path, mode):
 
 
 @pytest.mark.slow
+def _ctrl_c_as_a_terminal_delivers_it() -> None:
+    """Python's own Ctrl-C handling, whatever the test runner inherited: a shell's background job (``cmd &``)
+    starts with SIGINT ignored, and a Python started so keeps ignoring it (a user's terminal never does)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_writes_summary_and_figure_then_resumes(tmp_path):
     path = _scenario_file(tmp_path, "k_async", rounds=400)
     run_dir = tmp_path / "interrupted"
-    process = _cli(str(path), "--quiet", "--out", str(run_dir), "--set", "output.plot=true")
+    process = _cli(
+        str(path), "--quiet", "--out", str(run_dir), "--set", "output.plot=true",
+        preexec_fn=_ctrl_c_as_a_terminal_delivers_it,
+    )  # fmt: skip
     _wait_for_rounds(run_dir, 25, process)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
@@ -196,6 +205,15 @@ def test_divergence_stops_with_a_clear_message_and_readable_files(tmp_path):
 
 
 def test_ctrl_c_during_a_round_commit_is_raised_only_after_the_commit():
+    # Python's Ctrl-C handler, as in an interactive session, even where the runner started with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _commit_steps_under_ctrl_c()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _commit_steps_under_ctrl_c() -> None:
     steps = []
     with pytest.raises(KeyboardInterrupt):
         with interrupts_deferred():
