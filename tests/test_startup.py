@@ -26,6 +26,17 @@ def test_validate_imports_no_torch():
     assert not {m for m in loaded if m.startswith(("torch.", "matplotlib"))}
 
 
+def test_validate_needs_neither_simpy_nor_sortedcontainers():
+    """The server modes' sections and checks live beside their processes, which hold SimPy through
+    asyncfl.sim.engine: validating works where the engine is not even installed."""
+    loaded = _modules_after(
+        "import sys\nsys.modules['simpy'] = sys.modules['sortedcontainers'] = None  # as if not installed\n"
+        "from asyncfl.cli import main\nassert main(['validate', 'scenarios/k_async.yaml']) == 0\n"
+        "assert main(['validate', 'scenarios/diurnal_fedscale_like.yaml']) == 0"
+    )
+    assert "asyncfl.sim.servers.k_async" in loaded and "asyncfl.sim.dispatch" in loaded
+
+
 def test_runner_import_leaves_plotting_and_dynamo_out():
     loaded = _modules_after("import asyncfl.runner")
     assert "torch" in loaded  # a run needs torch (a timing-only run too: the model size is the real model's)

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import simpy
 
 from asyncfl.sim.battery import DeviceBattery
+from asyncfl.sim.engine import simpy
 from asyncfl.sim.profiles import DeviceProfile
 
 PHASES = ("download", "compute", "upload")  # = asyncfl.output.columns.PHASES (the timing world imports no writer)

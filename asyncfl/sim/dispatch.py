@@ -17,9 +17,8 @@ from __future__ import annotations
 import heapq
 import math
 
-from sortedcontainers import SortedList
-
 from asyncfl.sim.clients import ClientDevice
+from asyncfl.sim.engine import sortedcontainers
 
 BATTERY_POLL_S = 60.0  # how often to look again at clients waiting for their battery to charge
 INF = math.inf
@@ -74,7 +73,7 @@ class IdleOnlineIndex:
 
     def __init__(self, clients: list[ClientDevice]) -> None:
         self.clients = clients
-        self.eligible = SortedList()
+        self.eligible = sortedcontainers.SortedList()
         self.member = bytearray(len(clients))  # in ``eligible``
         self.idle = bytearray(len(clients))
         self.check_at = [INF] * len(clients)  # the live entry of an idle client in ``checks``

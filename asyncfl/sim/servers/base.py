@@ -16,10 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-import simpy
-
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, phase_seconds
+from asyncfl.sim.engine import simpy
 
 
 @dataclass

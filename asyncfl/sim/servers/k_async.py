@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-import simpy
 from pydantic import Field
 
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, TaskPlan, plan_task, run_task
 from asyncfl.sim.dispatch import make_dispatcher
+from asyncfl.sim.engine import simpy
 from asyncfl.sim.servers.base import RoundInfo, ServerContext, ServerMode
 
 

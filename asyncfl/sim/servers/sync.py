@@ -7,12 +7,12 @@ import math
 from typing import Iterator, Literal
 
 import numpy as np
-import simpy
 from pydantic import Field
 
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import TaskPlan, plan_task, play_tasks
+from asyncfl.sim.engine import simpy
 from asyncfl.sim.servers.base import RoundInfo, ServerContext, ServerMode
 
 
