@@ -4,6 +4,7 @@ reported at once, and nothing is loaded or allocated to find it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 
@@ -64,13 +65,11 @@ def population_memory_problem(scenario: Scenario, available: int | None = None) 
 def available_memory_bytes() -> int | None:
     """Memory a new allocation can get without swapping: MemAvailable of /proc/meminfo (Linux), else
     the free physical pages (os.sysconf), else None."""
-    try:
+    with contextlib.suppress(OSError):  # no /proc (not Linux): ask the next source
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
-        pass
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):

@@ -14,6 +14,7 @@ refusal must name the process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from contextlib import contextmanager
@@ -123,7 +124,5 @@ def _release(path: Path, fd: int) -> None:
         os.close(fd)
         return
     os.close(fd)  # Windows cannot remove an open file
-    try:
+    with contextlib.suppress(OSError):  # gone, or opened by the next writer meanwhile: theirs now
         path.unlink()
-    except OSError:
-        pass

@@ -96,3 +96,14 @@ class ServerMode:
     check: Callable[[Section], None] = no_check
     examples: tuple[tuple[str, dict, frozenset[str]], ...] = ()
     order: int = 1000
+
+
+# populations the modes' contract examples (ServerMode.examples) share: intermittent clients, and batteries
+# that empty and recharge within a short run
+EXAMPLE_MARKOV = {"kind": "markov", "p": {"dist": "uniform", "low": 0.3, "high": 1.0}, "mean_cycle_s": 20}
+EXAMPLE_BATTERY = {
+    "capacity_j": 8.0,
+    "joules_per_sample": 0.05,
+    "initial_level": {"dist": "uniform", "low": 0.2, "high": 1},
+    "charging": {"period_s": 200.0, "plugged_fraction": 0.3, "charge_w": 0.5},
+}

@@ -13,7 +13,7 @@ from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, TaskPlan, plan_task, run_task
 from asyncfl.sim.dispatch import make_dispatcher
 from asyncfl.sim.engine import simpy
-from asyncfl.sim.servers.base import RoundInfo, ServerContext, ServerMode
+from asyncfl.sim.servers.base import EXAMPLE_BATTERY, EXAMPLE_MARKOV, RoundInfo, ServerContext, ServerMode
 
 
 class KAsyncKeys(Section):
@@ -84,13 +84,6 @@ def k_async_server(ctx: ServerContext) -> Iterator[simpy.Event]:
             info = RoundInfo(version, env.now, env.now)
 
 
-EXAMPLE_MARKOV = {"kind": "markov", "p": {"dist": "uniform", "low": 0.3, "high": 1.0}, "mean_cycle_s": 20}
-EXAMPLE_BATTERY = {
-    "capacity_j": 8.0,
-    "joules_per_sample": 0.05,
-    "initial_level": {"dist": "uniform", "low": 0.2, "high": 1},
-    "charging": {"period_s": 200.0, "plugged_fraction": 0.3, "charge_w": 0.5},
-}
 EXAMPLES = (  # for the contract checks (ServerMode.examples)
     (
         "k_async_markov",

@@ -13,7 +13,7 @@ from asyncfl.sections import Section  # also types the scenario sections assembl
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import TaskPlan, plan_task, play_tasks
 from asyncfl.sim.engine import simpy
-from asyncfl.sim.servers.base import RoundInfo, ServerContext, ServerMode
+from asyncfl.sim.servers.base import EXAMPLE_BATTERY, EXAMPLE_MARKOV, RoundInfo, ServerContext, ServerMode
 
 
 class SyncKeys(Section):
@@ -87,13 +87,6 @@ def _all_done_at(plans: list[TaskPlan], pending: list[TaskPlan], t0: float) -> f
     return min((p.end for p in pending), default=math.inf)
 
 
-EXAMPLE_MARKOV = {"kind": "markov", "p": {"dist": "uniform", "low": 0.3, "high": 1.0}, "mean_cycle_s": 20}
-EXAMPLE_BATTERY = {
-    "capacity_j": 8.0,
-    "joules_per_sample": 0.05,
-    "initial_level": {"dist": "uniform", "low": 0.2, "high": 1},
-    "charging": {"period_s": 200.0, "plugged_fraction": 0.3, "charge_w": 0.5},
-}
 EXAMPLES = (  # for the contract checks (ServerMode.examples)
     (
         "sync_drop_bernoulli",
