@@ -3,9 +3,9 @@
 PLAIN_BYTES_PER_CLIENT and RICH_BYTES_PER_CLIENT, the two rows below, rounded up).
 
 Each measurement is one timing-only run (benchmarks/scenarios/population.yaml, 3 aggregations, no
-events, no figures) in a fresh subprocess: the peak resident set (VmHWM) of the whole run minus the
-resident set just before it starts, at two population sizes; the slope between them is the cost of
-one more client.  Two kinds of cost:
+events; figures off, and on as users run it) in a fresh subprocess: the peak resident set (VmHWM) of
+the whole run minus the resident set just before it starts, at two population sizes; the slope
+between them is the cost of one more client.  Two kinds of cost:
 
   drawn   every client's drawn columns (profiles, availability parameters, clients.csv): a sync run
           that samples 10 clients per round, so almost nobody is built
@@ -45,7 +45,8 @@ with tempfile.TemporaryDirectory() as tmp:
 print(status('VmHWM') - base)
 """
 
-COMMON = ["stop.rounds=3", "output.events=none", "output.plot=false", "eval.per_client=false"]
+COMMON = ["stop.rounds=3", "output.events=none", "eval.per_client=false"]
+FIGURES = {"figures off": ["output.plot=false"], "figures on": ["output.plot=true"]}  # users run with them on
 SERVERS = {
     "drawn": ["server.mode=sync", "server.clients_per_round=10"],
     "built": ["server.mode=sync", "server.clients_per_round=null"],
@@ -74,11 +75,13 @@ def main() -> None:
     small, large = parser.parse_args().sizes
     print(f"bytes per client, the slope between {small:,} and {large:,} clients")
     for population, extra in POPULATIONS.items():
-        slopes = {}
-        for cost, server in SERVERS.items():
-            low, high = (peak_bytes(n, server + extra) for n in (small, large))
-            slopes[cost] = (high - low) / (large - small)
-        print(f"  {population}: drawn {slopes['drawn']:.0f}, built {slopes['built'] - slopes['drawn']:.0f}")
+        for figures, plot in FIGURES.items():
+            slopes = {}
+            for cost, server in SERVERS.items():
+                low, high = (peak_bytes(n, server + extra + plot) for n in (small, large))
+                slopes[cost] = (high - low) / (large - small)
+            drawn, built = slopes["drawn"], slopes["built"] - slopes["drawn"]
+            print(f"  {population}, {figures}: drawn {drawn:.0f}, built {built:.0f}")
 
 
 if __name__ == "__main__":
