@@ -17,7 +17,7 @@ from asyncfl.cli.study import report_dir
 from asyncfl.config import ConfigError
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
-from asyncfl.study.claim_tests import claim_rows, holm, seeds_needed, sign_flip_p, verdict
+from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_needed, sign_flip_p, verdict
 from asyncfl.study.claims import Claim
 from asyncfl.study.sweep import run_sweep
 
@@ -90,7 +90,8 @@ def test_claim_row_interval_p_and_paper_effect_by_hand():
     # differences 1.0, 1.2, 1.1, 1.3 points: mean 1.15, s = sqrt((.15^2 + .05^2 + .05^2 + .15^2) / 3)
     # = sqrt(0.05 / 3) = 0.1291; half-width t_{0.975,3} s / 2 = 3.1824 x 0.1291 / 2 = 0.2054
     rows = claim_rows(
-        [claim(paper_effect=1.2), claim(family="g", paper_effect=3.0)], table([0.010, 0.012, 0.011, 0.013])
+        [claim(paper_effect=1.2, paper_numbers="81.2 vs 80.0 %"), claim(family="g", paper_effect=3.0)],
+        table([0.010, 0.012, 0.011, 0.013]),
     )
     inside, outside = rows
     half = T_975_3 * math.sqrt(0.05 / 3) / 2
@@ -100,6 +101,8 @@ def test_claim_row_interval_p_and_paper_effect_by_hand():
     assert inside["paper_effect_inside"] == "yes" and inside["verdict"] == "not shown"
     assert outside["paper_effect_inside"] == "no" and outside["verdict"] == "not shown; excludes the paper's effect"
     assert inside["smallest_p"] == 1 / 16 and inside["unit"] == "points"
+    assert inside["paper_numbers"] == "81.2 vs 80.0 %" and outside["paper_numbers"] == ""
+    assert claim_markdown(rows)[0]["paper's numbers"] == "81.2 vs 80.0 %"
 
 
 def test_holm_within_a_family_keeps_five_seeds_from_passing():

@@ -143,7 +143,7 @@ def _row(t: Tested, adjusted: float, family_size: int) -> dict:
         "paper_effect": paper, "paper_effect_inside": inside,
         "seeds_needed": seeds_needed(sd, paper if paper is not None else interval.mean),
         "smallest_p": 2.0**-n if n else 1.0, "smallest_p_holm": min(1.0, family_size * 2.0**-n) if n else 1.0,
-        "source": claim.source or "",
+        "source": claim.source or "", "paper_numbers": claim.paper_numbers or "",
     }  # fmt: skip
 
 
@@ -161,6 +161,7 @@ def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
             f"difference [{CONFIDENCE:.0%} CI]": interval,
             "sign-flip p": f"{r['p_sign_flip']:.4f}" + (" (MC)" if r["p_method"] == "Monte Carlo" else ""),
             "Holm p": f"{r['p_holm']:.4f}", "verdict": r["verdict"],
+            "paper's numbers": r["paper_numbers"] or "—",
             "paper's effect": "—" if r["paper_effect"] is None else f"{r['paper_effect']:+g}",
             "inside CI": r["paper_effect_inside"] or "—",
             "seeds needed": "—" if r["seeds_needed"] is None else str(r["seeds_needed"]),

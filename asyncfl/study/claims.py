@@ -34,6 +34,9 @@ class Claim(Section):
         default=None, gt=0, description="the paper's effect in the claim's direction: accuracy points or virtual s"
     )
     source: str | None = Field(default=None, description="where the paper makes the claim, e.g. 'FedAR, Table 2'")
+    paper_numbers: str | None = Field(
+        default=None, description="the paper's own figures for the two variants, e.g. '82.3 vs 80.1 %' (shown as is)"
+    )
 
     @property
     def column(self) -> str:
