@@ -1,151 +1,93 @@
-"""Covers: every paper reproduction of docs/results/papers.md.
+"""Covers: every paper reproduction of docs/findings/papers.md, with one command.
 
-Runs the study files of scenarios/papers/ (MNIST-1D, and digits for FedHist's fairness experiment), each
-5 seeds, into runs/papers/<study>/ (a finished sweep is reused, an unfinished one resumed), then writes
+Each study of ``STUDIES`` is a study file in scenarios/papers/ that declares its claims (``claims:``, from the
+paper's tables, fixed before any evaluation run) and tunes every variant the same way (``tune:``, on tuning
+seeds disjoint from the evaluation seeds).  This script runs each study exactly as
+``python -m asyncfl scenarios/papers/<study>.yaml`` does (tuning runs, then the evaluation runs with the chosen
+values, then report.md and claims.md) into runs/papers/<study>/ (a finished sweep is reused, an unfinished one
+resumed), then writes
 
-  docs/results/papers/<study>/report.md, report.csv   the study's report (mean ± 95 % CI, paired diffs)
-  docs/results/papers/fedar_exclusions.csv            FedAR's cutoff: exclusions per run
-  docs/results/papers/fairness_class9.csv             class-9 accuracy per run (FedHist Fig. 5)
-  docs/results/papers/compute.csv                     per study: runs and summed run seconds
-  docs/results/papers/central_baselines.csv           MNIST-1D central baselines (--central)
-  docs/figures/papers_<paper>.md                                   the verdict tables docs/results/papers.md includes
+  docs/results/papers/<study>/report.md, report.csv, claims.csv, tuning.csv, tuned.yaml   copies of the sweep's
+  docs/results/papers/claims.csv           every claim of every study, full horizon and half horizon
+  docs/results/papers/fedar_exclusions.csv FedAR's cutoff and its step scale per run
+  docs/results/papers/fedhist_diagnostics.csv  FedHist's utility evaluations per run (when the runs record them)
+  docs/results/papers/compute.csv          per study: runs (tuning + evaluation), summed run seconds, wall time
+  docs/results/papers/central_baselines.csv  MNIST-1D central baselines (--central)
+  docs/figures/papers_<paper>.md           the claim table of each paper, included by docs/findings/papers.md
+  docs/figures/papers_tuning.md            what was tuned, on which seeds, and the chosen values
+  docs/figures/papers_compute.md, papers_central.md, papers_fedar_exclusions.md
 
-Each verdict compares two variants seed by seed (paired t interval, 95 %): "reproduced" when the interval
-of the paper's claimed difference excludes 0 in the paper's direction, "not reproduced" when it excludes 0
-in the other direction, "inconclusive" when it contains 0.  "At least as good as" claims are non-inferiority
-tests with a margin of 1 point: "reproduced" when the interval lies above -1 point, "not reproduced" when it
-lies below -1 point, "inconclusive" when it straddles -1 point.
+Verdicts are those of ``claims:`` (asyncfl.study.claim_tests): paired sign-flip p, Holm-adjusted within each
+study's families, "supported" / "contradicted" / "not shown" at 0.05, and whether the paper's effect size lies
+inside our 95 % interval.  Every claim is also tested on the same runs cut at HALF their horizon (virtual time):
+a verdict that differs there is marked, since it depends on where the run stops.
 
-    python benchmarks/experiments/reproduce_papers.py                 # every study (about 270 runs), then the tables
+    python benchmarks/experiments/reproduce_papers.py                 # every study, then the tables
     python benchmarks/experiments/reproduce_papers.py --tables-only   # tables from the finished sweeps in runs/papers
     python benchmarks/experiments/reproduce_papers.py --central       # also the 1-client central baselines
-    python benchmarks/tools/docs_sync.py                      # copy the tables into the docs pages
+    python benchmarks/tools/docs_sync.py                              # copy the tables into the docs pages
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
-import statistics
+import shutil
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread avoids oversubscription
 
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import torch  # noqa: E402
+import yaml  # noqa: E402
 
 from asyncfl.config import read_yaml  # noqa: E402
+from asyncfl.study.claim_tests import claim_rows  # noqa: E402
+from asyncfl.study.claims import Claim, study_claims  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, sweep_records  # noqa: E402
-from asyncfl.study.report import (  # noqa: E402
-    Interval,
-    format_interval,
-    measure_table,
-    one_sided_misses,
-    paired_difference,
-    t_interval,
-    write_report,
-)
-from asyncfl.study.seed_statistics import RunRecord, accuracy_points  # noqa: E402
+from asyncfl.study.report import format_interval, measure_table  # noqa: E402
+from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_interval  # noqa: E402
 from asyncfl.study.spec import load_study  # noqa: E402
 from asyncfl.study.sweep import is_finished, run_sweep  # noqa: E402
+from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E402
+from asyncfl.tables import markdown, write_csv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "runs" / "papers"
 RESULTS = ROOT / "docs" / "results" / "papers"
 PLOTS = ROOT / "docs" / "figures"
-STUDIES = (  # in the order they are run: the headline comparisons first, the slowest last
+STUDIES = (  # in the order they are run: the headline comparisons first
     "fedar_mnist1d",
-    "fl_fdms_mnist1d_a07",
+    "fedar_mnist1d_markov",
+    "fedar_mnist1d_mild",
     "fedau_mnist1d_bernoulli",
-    "fedhist_nk10_mnist1d",
     "fedau_mnist1d_markov",
     "fedau_mnist1d_cyclic",
-    "fedar_mnist1d_mild",
+    "fl_fdms_mnist1d_a03",
     "fl_fdms_mnist1d_a05",
-    "fedhist_fairness_study",
+    "fl_fdms_mnist1d_a07",
+    "fl_fdms_mnist1d_dirichlet",
+    "fedhist_nk10_mnist1d",
     "fedhist_nk100_mnist1d",
+    "fedhist_fairness_study",
 )
+PAPERS = {"fedar": "FedAR", "fedau": "FedAU", "fl_fdms": "FL-FDMS", "fedhist": "FedHist"}
 WALL_FILE = "wall_seconds.json"  # written by run_study when it ran a whole study in one process
-TAIL = "last-quarter accuracy"
-CLASS9 = "class-9 accuracy, last quarter"
-EQUIVALENCE_MARGIN = 0.01  # "at least as good": the paired interval must stay above -1 point
+HALF = 0.5
+COPIED = ("report.md", "report.csv", "claims.md", "claims.csv", TUNING_CSV, TUNED_FILE)
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One claim of a paper: ``variant`` vs ``other`` on ``measure`` in ``study``."""
-
-    paper: str
-    study: str
-    text: str  # the claim, in words
-    variant: str
-    other: str
-    measure: str
-    paper_number: str
-    kind: str = "higher"  # higher | lower (times) | not_lower (at least as good)
+def paper_of(study: str) -> str:
+    return next(p for p in sorted(PAPERS, key=len, reverse=True) if study.startswith(p + "_"))
 
 
-def claims() -> list[Claim]:
-    out: list[Claim] = []
-    for study, setting, cifar in (
-        ("fedar_mnist1d", "p_min = 0.1", "44 % vs ≤ 41 % (CIFAR-10, Fig. 2a; paired t-test p < 0.001)"),
-        ("fedar_mnist1d_mild", "p_min = 0.5", "46 % vs < 45 % (CIFAR-10, Fig. 2b / Fig. 4)"),
-    ):
-        for other, name in (("fedavg", "FedAvg"), ("mifa", "MIFA"), ("fedvarp", "FedVARP")):
-            out.append(Claim("fedar", study, f"{setting}: FedAR > {name}", "fedar", other, TAIL, cifar))
-        for other, name in (("fedavg_known_p", "FedAvg with known p_i"), ("fedau", "FedAU")):
-            out.append(Claim("fedar", study, f"{setting}: FedAR > {name}", "fedar", other, TAIL, "not in the paper"))
-    numbers = {  # CIFAR-10 test accuracy of the FedAU table: FedAU (K = 50), avg participating, avg all, known
-        "bernoulli": ("77.3", "74.1", "72.7", "77.0"),
-        "markov": ("77.2", "74.2", "72.5", "76.9"),
-        "cyclic": ("76.6", "73.3", "73.8", "76.1"),
-    }
-    for pattern, (au, part, every, known) in numbers.items():
-        study = f"fedau_mnist1d_{pattern}"
-        out += [
-            Claim("fedau", study, f"{pattern}: FedAU > average participating", "fedau", "average_participating",
-                  TAIL, f"{au} vs {part} (CIFAR-10)"),
-            Claim("fedau", study, f"{pattern}: FedAU > average all", "fedau", "average_all", TAIL,
-                  f"{au} vs {every} (CIFAR-10)"),
-            Claim("fedau", study, f"{pattern}: FedAU ≥ known participation statistics", "fedau", "known_p", TAIL,
-                  f"{au} vs {known} (CIFAR-10)", "not_lower"),
-        ]  # fmt: skip
-    for study, alpha in (("fl_fdms_mnist1d_a07", "0.7"), ("fl_fdms_mnist1d_a05", "0.5")):
-        fig = "Fig. 1 (curves, no table)"
-        out += [
-            Claim("fl_fdms", study, f"α = {alpha}: dropout hurts (Full > Dropout)", "full", "dropout", TAIL, fig),
-            Claim("fl_fdms", study, f"α = {alpha}: FL-FDMS > Dropout", "fl_fdms", "dropout", TAIL, fig),
-            Claim("fl_fdms", study, f"α = {alpha}: FL-FDMS > Stale", "fl_fdms", "stale", TAIL, fig),
-            Claim("fl_fdms", study, f"α = {alpha}: FL-FDMS close to Full", "fl_fdms", "full", TAIL, fig, "not_lower"),
-        ]
-    for study, nk in (("fedhist_nk10_mnist1d", "10"), ("fedhist_nk100_mnist1d", "100")):
-        speed = "1.8–2.0× fewer rounds than K-async FedAvg to 40 % (CIFAR-10, Table II)"
-        target = study_targets(study)[0]
-        out += [
-            Claim("fedhist", study, f"N/K = {nk}: FedHist reaches {100 * target:.0f} % sooner than FedBuff", "fedhist",
-                  "fedbuff", f"time to {target:g} (virtual s)", speed, "lower"),
-            Claim("fedhist", study, f"N/K = {nk}: FedHist > FedBuff", "fedhist", "fedbuff", TAIL, "Fig. 3 (curves)"),
-            Claim("fedhist", study, f"N/K = {nk}: FedHist > FedAsync", "fedhist", "fedasync", TAIL, "Fig. 3 (curves)"),
-            Claim("fedhist", study, f"N/K = {nk}: FedHist > deadline-sync FedAvg", "fedhist", "fedavg_deadline",
-                  TAIL, "not in the paper (our sync baseline)"),
-        ]  # fmt: skip
-    for part in ("egs", "haa", "ina"):
-        out.append(Claim("fedhist", "fedhist_nk10_mnist1d", f"ablation: FedHist > FedHist without {part.upper()}",
-                         "fedhist", f"fedhist_no_{part}", TAIL, "Fig. 4 (curves): every part helps"))  # fmt: skip
-    for other, name in (("fedbuff", "FedBuff"), ("fedavg_deadline", "deadline-sync FedAvg")):
-        out.append(Claim("fedhist", "fedhist_fairness_study", f"fairness: FedHist > {name} on class 9", "fedhist",
-                         other, CLASS9, "Fig. 5: FedHist highest on the slow clients' class"))  # fmt: skip
-    return out
-
-
-def study_targets(name: str) -> list[float]:
-    """The targets of a study file as it is now (they only select rows of the report: no run depends on them)."""
-    return [float(t) for t in read_yaml(ROOT / "scenarios" / "papers" / f"{name}.yaml").get("targets") or ()]
+def study_file(name: str) -> Path:
+    return ROOT / "scenarios" / "papers" / f"{name}.yaml"
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -153,14 +95,16 @@ def study_targets(name: str) -> list[float]:
 
 def run_study(name: str) -> None:
     """Run (or resume) one study into runs/papers/<name>; a finished sweep is left as it is."""
-    study = load_study(ROOT / "scenarios" / "papers" / f"{name}.yaml")
+    study = load_study(study_file(name))
     sweep_dir = RUNS / name
     resume = sweep_dir if (sweep_dir / STUDY_FILE).is_file() else None
     started = time.perf_counter()
-    result = run_sweep(study, resume=resume, out=None if resume else sweep_dir)
+    result = run_sweep(study, resume=resume, out=None if resume else sweep_dir, quiet=True)
     wall = time.perf_counter() - started
-    print(f"{name}: {result.ran} run(s) in {wall:.0f} s, {result.skipped} reused")
-    if result.skipped == 0 and not result.failures:  # the whole study in one go: its wall time means something
+    print(f"{name}: {result.ran} run(s) in {wall:.0f} s, {result.skipped} reused", flush=True)
+    if result.failures:
+        raise SystemExit(f"{name}: {len(result.failures)} run(s) failed; see {sweep_dir}")
+    if result.skipped == 0:  # the whole study in one go: its wall time means something
         (sweep_dir / WALL_FILE).write_text(json.dumps({"wall_seconds": wall, "runs": result.ran}))
 
 
@@ -194,119 +138,251 @@ def central_baselines() -> list[dict]:
     return rows
 
 
-# --- measures beyond the report's --------------------------------------------------------------------
+# --- the half-horizon check -----------------------------------------------------------------------------
 
 
-def class9_tail(run_dir: Path) -> float:
-    """Class-9 accuracy averaged over the evaluations in the last quarter of the run (virtual time)."""
-    with open(run_dir / "metrics.csv", newline="") as handle:
-        rows = [r for r in csv.DictReader(handle) if r.get("accuracy_class_9") not in (None, "", "nan")]
-    if not rows:
-        return math.nan
-    horizon = float(rows[-1]["time"])
-    late = [float(r["accuracy_class_9"]) for r in rows if float(r["time"]) >= 0.75 * horizon]
-    return statistics.fmean(late)
+def cut_measures(run_dir: Path, targets: list[float], fraction: float) -> dict[str, float]:
+    """The accuracy measures of one run as if it had stopped at ``fraction`` of its horizon (the virtual
+    time of its last evaluation): final accuracy = the last evaluation at or before the cut, last-quarter
+    accuracy = the mean of the evaluations in the last quarter before the cut, time to a target = the first
+    evaluation at or above it, if that is before the cut."""
+    rows = evaluations(run_dir)
+    if not len(rows):
+        return {}
+    cut = fraction * float(rows["time"].iloc[-1])
+    kept = rows[rows["time"] <= cut + 1e-9]
+    if not len(kept):
+        return {}
+    x, y = kept["time"].to_numpy(np.float64), kept["test_accuracy"].to_numpy(np.float64)
+    out = {"final accuracy": float(y[-1]), "last-quarter accuracy": float(np.mean(y[x >= (1 - TAIL_SHARE) * x[-1]]))}
+    for target in targets:
+        hit = kept[kept["test_accuracy"] >= target].head(1)
+        out[f"time to {target:g} (virtual s)"] = float(hit["time"].iloc[0]) if len(hit) else math.nan
+    for column in kept.columns:  # claims on another metrics.csv column (e.g. a class's accuracy)
+        if column.startswith("accuracy_class_"):
+            values = kept[column].to_numpy(np.float64)
+            out[f"last-quarter {column}"] = float(np.nanmean(values[x >= (1 - TAIL_SHARE) * x[-1]]))
+    return out
 
 
-def exclusions(run_dir: Path) -> dict:
-    """FedAR's cutoff in one run: rounds with an exclusion, excluded client-rounds, clients ever excluded."""
-    with open(run_dir / "fedar_exclusions.csv", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    excluded = [r["excluded"].split() for r in rows]
-    return {
-        "rounds": len(rows),
-        "rounds_with_exclusions": sum(1 for e in excluded if e),
-        "excluded_client_rounds": sum(len(e) for e in excluded),
-        "clients_ever_excluded": len({c for e in excluded for c in e}),
-        "mean_n_t": statistics.fmean(float(r["n_t"]) for r in rows),
-    }
+def cut_table(records: list[RunRecord], targets: list[float], fraction: float) -> dict:
+    """variant -> measure -> seed -> value, every run cut at ``fraction`` of its horizon."""
+    table: dict[str, dict[str, dict[int, float]]] = {}
+    for r in records:
+        for measure, value in cut_measures(r.path, targets, fraction).items():
+            table.setdefault(r.label, {}).setdefault(measure, {})[r.seed] = value
+    return table
 
 
 # --- tables --------------------------------------------------------------------------------------------
 
 
-def write_rows(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()})
-
-
-def verdict(claim: Claim, diff: Interval, reached: str, missed_against: int = 0) -> tuple[str, str]:
-    """(verdict, one sentence of why) from the paired interval of variant − other.  ``missed_against``:
-    seeds left out of the interval because the claimed-faster variant never reached the target while
-    the other did (for time claims); they go against the claim, so they bar a "reproduced"."""
-    if diff.n < 2 or not math.isfinite(diff.half_width):
-        return "inconclusive", f"only {diff.n} paired seed(s){reached}, too few for an interval."
-    time_like = claim.kind == "lower"
-    scale, unit = (1.0, " virtual s") if time_like else (100.0, " points")
-    text = f"the paired difference is {format_interval(diff.mean, diff.half_width, scale, 1, True)}{unit}{reached}"
-    if claim.kind == "not_lower":  # non-inferiority with a margin of 1 point
-        if diff.low >= -EQUIVALENCE_MARGIN:
-            return "reproduced", text + ", above −1 point over the whole interval."
-        if diff.high < -EQUIVALENCE_MARGIN:
-            return "not reproduced", text + ": more than 1 point lower over the whole interval."
-        return "inconclusive", text + ": the interval straddles −1 point."
-    good, bad = (diff.high < 0, diff.low > 0) if time_like else (diff.low > 0, diff.high < 0)
-    if good and missed_against:
-        return "inconclusive", text + (
-            f": the interval excludes 0 in the paper's direction, but on {missed_against} more seed(s) only the "
-            "other one reached the target, and those are left out of the interval."
-        )
-    if good:
-        return "reproduced", text + ": the interval excludes 0 in the paper's direction."
-    if bad:
-        return "not reproduced", text + ": the interval excludes 0 in the opposite direction."
-    return "inconclusive", text + ": the interval contains 0, the seeds cannot separate the two."
-
-
-def verdict_tables(tables: dict[str, dict]) -> dict[str, str]:
-    """One Markdown table per paper: claim, paper's number, ours (mean ± CI of both), verdict."""
-    by_paper: dict[str, list[str]] = {}
-    for claim in claims():
-        table = tables.get(claim.study)
-        if table is None or claim.variant not in table or claim.other not in table:
-            continue
-        a, b = table[claim.variant][claim.measure], table[claim.other][claim.measure]
-        diff = paired_difference(a, b)
-        time_like = claim.kind == "lower"
-        scale, digits = (1.0, 1) if time_like else (100.0, 1)
-        ours = [t_interval(list(v.values())) for v in (a, b)]
-        reached = ""
-        if time_like:
-            reached = f" ({ours[0].n}/{len(a)} and {ours[1].n}/{len(b)} seeds reached it)"
-        ours_text = " vs ".join(format_interval(i.mean, i.half_width, scale, digits) for i in ours)
-        missed_against = one_sided_misses(a, b)[0] if time_like else 0
-        word, why = verdict(claim, diff, reached, missed_against)
-        measure = claim.measure.replace(" (virtual s)", ", virtual s")
-        by_paper.setdefault(claim.paper, []).append(
-            f"| {claim.text} | {claim.paper_number} | {ours_text} ({measure}) | **{word}**: {why} |"
-        )
-    head = "| claim | paper | ours: mean ± 95 % CI over seeds | verdict |\n| --- | --- | --- | --- |\n"
-    return {paper: head + "\n".join(lines) + "\n" for paper, lines in by_paper.items()}
-
-
-def study_table(name: str) -> tuple[dict, list[RunRecord]] | None:
+def finished_records(name: str) -> list[RunRecord]:
     sweep_dir = RUNS / name
     if not (sweep_dir / STUDY_FILE).is_file():
-        return None
+        return []
+    return [r for r in sweep_records(sweep_dir) if is_finished(r.path)]
+
+
+def study_claim_rows(name: str, records: list[RunRecord]) -> tuple[list[Claim], list[dict], list[dict], dict]:
+    """The study's claims, tested on the full runs and on the runs cut at half their horizon."""
+    sweep_dir = RUNS / name
     raw = read_yaml(sweep_dir / STUDY_FILE)
-    records = [r for r in sweep_records(sweep_dir) if is_finished(r.path)]  # a sweep still running: its done runs
-    if not records:
-        return None
-    targets = study_targets(name)
-    out = RESULTS / name
-    out.mkdir(parents=True, exist_ok=True)
-    variants = {r.label for r in records}
-    baseline = raw.get("baseline") if raw.get("baseline") in variants else None
-    write_report(out, records, baseline, targets)
+    claims = study_claims(raw, str(sweep_dir / STUDY_FILE))
+    targets = [float(t) for t in raw.get("targets") or ()]
     table = measure_table(records, targets)
-    if name == "fedhist_fairness_study":
-        for label in table:
-            table[label][CLASS9] = {r.seed: class9_tail(r.path) for r in records if r.label == label}
-    return table, records
+    full = claim_rows(claims, table)
+    half = claim_rows(claims, cut_table(records, targets, HALF))
+    return claims, full, half, table
+
+
+def variant_cell(table: dict, variant: str, column: str, unit: str) -> str:
+    values = list(table.get(variant, {}).get(column, {}).values())
+    interval = t_interval(values)
+    scale = 1.0 if unit == "virtual s" else 100.0
+    return f"{variant} {format_interval(interval.mean, interval.half_width, scale)} (n = {interval.n})"
+
+
+def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
+    """One paper's claims: the paper's figures and effect, ours, the Holm verdict, the half-horizon verdict."""
+    cells = []
+    for study, claim, row, half_row, table in entries:
+        symbol = ">" if claim.direction == "higher" else "<"
+        unit = "s" if row["unit"] == "virtual s" else "pts"
+        diff = "—"
+        if math.isfinite(row["diff_mean"]):
+            diff = f"{row['diff_mean']:+.2f}"
+            if math.isfinite(row["diff_ci_low"]):
+                diff += f" [{row['diff_ci_low']:+.2f}, {row['diff_ci_high']:+.2f}]"
+        same = half_row["verdict"] == row["verdict"]
+        cells.append({
+            "study": study, "claim": f"{claim.variant} {symbol} {claim.versus}", "measure": claim.measure,
+            "paper (source)": f"{claim.paper_numbers or '—'} ({claim.source or 'ours'})",
+            "paper's effect": "—" if row["paper_effect"] is None else f"{row['paper_effect']:+g} {unit}",
+            "ours: mean ± 95 % CI": variant_cell(table, claim.variant, claim.column, row["unit"]) + " vs "
+            + variant_cell(table, claim.versus, claim.column, row["unit"]),
+            f"difference [95 % CI] ({unit})": diff,
+            "Holm p (family of n)": f"{row['p_holm']:.4f} ({row['family_size']})",
+            "verdict": f"**{row['verdict']}**",
+            "paper's effect in CI": row["paper_effect_inside"] or "—",
+            "at half horizon": "same" if same else f"**{half_row['verdict']}**",
+        })  # fmt: skip
+    return markdown(cells)
+
+
+def tuning_table(studies: list[str]) -> str:
+    """Per study: the grid, the tuning seeds, the criterion, and each variant's chosen values."""
+    rows = []
+    for name in studies:
+        path = RUNS / name / TUNED_FILE
+        if not path.is_file():
+            rows.append({"study": name, "tuned on seeds": "—", "grid": "not tuned", "criterion": "—", "chosen": "—"})
+            continue
+        record = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = read_yaml(RUNS / name / STUDY_FILE)
+        chosen = "; ".join(
+            f"{variant}: " + ", ".join(f"{key.split('.')[-1]} {value}" for key, value in values.items())
+            for variant, values in record["chosen"].items()
+        )
+        untuned = record.get("untuned") or []
+        if untuned:
+            chosen += f"; not tuned: {', '.join(untuned)}"
+        rows.append({
+            "study": name, "tuned on seeds": ", ".join(map(str, record["seeds"])),
+            "evaluated on seeds": ", ".join(map(str, raw.get("seeds") or [])),
+            "grid": "; ".join(f"`{k}` ∈ {v}" for k, v in record["grid"].items()),
+            "criterion": record["criterion"], "chosen": chosen,
+        })  # fmt: skip
+    return markdown(rows)
+
+
+def run_seconds(records: list[RunRecord], sweep_dir: Path) -> tuple[int, float, float]:
+    """(runs, summed run seconds, longest run) over the evaluation and the tuning runs."""
+    dirs = [r.path for r in records] + sorted((sweep_dir / TUNING_DIR).glob("*/*/seed*"))
+    seconds = []
+    for d in dirs:
+        summary = d / "summary.json"
+        if summary.is_file():
+            seconds.append(float(json.loads(summary.read_text()).get("real_seconds") or 0.0))
+    return len(seconds), sum(seconds), max(seconds, default=0.0)
+
+
+def fedar_rows(name: str, records: list[RunRecord]) -> list[dict]:
+    """FedAR's cutoff per run: rounds with an exclusion, excluded client-rounds, mean N_t, and (when the run
+    records it) its mean server-step scale sum(psi) / N_t."""
+    out = []
+    for r in records:
+        path = r.path / "fedar_exclusions.csv"
+        if not path.is_file():
+            continue
+        frame = pd.read_csv(path, keep_default_na=False)
+        excluded = [str(e).split() for e in frame["excluded"]]
+        row = {"study": name, "variant": r.label, "seed": r.seed, "rounds": len(frame),
+               "rounds_with_exclusions": sum(1 for e in excluded if e),
+               "excluded_client_rounds": sum(len(e) for e in excluded),
+               "clients_ever_excluded": len({c for e in excluded for c in e}),
+               "mean_n_t": float(frame["n_t"].astype(float).mean())}  # fmt: skip
+        for column in frame.columns:
+            if column not in ("round", "excluded", "n_t"):
+                values = pd.to_numeric(frame[column], errors="coerce")
+                if values.notna().any():
+                    row[f"mean_{column}"] = float(values.mean())
+        out.append(row)
+    return out
+
+
+def exclusions_table(rows: list[dict]) -> str:
+    keys = [k for k in rows[0] if k not in ("study", "variant", "seed", "rounds")]
+    lines = []
+    for (study, variant), group in pd.DataFrame(rows).groupby(["study", "variant"], sort=False):
+        cell = {"study": study, "variant": variant, "rounds": f"{int(group['rounds'].max())}"}
+        for k in keys:
+            interval = t_interval(group[k].astype(float).tolist()) if k in group else None
+            cell[k.replace("_", " ")] = (
+                format_interval(interval.mean, interval.half_width, 1, 2) if interval and interval.n else "—"
+            )
+        lines.append(cell)
+    return markdown(lines)
+
+
+def central_table() -> str | None:
+    central = RESULTS / "central_baselines.csv"
+    if not central.is_file():
+        return None
+    frame = pd.read_csv(central)
+    rows = []
+    for model, mine in frame.groupby("model", sort=False):
+        accuracies = mine["test_accuracy"].astype(float).tolist()
+        cell = t_interval(accuracies)
+        rows.append({
+            "model": model, "SGD steps (batch 100)": f"{int(mine['steps'].iloc[0]):,}",
+            f"test accuracy, mean ± 95 % CI over {len(accuracies)} seeds":
+                f"{format_interval(cell.mean, cell.half_width, 100)} %",
+            "min – max": f"{100 * min(accuracies):.1f} – {100 * max(accuracies):.1f} %", "paper": mine["paper"].iloc[0],
+        })  # fmt: skip
+    return markdown(rows)
+
+
+def write_tables(studies: list[str]) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    by_paper: dict[str, list] = {}
+    all_claims, compute, excl, diagnostics, done = [], [], [], [], []
+    for name in studies:
+        records = finished_records(name)
+        if not records:
+            print(f"{name}: not run yet (no finished runs in {RUNS / name}); left out of the tables")
+            continue
+        done.append(name)
+        claims, full, half, table = study_claim_rows(name, records)
+        for claim, row, half_row in zip(claims, full, half):
+            by_paper.setdefault(paper_of(name), []).append((name, claim, row, half_row, table))
+            all_claims.append({"study": name, **row, "verdict_half_horizon": half_row["verdict"],
+                               "diff_mean_half_horizon": half_row["diff_mean"]})  # fmt: skip
+        sweep_dir = RUNS / name
+        (RESULTS / name).mkdir(parents=True, exist_ok=True)
+        for file in COPIED:
+            if (sweep_dir / file).is_file():
+                shutil.copyfile(sweep_dir / file, RESULTS / name / file)
+        runs, total, longest = run_seconds(records, sweep_dir)
+        wall_file = sweep_dir / WALL_FILE
+        wall = json.loads(wall_file.read_text())["wall_seconds"] if wall_file.is_file() else math.nan
+        compute.append({"study": name, "runs": runs, "wall_seconds": wall, "run_seconds_total": total,
+                        "run_seconds_max": longest})  # fmt: skip
+        excl += fedar_rows(name, records)
+        for r in records:
+            path = r.path / "fedhist_diagnostics.json"
+            if path.is_file():
+                diagnostics.append({"study": name, "variant": r.label, "seed": r.seed, **json.loads(path.read_text())})
+    for file, rows in (("claims.csv", all_claims), ("compute.csv", compute), ("fedar_exclusions.csv", excl),
+                       ("fedhist_diagnostics.csv", diagnostics)):  # fmt: skip
+        if rows:
+            write_csv(RESULTS / file, rows, digits=6)
+    for paper, entries in by_paper.items():
+        (PLOTS / f"papers_{paper}.md").write_text(claim_table(entries), encoding="utf-8")
+        print(f"wrote docs/figures/papers_{paper}.md")
+    (PLOTS / "papers_tuning.md").write_text(tuning_table(done), encoding="utf-8")
+    if excl:
+        (PLOTS / "papers_fedar_exclusions.md").write_text(exclusions_table(excl), encoding="utf-8")
+    central = central_table()
+    if central:
+        (PLOTS / "papers_central.md").write_text(central, encoding="utf-8")
+    if compute:
+        total_wall = sum(c["wall_seconds"] for c in compute if math.isfinite(c["wall_seconds"]))
+        rows = [{"study": c["study"], "runs (tuning + evaluation)": str(c["runs"]),
+                 "wall time of the study (s)": _seconds(c["wall_seconds"]),
+                 "run seconds, total": f"{c['run_seconds_total']:,.0f}",
+                 "longest run (s)": f"{c['run_seconds_max']:.0f}"} for c in compute]  # fmt: skip
+        rows.append({"study": "**all**", "runs (tuning + evaluation)": str(sum(c["runs"] for c in compute)),
+                     "wall time of the study (s)": f"{total_wall:,.0f}",
+                     "run seconds, total": f"{sum(c['run_seconds_total'] for c in compute):,.0f}",
+                     "longest run (s)": f"{max(c['run_seconds_max'] for c in compute):.0f}"})  # fmt: skip
+        (PLOTS / "papers_compute.md").write_text(markdown(rows), encoding="utf-8")
+    changed = [c for c in all_claims if c["verdict"] != c["verdict_half_horizon"]]
+    print(f"{len(all_claims)} claims; {len(changed)} with another verdict at half the horizon")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.0f}" if math.isfinite(value) else "— (not recorded)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,82 +395,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     RUNS = args.runs_dir.resolve()
     torch.set_num_threads(1)
+    started = time.perf_counter()
     if not args.tables_only:
         for name in args.only if args.only is not None else STUDIES:
             run_study(name)
         if args.central:
-            write_rows(RESULTS / "central_baselines.csv", central_baselines())
-    tables: dict[str, dict] = {}
-    compute, excl, fair = [], [], []
-    for name in STUDIES:
-        found = study_table(name)
-        if found is None:
-            print(f"{name}: not run yet (no finished runs in {RUNS / name}); left out of the tables")
-            continue
-        tables[name], records = found
-        seconds = [json.loads((r.path / "summary.json").read_text()).get("real_seconds", 0.0) for r in records]
-        wall_file = RUNS / name / WALL_FILE
-        wall = json.loads(wall_file.read_text())["wall_seconds"] if wall_file.is_file() else math.nan
-        compute.append({"study": name, "runs": len(records), "wall_seconds": wall, "run_seconds_total": sum(seconds),
-                        "run_seconds_max": max(seconds)})  # fmt: skip
-        for r in records:
-            if (r.path / "fedar_exclusions.csv").is_file():
-                excl.append({"study": name, "variant": r.label, "seed": r.seed, **exclusions(r.path)})
-            if name == "fedhist_fairness_study":
-                final_x, final_y = accuracy_points(r.path, "time")
-                fair.append({"variant": r.label, "seed": r.seed, "class9_last_quarter": class9_tail(r.path),
-                             "overall_final": float(final_y[-1]) if len(final_y) else math.nan})  # fmt: skip
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    for path, rows in (("compute.csv", compute), ("fedar_exclusions.csv", excl), ("fairness_class9.csv", fair)):
-        if rows:
-            write_rows(RESULTS / path, rows)
-    for paper, text in verdict_tables(tables).items():
-        (PLOTS / f"papers_{paper}.md").write_text(text)
-        print(f"wrote docs/figures/papers_{paper}.md")
-    for name, text in extra_tables(excl, compute).items():
-        (PLOTS / f"papers_{name}.md").write_text(text)
-        print(f"wrote docs/figures/papers_{name}.md")
+            write_csv(RESULTS / "central_baselines.csv", central_baselines(), digits=6)
+    write_tables(list(STUDIES))
+    print(f"reproduce_papers: {time.perf_counter() - started:.0f} s")
     return 0
-
-
-def extra_tables(excl: list[dict], compute: list[dict]) -> dict[str, str]:
-    """FedAR's exclusions, the central baselines and the compute per study, as Markdown tables by name."""
-    parts = {}
-    if excl:
-        lines = ["| study | rounds with an exclusion (of 150) | excluded client-rounds | clients ever excluded "
-                 "| mean N_t |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
-        for study in dict.fromkeys(e["study"] for e in excl):
-            rows = [e for e in excl if e["study"] == study]
-            keys = ("rounds_with_exclusions", "excluded_client_rounds", "clients_ever_excluded", "mean_n_t")
-            cells = [t_interval([float(r[k]) for r in rows]) for k in keys]
-            lines.append(
-                f"| {study} | " + " | ".join(format_interval(c.mean, c.half_width, 1, 1) for c in cells) + " |"
-            )
-        parts["fedar_exclusions"] = "\n".join(lines) + "\n"
-    central = RESULTS / "central_baselines.csv"
-    if central.is_file():
-        with open(central, newline="") as handle:
-            rows = list(csv.DictReader(handle))
-        lines = [f"| model | SGD steps (batch 100) | test accuracy, mean ± 95 % CI over {len(CENTRAL_SEEDS)} seeds "
-                 "| min – max | paper |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
-        for model in dict.fromkeys(r["model"] for r in rows):
-            mine = [r for r in rows if r["model"] == model]
-            accuracies = [float(r["test_accuracy"]) for r in mine]
-            cell, spread = t_interval(accuracies), f"{100 * min(accuracies):.1f} – {100 * max(accuracies):.1f} %"
-            lines.append(f"| {model} | {int(mine[0]['steps']):,} | {format_interval(cell.mean, cell.half_width, 100)} "
-                         f"% | {spread} | {mine[0]['paper']} |")  # fmt: skip
-        parts["central"] = "\n".join(lines) + "\n"
-    if compute:
-        lines = ["| study | runs | wall time of the study (s) | run seconds, total | longest run (s) |",
-                 "| --- | --- | --- | --- | --- |"]  # fmt: skip
-        lines += [f"| {c['study']} | {c['runs']} | {_seconds(c['wall_seconds'])} | {c['run_seconds_total']:,.0f} "
-                  f"| {c['run_seconds_max']:.0f} |" for c in compute]  # fmt: skip
-        parts["compute"] = "\n".join(lines) + "\n"
-    return parts
-
-
-def _seconds(value: float) -> str:
-    return f"{value:,.0f}" if math.isfinite(value) else "— (not recorded)"
 
 
 if __name__ == "__main__":
