@@ -123,6 +123,20 @@ def test_fedar_hand_computed_rounds_with_exclusion():
     assert [r["excluded"] for r in s.log] == ["", "", "1", "0 1", "0 1 2"]
 
 
+def test_fedar_step_ratio_is_opt_in_and_hand_computed():
+    """The rounds of the test above: psi per round (1, 1), (1, 2), (2, 0, 1), (0, 0, 2), (0, 0, 0) over
+    N_t = 2, 2, 2, 1, 0, so sum(psi) = 2, 3, 3, 2, 0 and step_ratio = 1, 1.5, 1.5, 2, nan (N_t = 0)."""
+    rounds = [[upd(0, [1.0]), upd(1, [2.0])], [upd(0, [4.0], 1)], [upd(2, [3.0], 2)], [], []]
+    cutoff = LinearCutoff(kind="linear", t0=1.5, b=1000)
+    off = make(REGISTRY["fedar"], FedArParams(name="fedar", rho=1.0, cutoff=cutoff), 3)
+    run(off, rounds, 3)
+    assert set(off.log[0]) == {"round", "g", "n_t", "excluded"}  # default: the file keeps its columns
+    on = make(REGISTRY["fedar"], FedArParams(name="fedar", rho=1.0, cutoff=cutoff, record_step_ratio=True), 3)
+    assert run(on, rounds, 3) == run(make(REGISTRY["fedar"], off.params, 3), rounds, 3)  # recording only
+    assert [r["psi_sum"] for r in on.log] == [2.0, 3.0, 3.0, 2.0, 0.0]
+    assert [r["step_ratio"] for r in on.log[:4]] == [1.0, 1.5, 1.5, 2.0] and math.isnan(on.log[4]["step_ratio"])
+
+
 def test_fedar_records_exclusions_and_inactive_rounds_in_weights():
     params = FedArParams(name="fedar", rho=1.0, cutoff=LinearCutoff(kind="linear", t0=1.5, b=1000))
     s = make(REGISTRY["fedar"], params, 3)

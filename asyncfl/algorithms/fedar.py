@@ -13,6 +13,10 @@ Global update, eq. (7) and Algorithm 1 lines 3, 11-12, 15:
 eta_t is the local learning rate of this round (of the last update received when none arrived); with
 asyncfl's constant local rate eta_t / eta_i = 1.  eta_g (``server_lr``, default 1) is asyncfl's usual
 server rate; the paper has none (eta_g = 1).
+Step ratio (ours, ``record_step_ratio``): MIFA moves by the plain mean of the stored updates, FedAR by
+sum(psi) / N_t times a psi-weighted mean, so sum_{i in E_t} psi_{i,t} / N_t (>= 1 when nobody is
+excluded) is how much further FedAR steps; a MIFA control with server_lr = its mean separates step size
+from weighting.
 
 g(t), ``cutoff``: ``linear`` t0 + t/b (Theorem 1, convex), ``sqrt`` c max(sqrt t, sqrt t0) (Theorem 2,
 non-convex) or ``none``.  The paper gives no constants: t0 = 20, b = 4 (linear) is our choice.  t is
@@ -38,7 +42,7 @@ from pydantic import Field
 from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update, array_from_state, array_state
 from asyncfl.algorithms.memory import UpdateStore
 from asyncfl.lazy import torch
-from asyncfl.sections import Section
+from asyncfl.sections import OPT_IN, Section
 
 
 class LinearCutoff(Section):
@@ -81,6 +85,12 @@ class FedArParams(AlgorithmParams):
         default=LinearCutoff(kind="linear"),
         description="g(t): clients inactive for g(t) rounds or more get psi = 0 and leave N_t",
     )
+    record_step_ratio: bool = Field(
+        default=False,
+        json_schema_extra=OPT_IN,
+        description="true: fedar_exclusions.csv also lists sum(psi) and step_ratio = sum(psi) / N_t per round, "
+        "FedAR's step relative to MIFA's mean over the same clients (to scale a MIFA control's server_lr)",
+    )
 
 
 def cutoff_rounds(spec: Cutoff, t: int) -> float:
@@ -120,7 +130,11 @@ class FedAR:
         members = np.flatnonzero(self.ever)
         excluded = [int(c) for c in members if weights[c] == 0.0]
         n_t = len(members) - len(excluded)
-        self.log.append({"round": context.round + 1, "g": g, "n_t": n_t, "excluded": " ".join(map(str, excluded))})
+        row = {"round": context.round + 1, "g": g, "n_t": n_t, "excluded": " ".join(map(str, excluded))}
+        if self.params.record_step_ratio:  # opt-in columns: existing runs keep their file byte for byte
+            psi_sum = float(weights[members].sum())
+            row |= {"psi_sum": psi_sum, "step_ratio": psi_sum / n_t if n_t else math.nan}
+        self.log.append(row)
         if n_t == 0:
             return Aggregate(global_params.clone())
         contributing = [int(c) for c in members if weights[c] > 0.0]
