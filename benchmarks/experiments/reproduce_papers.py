@@ -64,7 +64,6 @@ PLOTS = ROOT / "docs" / "figures"
 STUDIES = (  # in the order they are run: the headline comparisons first
     "fedar_mnist1d",
     "fedar_mnist1d_markov",
-    "fedar_mnist1d_mild",
     "fedau_mnist1d_bernoulli",
     "fedau_mnist1d_markov",
     "fedau_mnist1d_cyclic",
