@@ -46,8 +46,10 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
+from asyncfl.algorithms.fedhist_diagnostics import DIAGNOSTICS_FILE, UtilityDiagnostics
 from asyncfl.algorithms.staleness import ExponentialStaleness, Staleness, staleness_weight
 from asyncfl.lazy import torch
+from asyncfl.sections import OPT_IN
 
 
 class FedHistParams(AlgorithmParams):
@@ -78,6 +80,12 @@ class FedHistParams(AlgorithmParams):
         default=1,
         ge=0,
         description="the paper counts staleness from 1 (II-C: tau >= 1), ours from 0: s is taken at tau + offset",
+    )
+    diagnostics: bool = Field(
+        default=False,
+        json_schema_extra=OPT_IN,
+        description="write fedhist_diagnostics.csv: how often eqs. 9-13 ran (|S| > 0), the mean |S| and the mean "
+        "staleness, to check that h fits the measured task time in rounds",
     )
 
 
@@ -156,6 +164,7 @@ class FedHist:
         self.local = deque(maxlen=h + 1)  # L: RoundRecords of rounds r - h ... r
         self.util_avg = torch.zeros(num_clients, dtype=like.dtype, device=like.device)  # U-bar per client
         self.evaluations: list[dict] = []  # utility evaluations, written when record_weights
+        self.diagnostics = UtilityDiagnostics()  # kept and written only with params.diagnostics
 
     def discount(self, staleness: Sequence[int], like: torch.Tensor) -> torch.Tensor:
         """s(tau + offset) in float64: (e/2)^-tau underflows float32 near tau = 340."""
@@ -190,6 +199,8 @@ class FedHist:
         lr = sum(u.lr for u in updates) / len(updates)
         new = global_params - p.server_lr * lr * g
         self._remember(context.round, g, grads, updates, s)
+        if p.diagnostics:
+            self.diagnostics.aggregated([u.staleness for u in updates])
         if p.haa:
             self._evaluate(context.round)
         rounds = history_rounds.tolist()
@@ -219,6 +230,8 @@ class FedHist:
             return
         fresh = [rec.grads[(rec.base_versions == target).to(rec.grads.device)] for rec in self.local]
         fresh = torch.cat(fresh)
+        if self.params.diagnostics:
+            self.diagnostics.evaluable(fresh.shape[0])
         if fresh.shape[0] == 0:
             return
         g_pred = fresh.mean(0)
@@ -240,13 +253,16 @@ class FedHist:
                 })  # fmt: skip
 
     def state_dict(self) -> dict:
-        return {
+        state = {
             "global_grads": self.global_grads,
             "global_rounds": self.global_rounds,
             "local": [asdict(record) for record in self.local],
             "util_avg": self.util_avg,
             "evaluations": [dict(row) for row in self.evaluations],
         }
+        if self.params.diagnostics:  # only then: checkpoints of runs without it stay as they were
+            state["diagnostics"] = self.diagnostics.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.global_grads.copy_(state["global_grads"])
@@ -255,9 +271,14 @@ class FedHist:
         self.local.extend(RoundRecord(**record) for record in state["local"])
         self.util_avg.copy_(state["util_avg"])
         self.evaluations = [dict(row) for row in state["evaluations"]]
+        if "diagnostics" in state:
+            self.diagnostics.load_state_dict(state["diagnostics"])
 
     def extra_outputs(self) -> dict[str, list[dict]]:
-        return {"fedhist_utilities.csv": self.evaluations} if self.params.record_weights else {}
+        tables = {"fedhist_utilities.csv": self.evaluations} if self.params.record_weights else {}
+        if self.params.diagnostics:
+            tables[DIAGNOSTICS_FILE] = [self.diagnostics.row()]
+        return tables
 
 
 def _by_client(clients: list[int], weights: list[float]) -> dict[int, float]:
