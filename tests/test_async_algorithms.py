@@ -81,6 +81,26 @@ def test_fedbuff_discounts_stale_updates():
     assert out.weights == {0: 0.5, 1: 0.25}
 
 
+def test_fedbuff_normalized_is_a_staleness_weighted_average():
+    """DynSGD-style s = 1/(1+tau): s = 1 and 1/4, sum 1.25, weights 0.8 and 0.2: w = (1.6, 0.8)."""
+    dyn = params("fedbuff", staleness={"kind": "polynomial", "a": 1.0}, normalize=True)
+    out = make_strategy(dyn, 2, w0()).aggregate(w0(), [upd(0, [2.0, 0]), upd(1, [0, 4.0], 0, 3)], ctx(3))
+    torch.testing.assert_close(out.params, torch.tensor([1.6, 0.8], dtype=torch.float64))
+    assert out.weights == pytest.approx({0: 0.8, 1: 0.2})
+
+
+def test_fedbuff_normalized_exponential_and_its_underflow_guard():
+    """TWAFL-style s = (e/2)^-tau: tau 0 and 1 give weights 1/(1 + 2/e) and (2/e)/(1 + 2/e); at tau 3000
+    both discounts underflow to 0 (exp(-920) < 5e-324) and the average is unweighted."""
+    twafl = params("fedbuff", staleness={"kind": "exponential"}, normalize=True)
+    out = make_strategy(twafl, 2, w0()).aggregate(w0(), [upd(0, [1.0, 0]), upd(1, [0, 1.0], 0, 1)], ctx(1))
+    q = 2 / math.e
+    torch.testing.assert_close(out.params, torch.tensor([1 / (1 + q), q / (1 + q)], dtype=torch.float64))
+    old = [upd(0, [2.0, 0], 0, 3000), upd(1, [0, 4.0], 0, 3000)]
+    out = make_strategy(twafl, 2, w0()).aggregate(w0(), old, ctx(3000))
+    torch.testing.assert_close(out.params, torch.tensor([1.0, 2.0], dtype=torch.float64))
+
+
 # --- FedAsync -----------------------------------------------------------------------------------
 
 
