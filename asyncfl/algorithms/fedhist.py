@@ -28,9 +28,12 @@ Choices where the paper is silent or ambiguous (all YAML keys of ``algorithm``):
 * INA's target norm is the mean norm of the vectors actually aggregated (g~_i, eq. 14 uses the same
   symbols in the numerator and the norm); ``ina: false`` keeps the weighted average as it is.
 * G caches the final global gradient g of each round; L the raw local gradients g_i.
-* Defaults: h = 5 = N/(2K) for the N/K = 10 setting (the paper's mean-staleness argument, II-C;
-  use N/(2K) in general); alpha = 0.1, so the fused history is a tenth of a gradient (EGS corrects
-  direction without dominating it); lambda = 0.1, sim_T = 0.1, gamma = 0.3: a utility is of order
+* Defaults: h = 5 = N/(2K) for the N/K = 10 setting (the paper's mean-staleness argument, II-C).
+  In this simulator the measured mean staleness (the task time in rounds) is ~N/K, and S is often
+  empty when h is below it: measure it with ``diagnostics: true`` (fedhist_diagnostics.csv:
+  mean_staleness, evaluated_fraction, mean_fresh) and take h >= it (the paper studies use h = N/K).
+  alpha = 0.1, so the fused history is a tenth of a gradient (EGS corrects direction without
+  dominating it); lambda = 0.1, sim_T = 0.1, gamma = 0.3: a utility is of order
   (cos - sim_T) * |S| ~ 0.3 * 5, so lambda * U ~ 0.1 is a boost of the same order as s(tau) of a
   gradient two rounds stale, and the EMA forgets a single evaluation in ~3 rounds.  The sensitivity
   of each is measured by benchmarks/experiments/fedhist_sensitivity.py.
