@@ -333,3 +333,21 @@ def test_fedhist_survives_staleness_that_underflows_the_discount():
     assert out.weights == {0: pytest.approx(1.0), 1: pytest.approx(0.0)}
     both = s.aggregate(torch.zeros(2), [ups[1], Update(2, torch.tensor([1.0, 1.0]), 0, 7000, 10, 1, 0.1)], ctx(7000))
     assert both.weights == {1: pytest.approx(0.5), 2: pytest.approx(0.5)} and both.notes[1]["haa_guard"]
+
+
+def test_fedhist_run_writes_its_diagnostics(tmp_path):
+    """The schedule of test_staleness_is_computed_from_versions (base versions 0, 1, 0, 2, 4 in rounds 0-4;
+    tau 0, 0, 2, 1, 0) with h = 1: S for round r holds the updates of rounds r-1 and r based on r-1:
+    r1: 1 (round 0's), r2: 1 (round 1's), r3: 1 (round 3's), r4: 0; round 0 has no r - h.
+    So 5 rounds, 4 evaluable, 3 evaluated (0.6), mean |S| 3/4, 3/3 when evaluated, mean staleness 3/5."""
+    out = _run(tmp_path, "diag", {
+        "population": {"device_trace": _trace(tmp_path, [10, 4])},
+        "server": {"mode": "k_async", "k": 1, "concurrency": 2},
+        "algorithm": {"name": "fedhist", "history": 1, "diagnostics": True},
+        "stop": {"rounds": 5},
+    })  # fmt: skip
+    (row,) = _csv(out / "fedhist_diagnostics.csv")
+    assert {k: float(v) for k, v in row.items()} == pytest.approx({
+        "rounds": 5, "rounds_evaluable": 4, "rounds_evaluated": 3, "evaluated_fraction": 0.6,
+        "mean_fresh": 0.75, "mean_fresh_evaluated": 1.0, "mean_staleness": 0.6,
+    })  # fmt: skip
