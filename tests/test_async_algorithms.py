@@ -81,6 +81,26 @@ def test_fedbuff_discounts_stale_updates():
     assert out.weights == {0: 0.5, 1: 0.25}
 
 
+def test_fedbuff_normalized_is_a_staleness_weighted_average():
+    """DynSGD-style s = 1/(1+tau): s = 1 and 1/4, sum 1.25, weights 0.8 and 0.2: w = (1.6, 0.8)."""
+    dyn = params("fedbuff", staleness={"kind": "polynomial", "a": 1.0}, normalize=True)
+    out = make_strategy(dyn, 2, w0()).aggregate(w0(), [upd(0, [2.0, 0]), upd(1, [0, 4.0], 0, 3)], ctx(3))
+    torch.testing.assert_close(out.params, torch.tensor([1.6, 0.8], dtype=torch.float64))
+    assert out.weights == pytest.approx({0: 0.8, 1: 0.2})
+
+
+def test_fedbuff_normalized_exponential_and_its_underflow_guard():
+    """TWAFL-style s = (e/2)^-tau: tau 0 and 1 give weights 1/(1 + 2/e) and (2/e)/(1 + 2/e); at tau 3000
+    both discounts underflow to 0 (exp(-920) < 5e-324) and the average is unweighted."""
+    twafl = params("fedbuff", staleness={"kind": "exponential"}, normalize=True)
+    out = make_strategy(twafl, 2, w0()).aggregate(w0(), [upd(0, [1.0, 0]), upd(1, [0, 1.0], 0, 1)], ctx(1))
+    q = 2 / math.e
+    torch.testing.assert_close(out.params, torch.tensor([1 / (1 + q), q / (1 + q)], dtype=torch.float64))
+    old = [upd(0, [2.0, 0], 0, 3000), upd(1, [0, 4.0], 0, 3000)]
+    out = make_strategy(twafl, 2, w0()).aggregate(w0(), old, ctx(3000))
+    torch.testing.assert_close(out.params, torch.tensor([1.0, 2.0], dtype=torch.float64))
+
+
 # --- FedAsync -----------------------------------------------------------------------------------
 
 
@@ -313,3 +333,21 @@ def test_fedhist_survives_staleness_that_underflows_the_discount():
     assert out.weights == {0: pytest.approx(1.0), 1: pytest.approx(0.0)}
     both = s.aggregate(torch.zeros(2), [ups[1], Update(2, torch.tensor([1.0, 1.0]), 0, 7000, 10, 1, 0.1)], ctx(7000))
     assert both.weights == {1: pytest.approx(0.5), 2: pytest.approx(0.5)} and both.notes[1]["haa_guard"]
+
+
+def test_fedhist_run_writes_its_diagnostics(tmp_path):
+    """The schedule of test_staleness_is_computed_from_versions (base versions 0, 1, 0, 2, 4 in rounds 0-4;
+    tau 0, 0, 2, 1, 0) with h = 1: S for round r holds the updates of rounds r-1 and r based on r-1:
+    r1: 1 (round 0's), r2: 1 (round 1's), r3: 1 (round 3's), r4: 0; round 0 has no r - h.
+    So 5 rounds, 4 evaluable, 3 evaluated (0.6), mean |S| 3/4, 3/3 when evaluated, mean staleness 3/5."""
+    out = _run(tmp_path, "diag", {
+        "population": {"device_trace": _trace(tmp_path, [10, 4])},
+        "server": {"mode": "k_async", "k": 1, "concurrency": 2},
+        "algorithm": {"name": "fedhist", "history": 1, "diagnostics": True},
+        "stop": {"rounds": 5},
+    })  # fmt: skip
+    (row,) = _csv(out / "fedhist_diagnostics.csv")
+    assert {k: float(v) for k, v in row.items()} == pytest.approx({
+        "rounds": 5, "rounds_evaluable": 4, "rounds_evaluated": 3, "evaluated_fraction": 0.6,
+        "mean_fresh": 0.75, "mean_fresh_evaluated": 1.0, "mean_staleness": 0.6,
+    })  # fmt: skip

@@ -19,6 +19,7 @@ from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_needed, sign_flip_p, verdict
 from asyncfl.study.claims import Claim
+from asyncfl.study.seed_statistics import run_measures
 from asyncfl.study.sweep import run_sweep
 
 T_975_3 = 3.182446305284263  # Student t quantile 0.975 with 3 degrees of freedom
@@ -162,7 +163,7 @@ def test_every_claim_field_is_validated_with_its_path(tmp_path):
         build_study(study_raw(tmp_path, claims=bad))
     text = str(err.value)
     assert "claims[0].variant: must name a variant of compare: (slow, fast); got 'fastest'" in text
-    assert "claims[0].measure: allowed: final_accuracy, last_quarter_accuracy or time_to:<target>" in text
+    assert "claims[0].measure: allowed: final_accuracy, last_quarter_accuracy, last_quarter:<metrics.csv" in text
     assert "claims[0].direction: allowed: higher, lower" in text
     assert "claims[1].measure: 'time_to:0.9': the target must be one of targets: (0.1)" in text
     assert "claims[1].paper_effect: Input should be greater than 0" in text
@@ -202,3 +203,28 @@ def test_cli_validate_names_a_bad_claim(tmp_path):
     path.write_text(yaml.safe_dump(study_raw(tmp_path, claims=[{**CLAIMS[0], "direction": "better"}])))
     done = subprocess.run([sys.executable, "-m", "asyncfl", "validate", str(path)], capture_output=True, text=True)
     assert done.returncode == 2 and "claims[0].direction: allowed: higher, lower" in done.stderr
+
+
+def test_last_quarter_of_a_metrics_column_by_hand(tmp_path):
+    """Evaluations at t = 0, 10, 20, 30, 40 (a row without test_accuracy is no evaluation); the last quarter is
+    t >= 0.75 x 40 = 30: accuracy_class_9 (0.4 + 0.6) / 2 = 0.5, test_accuracy (0.8 + 0.9) / 2 = 0.85."""
+    (tmp_path / "metrics.csv").write_text(
+        "time,round,test_accuracy,accuracy_class_9\n0,0,0.1,0.0\n10,1,0.5,0.1\n20,2,0.7,0.2\n"
+        "35,3,,0.99\n30,3,0.8,0.4\n40,4,0.9,0.6\n"
+    )
+    measures = run_measures(tmp_path, [], ["accuracy_class_9", "missing_column"])
+    assert measures["last-quarter accuracy_class_9"] == pytest.approx(0.5)
+    assert measures["last-quarter accuracy"] == pytest.approx(0.85)
+    assert math.isnan(measures["last-quarter missing_column"])
+
+
+def test_a_claim_on_the_last_quarter_of_a_column(tmp_path):
+    """last_quarter:<column> is read in points like the accuracies: differences 0.02, 0.04 -> 2 and 4 points."""
+    fair = {**CLAIMS[0], "measure": "last_quarter:accuracy_class_9"}
+    parsed = build_study(study_raw(tmp_path, claims=[fair])).claims[0]
+    assert parsed.column == "last-quarter accuracy_class_9" and parsed.unit == "points"
+    row = claim_rows([claim(measure=fair["measure"])], table([0.02, 0.04], measure=parsed.column))[0]
+    assert row["pairs"] == 2 and row["diff_mean"] == pytest.approx(3.0)
+    for bad in ("last_quarter:", "last_quarter:9class", "last_quarter:a-b"):
+        with pytest.raises(ConfigError, match=r"claims\[0\].measure: allowed: final_accuracy"):
+            build_study(study_raw(tmp_path, claims=[{**fair, "measure": bad}]))

@@ -28,9 +28,12 @@ Choices where the paper is silent or ambiguous (all YAML keys of ``algorithm``):
 * INA's target norm is the mean norm of the vectors actually aggregated (g~_i, eq. 14 uses the same
   symbols in the numerator and the norm); ``ina: false`` keeps the weighted average as it is.
 * G caches the final global gradient g of each round; L the raw local gradients g_i.
-* Defaults: h = 5 = N/(2K) for the N/K = 10 setting (the paper's mean-staleness argument, II-C;
-  use N/(2K) in general); alpha = 0.1, so the fused history is a tenth of a gradient (EGS corrects
-  direction without dominating it); lambda = 0.1, sim_T = 0.1, gamma = 0.3: a utility is of order
+* Defaults: h = 5 = N/(2K) for the N/K = 10 setting (the paper's mean-staleness argument, II-C).
+  In this simulator the measured mean staleness (the task time in rounds) is ~N/K, and S is often
+  empty when h is below it: measure it with ``diagnostics: true`` (fedhist_diagnostics.csv:
+  mean_staleness, evaluated_fraction, mean_fresh) and take h >= it (the paper studies use h = N/K).
+  alpha = 0.1, so the fused history is a tenth of a gradient (EGS corrects direction without
+  dominating it); lambda = 0.1, sim_T = 0.1, gamma = 0.3: a utility is of order
   (cos - sim_T) * |S| ~ 0.3 * 5, so lambda * U ~ 0.1 is a boost of the same order as s(tau) of a
   gradient two rounds stale, and the EMA forgets a single evaluation in ~3 rounds.  The sensitivity
   of each is measured by benchmarks/experiments/fedhist_sensitivity.py.
@@ -46,8 +49,10 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
+from asyncfl.algorithms.fedhist_diagnostics import DIAGNOSTICS_FILE, UtilityDiagnostics
 from asyncfl.algorithms.staleness import ExponentialStaleness, Staleness, staleness_weight
 from asyncfl.lazy import torch
+from asyncfl.sections import OPT_IN
 
 
 class FedHistParams(AlgorithmParams):
@@ -78,6 +83,12 @@ class FedHistParams(AlgorithmParams):
         default=1,
         ge=0,
         description="the paper counts staleness from 1 (II-C: tau >= 1), ours from 0: s is taken at tau + offset",
+    )
+    diagnostics: bool = Field(
+        default=False,
+        json_schema_extra=OPT_IN,
+        description="write fedhist_diagnostics.csv: how often eqs. 9-13 ran (|S| > 0), the mean |S| and the mean "
+        "staleness, to check that h fits the measured task time in rounds",
     )
 
 
@@ -156,6 +167,7 @@ class FedHist:
         self.local = deque(maxlen=h + 1)  # L: RoundRecords of rounds r - h ... r
         self.util_avg = torch.zeros(num_clients, dtype=like.dtype, device=like.device)  # U-bar per client
         self.evaluations: list[dict] = []  # utility evaluations, written when record_weights
+        self.diagnostics = UtilityDiagnostics()  # kept and written only with params.diagnostics
 
     def discount(self, staleness: Sequence[int], like: torch.Tensor) -> torch.Tensor:
         """s(tau + offset) in float64: (e/2)^-tau underflows float32 near tau = 340."""
@@ -190,6 +202,8 @@ class FedHist:
         lr = sum(u.lr for u in updates) / len(updates)
         new = global_params - p.server_lr * lr * g
         self._remember(context.round, g, grads, updates, s)
+        if p.diagnostics:
+            self.diagnostics.aggregated([u.staleness for u in updates])
         if p.haa:
             self._evaluate(context.round)
         rounds = history_rounds.tolist()
@@ -219,6 +233,8 @@ class FedHist:
             return
         fresh = [rec.grads[(rec.base_versions == target).to(rec.grads.device)] for rec in self.local]
         fresh = torch.cat(fresh)
+        if self.params.diagnostics:
+            self.diagnostics.evaluable(fresh.shape[0])
         if fresh.shape[0] == 0:
             return
         g_pred = fresh.mean(0)
@@ -240,13 +256,16 @@ class FedHist:
                 })  # fmt: skip
 
     def state_dict(self) -> dict:
-        return {
+        state = {
             "global_grads": self.global_grads,
             "global_rounds": self.global_rounds,
             "local": [asdict(record) for record in self.local],
             "util_avg": self.util_avg,
             "evaluations": [dict(row) for row in self.evaluations],
         }
+        if self.params.diagnostics:  # only then: checkpoints of runs without it stay as they were
+            state["diagnostics"] = self.diagnostics.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.global_grads.copy_(state["global_grads"])
@@ -255,9 +274,14 @@ class FedHist:
         self.local.extend(RoundRecord(**record) for record in state["local"])
         self.util_avg.copy_(state["util_avg"])
         self.evaluations = [dict(row) for row in state["evaluations"]]
+        if "diagnostics" in state:
+            self.diagnostics.load_state_dict(state["diagnostics"])
 
     def extra_outputs(self) -> dict[str, list[dict]]:
-        return {"fedhist_utilities.csv": self.evaluations} if self.params.record_weights else {}
+        tables = {"fedhist_utilities.csv": self.evaluations} if self.params.record_weights else {}
+        if self.params.diagnostics:
+            tables[DIAGNOSTICS_FILE] = [self.diagnostics.row()]
+        return tables
 
 
 def _by_client(clients: list[int], weights: list[float]) -> dict[int, float]:

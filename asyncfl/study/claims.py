@@ -15,10 +15,13 @@ from pydantic import Field, ValidationError
 
 from asyncfl.errors import ConfigError
 from asyncfl.sections import Section
-from asyncfl.study.measures import ACCURACY_MEASURES
+from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 
 TIME_TO = "time_to:"
-MEASURE_RULE = "final_accuracy, last_quarter_accuracy or time_to:<target> with <target> one of targets:"
+MEASURE_RULE = (
+    "final_accuracy, last_quarter_accuracy, last_quarter:<metrics.csv column> (e.g. last_quarter:accuracy_class_9)"
+    " or time_to:<target> with <target> one of targets:"
+)
 DIRECTIONS = ("higher", "lower")
 
 
@@ -28,7 +31,10 @@ class Claim(Section):
     family: str = Field(min_length=1, description="Holm's correction runs over the claims of one family")
     variant: str = Field(description="the variant the claim is about (a compare: name)")
     versus: str = Field(description="the variant it is compared with (another compare: name)")
-    measure: str = Field(description="final_accuracy | last_quarter_accuracy | time_to:<target> (one of targets:)")
+    measure: str = Field(
+        description="final_accuracy | last_quarter_accuracy | last_quarter:<metrics.csv column> | time_to:<target> "
+        "(one of targets:)"
+    )
     direction: Literal["higher", "lower"] = Field(description="what the claim says of variant − versus")
     paper_effect: float | None = Field(
         default=None, gt=0, description="the paper's effect in the claim's direction: accuracy points or virtual s"
@@ -43,6 +49,8 @@ class Claim(Section):
         """The measure's name in the report (:func:`~asyncfl.study.seed_statistics.run_measures`)."""
         if self.measure in ACCURACY_MEASURES:
             return ACCURACY_MEASURES[self.measure]
+        if column_of(self.measure):
+            return column_label(column_of(self.measure))
         return f"time to {float(self.measure[len(TIME_TO) :]):g} (virtual s)"
 
     @property
@@ -110,7 +118,10 @@ def _field_problems(
     if item.get("direction") not in DIRECTIONS:
         out.append(f"{where}.direction: allowed: higher, lower (variant − versus); got {item.get('direction')!r}.")
     measure = item.get("measure")
-    if not isinstance(measure, str) or measure not in ACCURACY_MEASURES and not measure.startswith(TIME_TO):
+    known = isinstance(measure, str) and (
+        measure in ACCURACY_MEASURES or column_of(measure) is not None or measure.startswith(TIME_TO)
+    )
+    if not known:
         out.append(f"{where}.measure: allowed: {MEASURE_RULE}; got {measure!r}.")
     elif measure.startswith(TIME_TO) and _target(measure) not in targets:
         listed = ", ".join(f"{t:g}" for t in targets) or "none"

@@ -30,6 +30,7 @@ from asyncfl.errors import ConfigError
 from asyncfl.output.files import write_atomic
 from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows
 from asyncfl.study.claims import Claim
+from asyncfl.study.measures import column_of
 from asyncfl.study.seed_statistics import (
     CONFIDENCE,
     Interval,
@@ -107,11 +108,13 @@ def vs_baseline(measure: str, values: Mapping[int, float], baseline: Mapping[int
     return direction(diff, one_sided_misses(values, baseline))
 
 
-def measure_table(records: Sequence[RunRecord], targets: Sequence[float]) -> dict[str, dict[str, dict[int, float]]]:
+def measure_table(
+    records: Sequence[RunRecord], targets: Sequence[float], columns: Sequence[str] = ()
+) -> dict[str, dict[str, dict[int, float]]]:
     """variant -> measure (:func:`~asyncfl.study.seed_statistics.run_measures`) -> seed -> value; a run without
     a seed is keyed by its position among the variant's runs."""
     table = {}
-    for label, runs in measures_by_run(records, targets).groupby("variant", sort=False):
+    for label, runs in measures_by_run(records, targets, columns).groupby("variant", sort=False):
         seeds = [i if pd.isna(s) else int(s) for i, s in enumerate(runs["seed"])]
         table[label] = {m: dict(zip(seeds, runs[m])) for m in runs.columns[2:]}
     return table
@@ -155,7 +158,7 @@ def format_interval(mean: float, half: float, scale: float = 1.0, digits: int = 
 
 
 def _is_accuracy(measure: str) -> bool:
-    return measure.endswith("accuracy")
+    return measure.endswith("accuracy") or measure.startswith("last-quarter accuracy")
 
 
 def markdown_rows(rows: Sequence[Mapping]) -> list[dict[str, str]]:
@@ -189,7 +192,8 @@ def write_report(
 ) -> list[Path]:
     """report.csv and report.md for ``records`` (every run of a study) into ``out_dir``; with declared
     ``claims`` also claims.csv and claims.md (:mod:`asyncfl.study.claims`), whose table ends report.md."""
-    table = measure_table(records, targets)
+    columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))  # last_quarter:<c>
+    table = measure_table(records, targets, columns)
     rows = report_rows(table, baseline)
     intro = f"Mean ± {CONFIDENCE:.0%} confidence interval (Student t) over seeds (n/a: one seed); accuracies in %."
     if baseline:

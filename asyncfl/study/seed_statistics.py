@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from asyncfl.client_statistics import bias_stats
+from asyncfl.study.measures import column_label
 
 AXES = ("time", "round")  # virtual seconds | aggregations
 TAIL_SHARE = 0.25  # "last quarter": evaluations at x >= 0.75 x the run's last evaluated x
@@ -162,9 +163,10 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
 
 
-def run_measures(run_dir: Path, targets: Sequence[float]) -> dict[str, float]:
+def run_measures(run_dir: Path, targets: Sequence[float], columns: Sequence[str] = ()) -> dict[str, float]:
     """Every measure of one run (NaN where it has none, e.g. a target not reached): final, last-quarter
-    and best accuracy, and the virtual time and aggregations of the first evaluation >= each target."""
+    and best accuracy, the virtual time and aggregations of the first evaluation >= each target, and the
+    last-quarter mean of each metrics.csv column of ``columns`` (claims' ``last_quarter:<column>``)."""
     summary, rows = read_summary(run_dir), evaluations(run_dir)
     out = {
         "final accuracy": _number(summary.get("final_accuracy")),
@@ -175,7 +177,20 @@ def run_measures(run_dir: Path, targets: Sequence[float]) -> dict[str, float]:
         hit = rows[rows["test_accuracy"] >= target].head(1)
         out[f"time to {target:g} (virtual s)"] = float(hit["time"].iloc[0]) if len(hit) else math.nan
         out[f"rounds to {target:g}"] = float(int(hit["round"].iloc[0])) if len(hit) else math.nan
+    for column in columns:
+        out[column_label(column)] = tail_mean(rows, column)
     return out
+
+
+def tail_mean(rows: pd.DataFrame, column: str, share: float = TAIL_SHARE) -> float:
+    """Mean of ``column`` over the evaluations in the last ``share`` of the run by virtual time (as
+    :func:`tail_accuracy`); NaN where the run has no such column or no value there."""
+    if column not in rows or not len(rows):
+        return math.nan
+    x = rows["time"].to_numpy(np.float64)
+    values = rows[column].to_numpy(np.float64)[x >= (1 - share) * x[-1]]
+    values = values[~np.isnan(values)]
+    return float(np.mean(values)) if len(values) else math.nan
 
 
 def tail_accuracy(run_dir: Path, share: float = TAIL_SHARE) -> float:
@@ -185,9 +200,12 @@ def tail_accuracy(run_dir: Path, share: float = TAIL_SHARE) -> float:
     return float(np.mean(y[x >= (1 - share) * x[-1]])) if len(x) else math.nan
 
 
-def measures_by_run(records: Sequence[RunRecord], targets: Sequence[float]) -> pd.DataFrame:
+def measures_by_run(
+    records: Sequence[RunRecord], targets: Sequence[float], columns: Sequence[str] = ()
+) -> pd.DataFrame:
     """One row per run: variant, seed and every measure of :func:`run_measures`."""
-    return pd.DataFrame([{"variant": r.label, "seed": r.seed, **run_measures(r.path, targets)} for r in records])
+    rows = [{"variant": r.label, "seed": r.seed, **run_measures(r.path, targets, columns)} for r in records]
+    return pd.DataFrame(rows)
 
 
 def time_to_target_rows(records: Sequence[RunRecord], targets: Sequence[float]) -> list[dict]:
