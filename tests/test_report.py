@@ -174,7 +174,7 @@ def test_paper_runs_cut_at_half_their_horizon(tmp_path):
         )
     ]
     (tmp_path / "metrics.csv").write_text("\n".join(rows) + "\n")
-    cut = rp.cut_measures(tmp_path, [0.3, 0.6], 0.5)
+    cut = rp.cut_measures(tmp_path, [0.3, 0.6], 0.5, ["accuracy_class_9"])
     assert cut["final accuracy"] == 0.5  # the evaluation at 40 s
     assert cut["last-quarter accuracy"] == pytest.approx((0.3 + 0.5) / 2)  # x >= 0.75 x 40 = 30 s: 30 and 40 s
     assert cut["time to 0.3 (virtual s)"] == 30.0 and math.isnan(cut["time to 0.6 (virtual s)"])

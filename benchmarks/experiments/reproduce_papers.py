@@ -33,10 +33,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread avoids oversubscription
@@ -50,6 +52,7 @@ from asyncfl.config import read_yaml  # noqa: E402
 from asyncfl.study.claim_tests import claim_rows  # noqa: E402
 from asyncfl.study.claims import Claim, study_claims  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, sweep_records  # noqa: E402
+from asyncfl.study.measures import column_label, column_of  # noqa: E402
 from asyncfl.study.report import format_interval, measure_table  # noqa: E402
 from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_interval  # noqa: E402
 from asyncfl.study.spec import load_study  # noqa: E402
@@ -92,10 +95,11 @@ def study_file(name: str) -> Path:
 # --- running ---------------------------------------------------------------------------------------
 
 
-def run_study(name: str) -> None:
-    """Run (or resume) one study into runs/papers/<name>; a finished sweep is left as it is."""
+def run_study(name: str, runs: Path) -> None:
+    """Run (or resume) one study into <runs>/<name>; a finished sweep is left as it is."""
+    torch.set_num_threads(1)
     study = load_study(study_file(name))
-    sweep_dir = RUNS / name
+    sweep_dir = runs / name
     resume = sweep_dir if (sweep_dir / STUDY_FILE).is_file() else None
     started = time.perf_counter()
     result = run_sweep(study, resume=resume, out=None if resume else sweep_dir, quiet=True)
@@ -105,6 +109,18 @@ def run_study(name: str) -> None:
         raise SystemExit(f"{name}: {len(result.failures)} run(s) failed; see {sweep_dir}")
     if result.skipped == 0:  # the whole study in one go: its wall time means something
         (sweep_dir / WALL_FILE).write_text(json.dumps({"wall_seconds": wall, "runs": result.ran}))
+
+
+def run_studies(names: list[str], runs: Path, jobs: int) -> None:
+    """Every study, ``jobs`` at a time in separate processes (each run inside a study is single-threaded, so
+    one study per core); the order of ``names`` is the order they start in (the longest first)."""
+    if jobs <= 1:
+        for name in names:
+            run_study(name, runs)
+        return
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for future in [pool.submit(run_study, name, runs) for name in names]:
+            future.result()  # a failed study stops the command with its error
 
 
 CENTRAL_SEEDS = range(5)  # one run's accuracy is one draw: another seed or another CPU gives another
@@ -140,11 +156,12 @@ def central_baselines() -> list[dict]:
 # --- the half-horizon check -----------------------------------------------------------------------------
 
 
-def cut_measures(run_dir: Path, targets: list[float], fraction: float) -> dict[str, float]:
+def cut_measures(run_dir: Path, targets: list[float], fraction: float, columns: list[str] = ()) -> dict[str, float]:
     """The accuracy measures of one run as if it had stopped at ``fraction`` of its horizon (the virtual
     time of its last evaluation): final accuracy = the last evaluation at or before the cut, last-quarter
     accuracy = the mean of the evaluations in the last quarter before the cut, time to a target = the first
-    evaluation at or above it, if that is before the cut."""
+    evaluation at or above it, if that is before the cut; ``columns``: other metrics.csv columns a claim
+    names (``last_quarter:<column>``), averaged over the same last quarter."""
     rows = evaluations(run_dir)
     if not len(rows):
         return {}
@@ -157,18 +174,17 @@ def cut_measures(run_dir: Path, targets: list[float], fraction: float) -> dict[s
     for target in targets:
         hit = kept[kept["test_accuracy"] >= target].head(1)
         out[f"time to {target:g} (virtual s)"] = float(hit["time"].iloc[0]) if len(hit) else math.nan
-    for column in kept.columns:  # claims on another metrics.csv column (e.g. a class's accuracy)
-        if column.startswith("accuracy_class_"):
-            values = kept[column].to_numpy(np.float64)
-            out[f"last-quarter {column}"] = float(np.nanmean(values[x >= (1 - TAIL_SHARE) * x[-1]]))
+    for column in columns:
+        values = kept[column].to_numpy(np.float64)[x >= (1 - TAIL_SHARE) * x[-1]]
+        out[column_label(column)] = float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
     return out
 
 
-def cut_table(records: list[RunRecord], targets: list[float], fraction: float) -> dict:
+def cut_table(records: list[RunRecord], targets: list[float], fraction: float, columns: list[str]) -> dict:
     """variant -> measure -> seed -> value, every run cut at ``fraction`` of its horizon."""
     table: dict[str, dict[str, dict[int, float]]] = {}
     for r in records:
-        for measure, value in cut_measures(r.path, targets, fraction).items():
+        for measure, value in cut_measures(r.path, targets, fraction, columns).items():
             table.setdefault(r.label, {}).setdefault(measure, {})[r.seed] = value
     return table
 
@@ -189,9 +205,10 @@ def study_claim_rows(name: str, records: list[RunRecord]) -> tuple[list[Claim], 
     raw = read_yaml(sweep_dir / STUDY_FILE)
     claims = study_claims(raw, str(sweep_dir / STUDY_FILE))
     targets = [float(t) for t in raw.get("targets") or ()]
-    table = measure_table(records, targets)
+    columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))
+    table = measure_table(records, targets, columns)
     full = claim_rows(claims, table)
-    half = claim_rows(claims, cut_table(records, targets, HALF))
+    half = claim_rows(claims, cut_table(records, targets, HALF, columns))
     return claims, full, half, table
 
 
@@ -349,9 +366,10 @@ def write_tables(studies: list[str]) -> None:
                         "run_seconds_max": longest})  # fmt: skip
         excl += fedar_rows(name, records)
         for r in records:
-            path = r.path / "fedhist_diagnostics.json"
+            path = r.path / "fedhist_diagnostics.csv"
             if path.is_file():
-                diagnostics.append({"study": name, "variant": r.label, "seed": r.seed, **json.loads(path.read_text())})
+                for row in pd.read_csv(path).to_dict("records"):
+                    diagnostics.append({"study": name, "variant": r.label, "seed": r.seed, **row})
     for file, rows in (("claims.csv", all_claims), ("compute.csv", compute), ("fedar_exclusions.csv", excl),
                        ("fedhist_diagnostics.csv", diagnostics)):  # fmt: skip
         if rows:
@@ -391,13 +409,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--central", action="store_true", help="also run the MNIST-1D central baselines")
     parser.add_argument("--only", nargs="*", default=None, metavar="STUDY", help="run only these studies")
     parser.add_argument("--runs-dir", type=Path, default=RUNS, help=f"where the sweeps go (default {RUNS})")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="studies run side by side, each in its own process (default: one per core)",
+    )
     args = parser.parse_args(argv)
     RUNS = args.runs_dir.resolve()
     torch.set_num_threads(1)
     started = time.perf_counter()
     if not args.tables_only:
-        for name in args.only if args.only is not None else STUDIES:
-            run_study(name)
+        run_studies(args.only if args.only is not None else list(STUDIES), RUNS, args.jobs)
         if args.central:
             write_csv(RESULTS / "central_baselines.csv", central_baselines(), digits=6)
     write_tables(list(STUDIES))
