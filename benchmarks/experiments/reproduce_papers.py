@@ -15,7 +15,7 @@ resumed), then writes
   docs/results/papers/central_baselines.csv  MNIST-1D central baselines (--central)
   docs/figures/papers_<paper>.md           the claim table of each paper, included by docs/findings/papers.md
   docs/figures/papers_tuning.md            what was tuned, on which seeds, and the chosen values
-  docs/figures/papers_compute.md, papers_central.md, papers_fedar_exclusions.md
+  docs/figures/papers_compute.md, papers_central.md, papers_fedar_exclusions.md, papers_fedhist_diagnostics.md
 
 Verdicts are those of ``claims:`` (asyncfl.study.claim_tests): paired sign-flip p, Holm-adjusted within each
 study's families, "supported" / "contradicted" / "not shown" at 0.05, and whether the paper's effect size lies
@@ -321,6 +321,20 @@ def exclusions_table(rows: list[dict]) -> str:
     return markdown(lines)
 
 
+def diagnostics_table(rows: list[dict]) -> str:
+    """FedHist's utility evaluations per study and variant: mean ± 95 % CI over seeds."""
+    keys = ("evaluated_fraction", "mean_fresh", "mean_staleness")
+    cells = []
+    for (study, variant), group in pd.DataFrame(rows).groupby(["study", "variant"], sort=False):
+        cell = {"study": study, "variant": variant, "seeds": str(len(group))}
+        for key, label in zip(keys, ("rounds that evaluated utilities (%)", "mean |S|", "mean staleness (rounds)")):
+            interval = t_interval(group[key].astype(float).tolist())
+            scale = 100.0 if key == "evaluated_fraction" else 1.0
+            cell[label] = format_interval(interval.mean, interval.half_width, scale, 1)
+        cells.append(cell)
+    return markdown(cells)
+
+
 def central_table() -> str | None:
     central = RESULTS / "central_baselines.csv"
     if not central.is_file():
@@ -380,6 +394,8 @@ def write_tables(studies: list[str]) -> None:
     (PLOTS / "papers_tuning.md").write_text(tuning_table(done), encoding="utf-8")
     if excl:
         (PLOTS / "papers_fedar_exclusions.md").write_text(exclusions_table(excl), encoding="utf-8")
+    if diagnostics:
+        (PLOTS / "papers_fedhist_diagnostics.md").write_text(diagnostics_table(diagnostics), encoding="utf-8")
     central = central_table()
     if central:
         (PLOTS / "papers_central.md").write_text(central, encoding="utf-8")
