@@ -1,0 +1,63 @@
+"""The figures' group-bys (asyncfl.figures.aggregate) against small tables computed by hand, and the
+thinned scatter against the dots it must keep."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from asyncfl.figures.aggregate import group_means, group_sums, speed_groups, visible_points
+
+
+def test_speed_tiers_are_groups_in_speed_order():
+    speed = np.array([50.0, 10.0, 50.0, 200.0, 10.0, 10.0])
+    labels, names = speed_groups(speed)
+    assert labels.tolist() == [1, 0, 1, 2, 0, 0]  # tiers 10 < 50 < 200
+    assert names == ["10\n3 clients", "50\n2 clients", "200\n1 clients"]
+
+
+def test_speed_quintiles_split_the_stable_order_like_array_split():
+    # 7 distinct speeds -> quintiles of sizes 2, 2, 1, 1, 1 (array_split: the first 7 % 5 = 2 one larger)
+    speed = np.array([7.0, 1.0, 6.0, 2.0, 5.0, 3.0, 4.0])
+    labels, names = speed_groups(speed)
+    # sorted: 1 (id 1), 2 (id 3) | 3 (id 5), 4 (id 6) | 5 (id 4) | 6 (id 2) | 7 (id 0)
+    assert labels.tolist() == [4, 0, 3, 0, 2, 1, 1]
+    assert names[0] == "1 to 2\n2 clients" and names[1] == "3 to 4\n2 clients" and names[4] == "7 to 7\n1 clients"
+
+
+def test_group_sums_and_means_by_hand():
+    labels = np.array([0, 1, 0, 2, 1, 0])
+    attempts = [3, 1, 2, 5, 0, 4]
+    # group 0: 3 + 2 + 4 = 9 over 3 clients; group 1: 1 + 0 = 1 over 2; group 2: 5 over 1; group 3: empty
+    assert group_sums(labels, attempts, 4).tolist() == [9.0, 1.0, 5.0, 0.0]
+    means = group_means(labels, attempts, 4)
+    assert means[:3].tolist() == [3.0, 0.5, 5.0] and np.isnan(means[3])
+
+
+def test_group_means_equal_the_per_group_loop_they_replace():
+    rng = np.random.default_rng(3)
+    speed = rng.lognormal(4, 0.8, 1001)
+    seconds = rng.uniform(0, 100, 1001)
+    labels, _ = speed_groups(speed)
+    old = [seconds[g].mean() for g in np.array_split(np.argsort(speed, kind="stable"), 5)]
+    assert group_means(labels, seconds, 5) == pytest.approx(old, rel=1e-12)
+
+
+def test_visible_points_keep_the_last_dot_of_each_pixel_and_the_ends():
+    # x on a linear axis of 4 columns over [0, 8]: columns [0,2) [2,4) [4,6) [6,8]
+    x = np.array([0.0, 1.0, 0.5, 3.0, 3.5, 8.0, 1.5])
+    y = np.array([0, 0, 1, 0, 0, 0, 0])
+    kept = visible_points(x, y, columns=4, log_x=False)
+    # column 0, y 0: ids 0, 1, 6 -> 6 on top; column 0, y 1: id 2; column 1, y 0: ids 3, 4 -> 4;
+    # column 3, y 0: id 5; plus the least x (id 0) and the largest (id 5), so the axis spans the same range
+    assert kept.tolist() == [0, 2, 4, 5, 6]
+
+
+def test_visible_points_on_a_log_axis_cover_every_row_and_the_range():
+    rng = np.random.default_rng(0)
+    x = rng.lognormal(4, 1, 100_000)
+    y = rng.integers(0, 4, 100_000)
+    kept = visible_points(x, y, columns=64)
+    assert len(kept) <= 64 * 4 + 2 and set(y[kept]) == {0, 1, 2, 3}
+    assert x[kept].min() == x.min() and x[kept].max() == x.max()
+    assert (np.diff(kept) > 0).all()  # drawn in the original order
