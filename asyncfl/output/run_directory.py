@@ -1,8 +1,16 @@
-"""The run directory: plain-text results written so that a crash leaves them readable.
+"""The run directory: results written so that a crash leaves them readable.
 
 CSV and JSONL files are appended row by row and flushed at every aggregation; whole-file outputs
 (config.yaml, summary.json, clients.csv) are written to a temporary file and renamed into place, so
 a reader never sees half of one.
+
+With ``output.format: parquet`` the population-scale tables (:data:`PARQUET_LOGS` and clients) are
+Parquet files, but the logs stay CSV while the run can still resume: a crash leaves them readable
+and a checkpoint's byte offsets continue them exactly, as with CSV.  Only when the run has ended
+(:data:`ENDED`: no checkpoint is kept) does :meth:`RunDirectory.close` turn each of them into a
+``.parquet`` file (written whole, then the CSV removed).  Readers take ``<table>.parquet`` when
+there is one and ``<table>.csv`` otherwise (:func:`asyncfl.run_files.table_file`); summary.json's
+``format`` says which the run holds.
 """
 
 from __future__ import annotations
@@ -26,12 +34,13 @@ from asyncfl.output.columns import (
     UPDATES_COLUMNS,
     WEIGHTS_COLUMNS,
 )
-from asyncfl.output.files import CsvLog, open_truncated, write_atomic, write_columns
+from asyncfl.output.files import CsvLog, csv_to_parquet, open_truncated, write_atomic, write_table
 from asyncfl.output.folders import cannot_create, make_directory, remove_empty
 
 TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
 ENDED = ("finished", "target_reached", "diverged")  # summary.json statuses of a run that cannot go on
 CHECKPOINT_FILE = "checkpoint.pt"  # what --resume reads (asyncfl.checkpoint); dropped once a run has ended
+PARQUET_LOGS = ("metrics.csv", "rounds.csv", "updates.csv", "weights.csv")  # logs that become .parquet at the end
 
 
 def new_run_dir(base: Path, name: str, what: str = "output.dir") -> Path:
@@ -71,14 +80,21 @@ class RunDirectory:
         offsets: Mapping[str, int] | None = None,
         timeline: Iterable[int] = (),
         extra_rounds: Iterable[str] = (),
+        format: str = "csv",
     ) -> None:
         """``events``: ``all`` logs every client, ``sample`` clients 0 .. event_sample-1 (server events
         are always kept), ``none`` writes no events.jsonl at all.  ``offsets`` (from
         :meth:`offsets`) resumes every log where a checkpoint left it.  ``timeline``: the clients
-        whose every task goes to timeline_tasks.csv (whatever ``events`` says)."""
+        whose every task goes to timeline_tasks.csv (whatever ``events`` says).  ``format``
+        (``output.format``): the format of clients.csv and, once the run has ended, of the
+        :data:`PARQUET_LOGS` (see :meth:`settle_format`)."""
         if events not in ("all", "sample", "none"):
             raise ValueError(f"output.events must be all, sample or none, got {events!r}")
+        if format not in ("csv", "parquet"):
+            raise ValueError(f"output.format must be csv or parquet, got {format!r}")
         self.path = path
+        self.format = format
+        self.tables_format = "csv"  # what the run holds now: the logs are CSV until settle_format
         at = dict(offsets or {})
         self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
         self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS + tuple(extra_rounds), at.get("rounds.csv"))
@@ -197,17 +213,33 @@ class RunDirectory:
         if rows:
             self.write_columns(name, {key: [row[key] for row in rows] for key in rows[0]})
 
-    def write_columns(self, name: str, columns: Mapping[str, list[Any]]) -> None:
-        """A CSV file given column by column, written whole (see :func:`asyncfl.output.files.write_columns`)."""
-        write_columns(self.path / name, columns)
+    def write_columns(self, name: str, columns: Mapping[str, Any]) -> Path | None:
+        """A table given column by column, written whole (see :func:`asyncfl.output.files.write_table`):
+        ``clients.csv`` in :attr:`tables_format` (``clients.parquet`` once the run has ended with
+        ``output.format: parquet``), any other name as CSV.  Returns the file written."""
+        stem, _ = name.rsplit(".", 1)
+        return write_table(self.path / stem, columns, self.tables_format if name == "clients.csv" else "csv")
+
+    def settle_format(self, status: str) -> str:
+        """Called as the run ends (``status`` from summary.json): a run that has ended (:data:`ENDED`)
+        takes ``output.format``; one that can still resume (interrupted) keeps CSV, which its
+        checkpoint's offsets continue.  Returns the format its tables will have (summary.json's ``format``)."""
+        self.tables_format = self.format if status in ENDED else "csv"
+        return self.tables_format
 
     def close(self) -> None:
+        """Flush and close every log; with ``tables_format`` parquet, turn the :data:`PARQUET_LOGS` into
+        ``.parquet`` files (see the module's docstring)."""
         self.flush()
         for log in (self.metrics, self.rounds, self.weights, self.updates, self.tasks):
             if log is not None:
                 log.close()
         if self.events is not None:
             self.events.close()
+        if self.tables_format == "parquet":
+            for name in PARQUET_LOGS:
+                if (self.path / name).is_file():
+                    csv_to_parquet(self.path / name)
 
 
 def timeline_sample(speeds: Sequence[float], count: int = TIMELINE_SAMPLE) -> list[int]:
