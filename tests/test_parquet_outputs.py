@@ -56,6 +56,8 @@ def test_write_table_rounds_like_csv_and_stores_nan_as_null(tmp_path):
     )
     assert stored["share"].tolist() == [round(0.1234565, 6), 0.333333, 7.0]
     pd.testing.assert_frame_equal(pd.read_csv(csv_file), stored)
+    as_lists = write_table(tmp_path / "lists", {k: list(np.asarray(v).tolist()) for k, v in columns.items()}, "csv")
+    assert as_lists.read_bytes() == csv_file.read_bytes()  # numpy columns write the text lists of numbers write
     assert write_table(tmp_path / "empty", {"client": []}, "parquet") is None and not list(tmp_path.glob("empty*"))
     with pytest.raises(ValueError, match="output.format"):
         write_table(tmp_path / "c", columns, "xlsx")

@@ -133,7 +133,9 @@ def write_table(path: Path, columns: Mapping[str, Any], format: Literal["csv", "
         return None
     target = path.with_name(f"{path.name}.{format}")
     if format == "csv":
-        write_columns(target, {name: list(values) for name, values in columns.items()})
+        # numpy columns as Python numbers: the same text as lists of them, by write_columns' fast paths
+        lists = {name: v.tolist() if isinstance(v, np.ndarray) else list(v) for name, v in columns.items()}
+        write_columns(target, lists)
         return target
     table = pa.table({name: _arrow_column(values) for name, values in columns.items()})
     _write_parquet(table, target)
