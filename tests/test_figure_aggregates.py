@@ -3,10 +3,13 @@ thinned scatter against the dots it must keep."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from asyncfl.figures.aggregate import group_means, group_sums, speed_groups, visible_points
+from asyncfl.figures.timeline import recorded_speeds
 
 
 def test_speed_tiers_are_groups_in_speed_order():
@@ -61,3 +64,12 @@ def test_visible_points_on_a_log_axis_cover_every_row_and_the_range():
     assert len(kept) <= 64 * 4 + 2 and set(y[kept]) == {0, 1, 2, 3}
     assert x[kept].min() == x.min() and x[kept].max() == x.max()
     assert (np.diff(kept) > 0).all()  # drawn in the original order
+
+
+def test_timeline_speeds_are_picked_for_the_recorded_clients_only(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps({"timeline_clients": [4, 1]}))
+    (tmp_path / "timeline_tasks.csv").write_text("client,base_version,start_s,end_s,outcome\n")
+    (tmp_path / "offline_periods.csv").write_text("client,offline_from_s,offline_until_s\n")
+    rows = ["client,samples_per_s,attempts,participations"] + [f"{c},{10 * c + 0.5},0,0" for c in range(6)]
+    (tmp_path / "clients.csv").write_text("\n".join(rows) + "\n")
+    assert recorded_speeds(tmp_path) == {1: 10.5, 4: 40.5}
