@@ -34,7 +34,7 @@ from asyncfl.output.columns import (
     UPDATES_COLUMNS,
     WEIGHTS_COLUMNS,
 )
-from asyncfl.output.files import CsvLog, csv_to_parquet, open_truncated, write_atomic, write_table
+from asyncfl.output.files import CsvLog, csv_to_parquet, open_truncated, write_atomic, write_columns, write_table
 from asyncfl.output.folders import cannot_create, make_directory, remove_empty
 
 TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
@@ -216,9 +216,11 @@ class RunDirectory:
     def write_columns(self, name: str, columns: Mapping[str, Any]) -> Path | None:
         """A table given column by column, written whole (see :func:`asyncfl.output.files.write_table`):
         ``clients.csv`` in :attr:`tables_format` (``clients.parquet`` once the run has ended with
-        ``output.format: parquet``), any other name as CSV.  Returns the file written."""
-        stem, _ = name.rsplit(".", 1)
-        return write_table(self.path / stem, columns, self.tables_format if name == "clients.csv" else "csv")
+        ``output.format: parquet``), any other name as CSV.  Returns the file written (None: no rows)."""
+        if name.endswith(".csv"):
+            return write_table(self.path / name[:-4], columns, self.tables_format if name == "clients.csv" else "csv")
+        write_columns(self.path / name, columns)  # a strategy's table of another suffix: as named
+        return self.path / name
 
     def settle_format(self, status: str) -> str:
         """Called as the run ends (``status`` from summary.json): a run that has ended (:data:`ENDED`)
