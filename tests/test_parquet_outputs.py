@@ -17,7 +17,7 @@ from asyncfl import runner
 from asyncfl.api import read_run
 from asyncfl.cli import main
 from asyncfl.errors import ConfigError
-from asyncfl.output.files import csv_to_parquet, write_table
+from asyncfl.output.files import csv_to_parquet, round6, write_table
 from asyncfl.output.run_directory import RunDirectory
 from asyncfl.run_files import has_table, load_table, read_table, table_file
 from asyncfl.study.cost import run_costs
@@ -167,3 +167,18 @@ def test_format_is_validated_and_parquet_needs_pyarrow(monkeypatch):
     with pytest.raises(ConfigError, match=r"output\.format: parquet needs pyarrow.*asyncfl\[parquet\]"):
         scenario(output={"format": "parquet"})
     assert scenario(output={"format": "csv"}).output.format == "csv"
+
+
+def test_round6_is_pythons_round_on_every_value():
+    rng = np.random.default_rng(7)
+    values = np.concatenate([
+        rng.lognormal(0, 4, 200_000),  # speeds, seconds: from 1e-6 to 1e6
+        -rng.uniform(0, 1e4, 50_000),
+        (rng.integers(0, 10**9, 50_000) + 0.5) / 1e6,  # the decimal is a tie: .xxxxxx5
+        np.array([0.0078125, 2.5e-6, 0.5e-6, 1.5e-6, -0.0, 4.5e9 + 0.123456789, 1e300, 2.0**-30]),
+        np.array([math.inf, -math.inf, math.nan]),
+    ])  # fmt: skip
+    ours = round6(values)
+    python = [round(v, 6) for v in values.tolist()]
+    assert ours.tolist()[:-1] == python[:-1] and math.isnan(ours[-1])
+    assert round6(np.array([0.0078125]))[0] == 0.007812  # 7812.5 exactly: half to even, as Python
