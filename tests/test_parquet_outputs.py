@@ -15,6 +15,7 @@ from conftest import scenario
 
 from asyncfl import runner
 from asyncfl.api import read_run
+from asyncfl.callbacks.offline_periods import OfflinePeriods
 from asyncfl.cli import main
 from asyncfl.errors import ConfigError
 from asyncfl.output.files import csv_to_parquet, round6, write_table
@@ -67,7 +68,7 @@ def test_csv_to_parquet_keeps_text_columns_text_and_empty_columns_numbers(tmp_pa
     path = tmp_path / "metrics.csv"
     path.write_text("time,round,test_accuracy,utc_time\n0.0,0,,2026-01-05T00:00:00+00:00\n1.5,1,,\n")
     target = csv_to_parquet(path)
-    assert target == tmp_path / "metrics.parquet" and not path.exists()
+    assert target == tmp_path / "metrics.parquet" and path.exists()  # the CSV goes later (drop_converted_logs)
     table = pd.read_parquet(target)
     assert table["test_accuracy"].dtype == np.float64 and table["test_accuracy"].isna().all()  # not Arrow's null type
     assert table["utc_time"].iloc[0] == "2026-01-05T00:00:00+00:00"  # text, not a timestamp
@@ -96,7 +97,13 @@ def test_a_run_that_can_resume_keeps_csv_and_one_that_ended_becomes_parquet(tmp_
         out.write_columns("clients.csv", {"client": [0, 1], "attempts": [2, 0]})
         out.close()
         names = {p.name for p in (tmp_path / status).iterdir()}
-        assert {"metrics." + expected, "clients." + expected} <= names
+        assert {
+            "metrics.csv",
+            "metrics." + expected,
+            "clients." + expected,
+        } <= names  # CSV logs: until the checkpoint goes
+        out.drop_converted_logs()
+        names = {p.name for p in (tmp_path / status).iterdir()}
         assert ("metrics.csv" in names) == (expected == "csv") and "timeline_tasks.csv" in names  # small logs stay CSV
 
 
@@ -182,3 +189,31 @@ def test_round6_is_pythons_round_on_every_value():
     python = [round(v, 6) for v in values.tolist()]
     assert ours.tolist()[:-1] == python[:-1] and math.isnan(ours[-1])
     assert round6(np.array([0.0078125]))[0] == 0.007812  # 7812.5 exactly: half to even, as Python
+
+
+def test_a_crash_while_the_run_ends_leaves_both_files_and_resumes_to_the_same_tables(tmp_path, monkeypatch):
+    """Killed after the logs were written as Parquet, before the checkpoint went: the Parquet files
+    are whole (readers take them), the CSV logs and the checkpoint are there, and a resume (which
+    drops the Parquet files and continues the CSV logs) ends with the reference's tables."""
+    s = scenario(**{**RUN, "output": {"plot": False, "format": "parquet"}})
+    reference = runner.run_scenario(s, tmp_path / "reference", quiet=True)
+
+    class Killed(BaseException):
+        pass
+
+    def die(self, state, now):
+        raise Killed
+
+    monkeypatch.setattr(OfflinePeriods, "on_end", die)  # the callback after CloseLogs
+    with pytest.raises(Killed):
+        runner.run_scenario(s, tmp_path / "crashed", quiet=True)
+    monkeypatch.undo()
+    crashed = tmp_path / "crashed"
+    for name in ("metrics", "rounds", "updates", "weights"):
+        assert (crashed / f"{name}.csv").is_file() and (crashed / f"{name}.parquet").is_file(), name
+    assert (crashed / "checkpoint.pt").is_file()
+    pd.testing.assert_frame_equal(load_table(crashed / "metrics.csv"), pd.read_parquet(crashed / "metrics.parquet"))
+    runner.resume_run(crashed)
+    for name, table in _tables(reference).items():
+        pd.testing.assert_frame_equal(table, _tables(crashed)[name], obj=name)
+    assert not (crashed / "checkpoint.pt").exists() and not (crashed / "metrics.csv").exists()

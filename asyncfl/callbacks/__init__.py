@@ -22,11 +22,12 @@ this order):
 ``ClientsTable``      clients.csv (or .parquet)
 ``StrategyTables``    the strategy's own tables (``extra_outputs``)
 ``CloseLogs``         ends the timeline clients' running tasks, closes the logs (with parquet:
-                      metrics, rounds, updates, weights become .parquet files)
+                      metrics, rounds, updates, weights written as .parquet files too)
 ``OfflinePeriods``    offline_periods.csv
 ``SummaryJson``       summary.json
 ``RunFigures``        the run's figures (``output.plot``), their seconds in summary.json
 ``CheckpointCleanup`` drops the checkpoint of a run that ended
+``DropConvertedLogs`` then the CSV logs written again as Parquet (``output.format: parquet``)
 ====================  ======================================================================
 
 Hooks (:class:`~asyncfl.callbacks.base.Callback`): ``on_start`` (a fresh run, before the clock

@@ -27,3 +27,14 @@ class SettleFormat(Callback):
 
     def on_end(self, state: RunState, now: float) -> None:
         self.out.settle_format(state.progress.status)
+
+
+class DropConvertedLogs(Callback):
+    """Last of the end-of-run callbacks, after the checkpoint is gone: the CSV logs written again as
+    Parquet (``output.format: parquet``) are removed; until then a crash leaves a run that resumes."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+
+    def on_end(self, state: RunState, now: float) -> None:
+        self.out.drop_converted_logs()

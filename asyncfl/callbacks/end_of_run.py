@@ -7,7 +7,7 @@ from typing import Any
 from asyncfl.callbacks.base import Callback
 from asyncfl.callbacks.checkpoint_cleanup import CheckpointCleanup
 from asyncfl.callbacks.clients_table import ClientsTable
-from asyncfl.callbacks.close_logs import CloseLogs, SettleFormat
+from asyncfl.callbacks.close_logs import CloseLogs, DropConvertedLogs, SettleFormat
 from asyncfl.callbacks.offline_periods import OfflinePeriods
 from asyncfl.callbacks.run_figures import RunFigures
 from asyncfl.callbacks.strategy_tables import StrategyTables
@@ -38,4 +38,5 @@ def end_of_run(
         SummaryJson(scenario, out, clients, learner, device),
         *([RunFigures(out)] if scenario.output.plot else []),
         CheckpointCleanup(out.path),
+        DropConvertedLogs(out),
     ]

@@ -174,14 +174,16 @@ def _arrow_column(values: Any):
 def _write_parquet(table, target: Path) -> None:
     tmp = target.with_name(f".{target.name}.tmp")
     pq.write_table(table, tmp, compression="zstd")
+    with open(tmp, "rb+") as handle:  # on disk before it takes the name, as write_atomic's files
+        os.fsync(handle.fileno())
     os.replace(tmp, target)
 
 
 def csv_to_parquet(path: Path) -> Path:
-    """Turn the CSV file ``path`` (a log the run appended to) into ``.parquet`` beside it, then remove
-    it: the Parquet file is complete before the CSV file goes (renamed into place), so a crash in
-    between leaves both, and readers take the Parquet one.  Numbers parse exactly (Arrow's reader);
-    a column with no value at all is stored as floats (NaN), not as Arrow's null type."""
+    """The CSV file ``path`` (a log the run appended to) as ``.parquet`` beside it, written whole and
+    renamed into place; the CSV file stays (the caller removes it once no resume can need it).
+    Numbers parse exactly (Arrow's reader); a column with no value at all is stored as floats (NaN),
+    not as Arrow's null type."""
     target = path.with_suffix(".parquet")
     with open(path, newline="", encoding="utf-8") as handle:
         header = next(csv.reader(handle), [])
@@ -192,7 +194,6 @@ def csv_to_parquet(path: Path) -> Path:
         if pa.types.is_null(field.type):
             table = table.set_column(i, field.name, table.column(i).cast(pa.float64()))
     _write_parquet(table, target)
-    path.unlink()
     return target
 
 

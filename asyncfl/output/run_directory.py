@@ -7,8 +7,10 @@ a reader never sees half of one.
 With ``output.format: parquet`` the population-scale tables (:data:`PARQUET_LOGS` and clients) are
 Parquet files, but the logs stay CSV while the run can still resume: a crash leaves them readable
 and a checkpoint's byte offsets continue them exactly, as with CSV.  Only when the run has ended
-(:data:`ENDED`: no checkpoint is kept) does :meth:`RunDirectory.close` turn each of them into a
-``.parquet`` file (written whole, then the CSV removed).  Readers take ``<table>.parquet`` when
+(:data:`ENDED`) does :meth:`RunDirectory.close` write each of them whole as ``.parquet``; the CSV
+logs go (:meth:`RunDirectory.drop_converted_logs`) only after the checkpoint has, so a crash at any
+moment leaves a run that reads (both files: the Parquet one is whole) or resumes (its CSV logs are
+there; a resume drops the Parquet files such a crash left).  Readers take ``<table>.parquet`` when
 there is one and ``<table>.csv`` otherwise (:func:`asyncfl.run_files.table_file`); summary.json's
 ``format`` says which the run holds.
 """
@@ -95,7 +97,11 @@ class RunDirectory:
         self.path = path
         self.format = format
         self.tables_format = "csv"  # what the run holds now: the logs are CSV until settle_format
+        self.converted: list[Path] = []  # CSV logs written again as Parquet (see drop_converted_logs)
         at = dict(offsets or {})
+        if offsets is not None:  # resuming the CSV logs: Parquet files are from a crash after the run's end
+            for name in (*PARQUET_LOGS, "clients.csv"):
+                (path / name).with_suffix(".parquet").unlink(missing_ok=True)
         self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
         self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS + tuple(extra_rounds), at.get("rounds.csv"))
         self.updates = CsvLog(path / "updates.csv", UPDATES_COLUMNS, at.get("updates.csv"))
@@ -230,8 +236,8 @@ class RunDirectory:
         return self.tables_format
 
     def close(self) -> None:
-        """Flush and close every log; with ``tables_format`` parquet, turn the :data:`PARQUET_LOGS` into
-        ``.parquet`` files (see the module's docstring)."""
+        """Flush and close every log; with ``tables_format`` parquet, write the :data:`PARQUET_LOGS` as
+        ``.parquet`` files too (see the module's docstring)."""
         self.flush()
         for log in (self.metrics, self.rounds, self.weights, self.updates, self.tasks):
             if log is not None:
@@ -242,6 +248,13 @@ class RunDirectory:
             for name in PARQUET_LOGS:
                 if (self.path / name).is_file():
                     csv_to_parquet(self.path / name)
+                    self.converted.append(self.path / name)
+
+    def drop_converted_logs(self) -> None:
+        """Remove the CSV logs :meth:`close` wrote as Parquet (call it once the checkpoint is gone)."""
+        for path in self.converted:
+            path.unlink(missing_ok=True)
+        self.converted = []
 
 
 def timeline_sample(speeds: Sequence[float], count: int = TIMELINE_SAMPLE) -> list[int]:
