@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from asyncfl.figures.aggregate import group_means, group_sums, speed_groups, visible_points
+from asyncfl.figures.common import spread_ties
+from asyncfl.figures.participation import draw_participation
 from asyncfl.figures.timeline import recorded_speeds
 
 
@@ -73,3 +76,32 @@ def test_timeline_speeds_are_picked_for_the_recorded_clients_only(tmp_path):
     rows = ["client,samples_per_s,attempts,participations"] + [f"{c},{10 * c + 0.5},0,0" for c in range(6)]
     (tmp_path / "clients.csv").write_text("\n".join(rows) + "\n")
     assert recorded_speeds(tmp_path) == {1: 10.5, 4: 40.5}
+
+
+def test_participation_figure_plots_the_values_of_the_per_client_computation(tmp_path):
+    """30,000 clients (a thinned scatter): every bar is the share a per-group loop over clients gives,
+    and every dot drawn is a client's own (spread speed, delivered updates)."""
+    rng = np.random.default_rng(1)
+    n = 30_000
+    attempts = rng.integers(0, 6, n)
+    delivered = rng.binomial(attempts, 0.6)
+    offline = attempts - delivered
+    table = pd.DataFrame({
+        "client": np.arange(n), "samples_per_s": rng.lognormal(4, 0.8, n), "attempts": attempts,
+        "participations": delivered, "failed_offline": offline, "failed_battery": 0, "failed_deadline": 0,
+        "availability_p": rng.uniform(0.1, 1.0, n),
+    })  # fmt: skip
+    table.to_csv(tmp_path / "clients.csv", index=False)
+    fig = draw_participation(tmp_path)
+    left, right = fig.axes[0], fig.axes[1]
+    speed = pd.read_csv(tmp_path / "clients.csv")["samples_per_s"].to_numpy()
+    groups = np.array_split(np.argsort(speed, kind="stable"), 5)
+    delivered_share = [delivered[g].sum() / attempts[g].sum() for g in groups]  # the loop the group-by replaced
+    heights = [patch.get_height() for patch in right.patches]
+    assert heights[:5] == pytest.approx(delivered_share, rel=1e-12)
+    assert heights[5:10] == pytest.approx([offline[g].sum() / attempts[g].sum() for g in groups], rel=1e-12)
+    dots = left.collections[0].get_offsets()
+    shown = spread_ties(speed)
+    every = set(zip(shown.tolist(), delivered.astype(float).tolist()))
+    assert len(dots) < n and {tuple(d) for d in np.asarray(dots).tolist()} <= every
+    assert set(np.asarray(dots)[:, 1]) == set(delivered.astype(float))
