@@ -1,7 +1,11 @@
 """Reading a run directory back (for its figures), strictly: a damaged file (a malformed or cut-short
 row, a value that is not a number, truncated JSON or YAML) is a :class:`ConfigError` naming the file
 and the line, never a traceback from deep inside a figure, so ``plot`` can check every file before it
-draws anything (:func:`check_run_files`)."""
+draws anything (:func:`check_run_files`).
+
+A table is named by its CSV file (``run_dir / "clients.csv"``) and read from ``clients.parquet``
+when the run wrote that instead (``output.format: parquet``): :func:`table_file`, :func:`has_table`,
+:func:`load_table` (plain) and :func:`read_table` (checked) find either."""
 
 from __future__ import annotations
 
@@ -28,18 +32,42 @@ TEXT = {"metrics.csv": ("utc_time",), "timeline_tasks.csv": ("outcome",)}
 DAMAGED = "the file is damaged (run the scenario again, or restore the file from a copy)"
 
 
+def table_file(path: Path) -> Path:
+    """The file holding the table ``path`` names (``<dir>/<table>.csv``): ``<table>.parquet`` when
+    there is one (a run that ended with ``output.format: parquet``; a crash while one log was being
+    converted leaves both, and the Parquet file is the whole one), else ``path`` itself."""
+    parquet = path.with_suffix(".parquet")
+    return parquet if path.suffix == ".csv" and parquet.is_file() else path
+
+
+def has_table(path: Path) -> bool:
+    """Whether the run directory holds the table ``path`` names, as CSV or Parquet."""
+    return table_file(path).is_file()
+
+
+def load_table(path: Path, usecols=None) -> pd.DataFrame:
+    """The table ``path`` names as a DataFrame, from its CSV or Parquet file (see :func:`table_file`),
+    unchecked (for :func:`read_table`'s checks, call that)."""
+    found = table_file(path)
+    if found.suffix == ".parquet":
+        return pd.read_parquet(found, columns=usecols)
+    return pd.read_csv(found, usecols=usecols)
+
+
 def read_table(path: Path, usecols=None) -> pd.DataFrame:
-    """One of the run's CSV files (see :data:`REQUIRED`), checked row by row."""
+    """One of the run's tables (see :data:`REQUIRED`; ``path`` names its CSV file, its Parquet file
+    is read when the run wrote that), checked row by row."""
     name = path.name
+    path = table_file(path)
     try:
-        table = pd.read_csv(path, usecols=usecols)
+        table = load_table(path, usecols)
     except pd.errors.EmptyDataError:
         raise ConfigError(f"{path}: empty (not even a header line): {DAMAGED}.") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         where = f", line {found[2]}: {found[3]} fields where the header has {found[1]}" if found else f": {exc}"
         raise ConfigError(f"{path}{where}; {DAMAGED}.") from None
-    except ValueError as exc:  # usecols names a column the header lacks
+    except (ValueError, OSError) as exc:  # usecols names a column the header lacks; a damaged Parquet file
         raise ConfigError(f"{path}: {exc}; {DAMAGED}.") from None
     wanted = REQUIRED.get(name, ())
     missing = [c for c in wanted if c not in table and (usecols is None or c in usecols)]
@@ -99,5 +127,5 @@ def check_run_files(run_dir: Path) -> None:
     if (run_dir / "summary.json").is_file():
         read_json(run_dir / "summary.json")
     for name in REQUIRED:
-        if (run_dir / name).is_file():
+        if has_table(run_dir / name):
             read_table(run_dir / name)

@@ -117,7 +117,14 @@ class Simulation:
         extra_metrics = class_columns + (["utc_time"] if start is not None else [])
         extra_rounds = rounds_extra_columns(reasons)
         self.out = RunDirectory(
-            run_dir, s.output.events, s.output.event_sample, extra_metrics, offsets, timeline, extra_rounds
+            run_dir,
+            s.output.events,
+            s.output.event_sample,
+            extra_metrics,
+            offsets,
+            timeline,
+            extra_rounds,
+            format=s.output.format,
         )
         self.round_spans: list[tuple[float, float, int]] = []  # (start, close, round) for offline_periods.csv
         self.callbacks = self._callbacks(quiet, class_columns, start, reasons) + list(callbacks)  # users' last

@@ -17,20 +17,22 @@ import yaml
 
 from asyncfl.errors import ConfigError
 from asyncfl.figures import render_run_figures
+from asyncfl.run_files import has_table, load_table
 
 STUDY_FILE = "study.yaml"
 
 
 def _table(directory: Path, name: str) -> pd.DataFrame:
+    """``name`` (a CSV file's name) from its CSV or Parquet file (``output.format``)."""
     path = directory / name
-    if not path.is_file():
+    if not has_table(path):
         raise FileNotFoundError(f"{path}: this directory has no {name}")
-    return pd.read_csv(path)
+    return load_table(path)
 
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """One run directory.  ``metrics``, ``rounds``, ``clients``, ``updates`` are its CSV files,
+    """One run directory.  ``metrics``, ``rounds``, ``clients``, ``updates`` are its CSV (or Parquet) files,
     ``events`` its events.jsonl, ``summary`` its summary.json, ``config`` its resolved config.yaml."""
 
     path: Path
@@ -80,7 +82,7 @@ class Run:
 def read_run(path: str | Path) -> Run:
     """The run directory at ``path`` (it must hold a summary.json: a run that has started)."""
     run_dir = Path(path)
-    if not (run_dir / "summary.json").is_file() and not (run_dir / "metrics.csv").is_file():
+    if not (run_dir / "summary.json").is_file() and not has_table(run_dir / "metrics.csv"):
         raise ConfigError(f"{run_dir}: not a run directory (no summary.json or metrics.csv).")
     return Run(run_dir)
 

@@ -18,13 +18,16 @@ and then, in ``on_end``, the end-of-run files (:func:`asyncfl.callbacks.end_of_r
 this order):
 
 ====================  ======================================================================
-``ClientsTable``      clients.csv
+``SettleFormat``      the tables' format: ``output.format`` for a run that ended, else CSV
+``ClientsTable``      clients.csv (or .parquet)
 ``StrategyTables``    the strategy's own tables (``extra_outputs``)
-``CloseLogs``         ends the timeline clients' running tasks, closes the logs
+``CloseLogs``         ends the timeline clients' running tasks, closes the logs (with parquet:
+                      metrics, rounds, updates, weights written as .parquet files too)
 ``OfflinePeriods``    offline_periods.csv
 ``SummaryJson``       summary.json
 ``RunFigures``        the run's figures (``output.plot``), their seconds in summary.json
 ``CheckpointCleanup`` drops the checkpoint of a run that ended
+``DropConvertedLogs`` then the CSV logs written again as Parquet (``output.format: parquet``)
 ====================  ======================================================================
 
 Hooks (:class:`~asyncfl.callbacks.base.Callback`): ``on_start`` (a fresh run, before the clock

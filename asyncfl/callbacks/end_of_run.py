@@ -7,7 +7,7 @@ from typing import Any
 from asyncfl.callbacks.base import Callback
 from asyncfl.callbacks.checkpoint_cleanup import CheckpointCleanup
 from asyncfl.callbacks.clients_table import ClientsTable
-from asyncfl.callbacks.close_logs import CloseLogs
+from asyncfl.callbacks.close_logs import CloseLogs, DropConvertedLogs, SettleFormat
 from asyncfl.callbacks.offline_periods import OfflinePeriods
 from asyncfl.callbacks.run_figures import RunFigures
 from asyncfl.callbacks.strategy_tables import StrategyTables
@@ -24,11 +24,13 @@ def end_of_run(
     round_spans: list[tuple[float, float, int]],
     reasons: list[str],
 ) -> list[Callback]:
-    """clients.csv, the strategy's tables, offline_periods.csv, summary.json, the figures
-    (``output.plot``) and, for a run that ended, no checkpoint: for whatever has run (a finished,
-    diverged or interrupted run alike).  ``round_spans``: (start, close, round) of every aggregation,
-    filled in during the run; ``reasons``: the failure reasons ``population.eligibility`` adds."""
+    """The tables' format (``output.format``), clients.csv, the strategy's tables, offline_periods.csv,
+    summary.json, the figures (``output.plot``) and, for a run that ended, no checkpoint: for whatever
+    has run (a finished, diverged or interrupted run alike).  ``round_spans``: (start, close, round) of
+    every aggregation, filled in during the run; ``reasons``: the failure reasons
+    ``population.eligibility`` adds."""
     return [
+        SettleFormat(out),
         ClientsTable(scenario, out, clients, probabilities, learner, round_spans, reasons),
         StrategyTables(out, learner),
         CloseLogs(out),
@@ -36,4 +38,5 @@ def end_of_run(
         SummaryJson(scenario, out, clients, learner, device),
         *([RunFigures(out)] if scenario.output.plot else []),
         CheckpointCleanup(out.path),
+        DropConvertedLogs(out),
     ]

@@ -12,13 +12,17 @@ from asyncfl.callbacks.base import Callback, RunState
 
 
 class SummaryJson(Callback):
-    """Writes summary.json in ``on_end`` (the timeline clients included, for the figures)."""
+    """Writes summary.json in ``on_end`` (the timeline clients included, for the figures; with
+    ``output.format`` parquet, ``format``: parquet, or csv for a run that can still resume)."""
 
     def __init__(self, scenario: Any, out: Any, clients: Any, learner: Any, device: Any) -> None:
         self.scenario, self.out, self.clients, self.learner, self.device = scenario, out, clients, learner, device
 
     def on_end(self, state: RunState, now: float) -> None:
-        self.out.write_json("summary.json", {**self.summary(state, now), "timeline_clients": sorted(self.out.timeline)})
+        summary = {**self.summary(state, now), "timeline_clients": sorted(self.out.timeline)}
+        if self.scenario.output.format != "csv":  # which files the run holds (a CSV run's summary is as it was)
+            summary["format"] = self.out.tables_format
+        self.out.write_json("summary.json", summary)
 
     def summary(self, state: RunState, now: float) -> dict:
         p, s, learner = state.progress, self.scenario, self.learner

@@ -24,12 +24,12 @@ def plot_dir(path: Path, window: str | None = None, clients: str | None = None) 
     written beside timeline.png).  Every file the figures read is checked first: a damaged one is an
     error naming it, and no figure is redrawn."""
     from asyncfl.figures import render_run_figures
-    from asyncfl.run_files import check_run_files
+    from asyncfl.run_files import check_run_files, has_table
     from asyncfl.study.compare import sweep_records, write_comparison
 
     span, rows, timeline = parse_window(window), parse_clients(clients), timeline_file(window, clients)
     sweep = (path / "study.yaml").is_file()
-    if not sweep and not (path / "metrics.csv").is_file():
+    if not sweep and not has_table(path / "metrics.csv"):
         raise ConfigError(f"{path}: not a run directory (no metrics.csv) nor a sweep directory (no study.yaml).")
     raw = read_yaml(path / "study.yaml") if sweep else {}
     run_dirs = [record.path for record in sweep_records(path)] if sweep else [path]

@@ -8,6 +8,7 @@ whole tree with defaults and allowed values (docs/reference/scenario-keys.md is 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -35,7 +36,7 @@ from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.partition import REGISTRY as PARTITIONERS
 from asyncfl.learn.training import Trainer, Training, local_work_problem
 from asyncfl.registry import ALL, load_plugins, or_list, state
-from asyncfl.sections import Section
+from asyncfl.sections import OPT_IN, Section
 from asyncfl.sim.availability import kind_of
 from asyncfl.sim.selection import selection_problem
 from asyncfl.sim.servers import SERVER_MODES
@@ -77,6 +78,20 @@ class Output(Section):
     )
     event_sample: int = Field(default=100, ge=1, description="clients logged when events: sample")
     plot: bool = True
+    format: Literal["csv", "parquet"] = Field(
+        default="csv",
+        description="file format of the population-scale tables (clients, updates, rounds, metrics, weights): "
+        "csv, or parquet (columnar, needs pyarrow: pip install 'asyncfl[parquet]'; the logs are CSV while the "
+        "run can still resume and become .parquet files when it ends)",
+        json_schema_extra=OPT_IN,
+    )
+
+    @field_validator("format")
+    @classmethod
+    def _parquet_needs_pyarrow(cls, value: str) -> str:
+        if value == "parquet" and importlib.util.find_spec("pyarrow") is None:
+            raise ValueError("parquet needs pyarrow, which is not installed: pip install 'asyncfl[parquet]' or use csv")
+        return value
 
 
 class Checkpoint(Section):

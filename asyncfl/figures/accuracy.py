@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch (PNGs via Agg)
 
 from asyncfl.figures.common import accuracy_limits, run_title, time_of_day_axis
-from asyncfl.run_files import read_table
+from asyncfl.run_files import has_table, read_table
 
 MARKERS_UP_TO = 200  # points per line drawn with markers; more would merge into a solid band
 
@@ -19,7 +19,7 @@ def draw_progress(run_dir: Path) -> tuple[str, Figure]:
     (``timing_only``): the file name and the figure."""
     metrics = read_table(run_dir / "metrics.csv")
     metrics = metrics[metrics["test_accuracy"].notna()] if "test_accuracy" in metrics else metrics.iloc[:0]
-    if not len(metrics) and (run_dir / "rounds.csv").is_file():
+    if not len(metrics) and has_table(run_dir / "rounds.csv"):
         return "updates_vs_time.png", draw_timing(run_dir)
     return "accuracy_vs_time.png", draw_accuracy(run_dir)
 

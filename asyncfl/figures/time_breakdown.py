@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
+from asyncfl.figures.aggregate import group_means, speed_groups
 from asyncfl.figures.common import COLORS, read_clients, run_label
-from asyncfl.figures.participation import speed_groups
 
 BREAKDOWN = (
     ("download_s", "downloading", COLORS["download"]),
@@ -33,6 +33,7 @@ def draw_time_breakdown(run_dir: Path) -> Figure | None:
         return None  # a run directory from before these columns
     speed = clients["samples_per_s"].to_numpy(dtype=float)
     groups, names = speed_groups(speed)
+    count = len(names)
     seconds = {key: clients[key].to_numpy(dtype=float) for key in TIME_COLUMNS}
     length = float(np.median(sum(seconds.values())))
     if not length > 0:
@@ -46,15 +47,15 @@ def draw_time_breakdown(run_dir: Path) -> Figure | None:
                  for key, label, color in BREAKDOWN if key != "lost_compute_s"]  # fmt: skip
     fig = Figure(figsize=(10, 4.4), layout="constrained")
     ax = fig.subplots()
-    bottom = np.zeros(len(groups))
+    bottom = np.zeros(count)
     for key, label, color in parts:
-        share = np.array([seconds[key][g].mean() / length for g in groups])
-        ax.bar(range(len(groups)), share, bottom=bottom, color=color, label=label, edgecolor="white", lw=0.5)
+        share = group_means(groups, seconds[key], count) / length
+        ax.bar(range(count), share, bottom=bottom, color=color, label=label, edgecolor="white", lw=0.5)
         for i, (b, v) in enumerate(zip(bottom, share)):
             if v >= 0.06:
                 ax.text(i, b + v / 2, f"{100 * v:.0f}%", ha="center", va="center", fontsize=8)
         bottom += share
-    ax.set_xticks(range(len(groups)), names, fontsize=8)
+    ax.set_xticks(range(count), names, fontsize=8)
     ax.set_xlabel("speed group (samples/s), slowest to fastest")
     ax.set_ylabel("share of the run (mean over the group's clients)")
     ax.set_ylim(0, 1)

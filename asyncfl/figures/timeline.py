@@ -30,6 +30,17 @@ def spread_by_speed(speed: dict[int, float], count: int) -> list[int]:
     return [c for _, c in reversed(ranked)]
 
 
+def recorded_speeds(run_dir: Path) -> dict[int, float]:
+    """Device speed of each timeline client (clients.csv), picked out with numpy: a dict of all 10^6
+    clients' speeds cost half a second."""
+    table = read_clients(run_dir)
+    if not len(table):
+        return {}
+    ids = table["client"].to_numpy(dtype=np.int64)
+    rows = np.flatnonzero(np.isin(ids, timeline_clients(run_dir)))
+    return dict(zip(ids[rows].tolist(), table["samples_per_s"].to_numpy(dtype=float)[rows].tolist()))
+
+
 def timeline_rows(run_dir: Path, speed: dict[int, float], clients: int | list[int] | None) -> list[int]:
     recorded = timeline_clients(run_dir)
     if isinstance(clients, list):
@@ -56,8 +67,7 @@ def draw_timeline(
     segments, failures = task_segments(run_dir)
     if not segments and not failures:
         return None
-    table = read_clients(run_dir)
-    speed = dict(zip(table["client"].astype(int), table["samples_per_s"].astype(float))) if len(table) else {}
+    speed = recorded_speeds(run_dir)
     chosen = timeline_rows(run_dir, speed, clients)
     aggregations = aggregation_times(run_dir)
     last = max([s.end for s in segments] + [f.time for f in failures] + aggregations)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from asyncfl.output.columns import PHASES
-from asyncfl.run_files import read_json, read_table
+from asyncfl.run_files import has_table, read_json, read_table
 
 
 class NotRecorded(Exception):
@@ -45,7 +45,7 @@ class Failure:
 
 
 def _need(run_dir: Path, *names: str) -> None:
-    missing = [n for n in names if not (run_dir / n).is_file()]
+    missing = [n for n in names if not has_table(run_dir / n)]
     if missing:
         raise NotRecorded(
             f"{run_dir} has no {' / '.join(missing)}: the run was made by an older asyncfl (or has not "

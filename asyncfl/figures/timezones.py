@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
 from asyncfl.figures.common import read_clients, run_label, run_start, time_of_day_axis
-from asyncfl.run_files import read_table
+from asyncfl.run_files import has_table, read_table
 
 
 def draw_timezones(run_dir: Path) -> Figure | None:
@@ -17,7 +17,7 @@ def draw_timezones(run_dir: Path) -> Figure | None:
     six, the most populous; the others pooled), x axis as time of day when the run has a start time:
     the waves of a diurnal population, shifted by the zones' offsets."""
     clients = read_clients(run_dir)
-    if not len(clients) or "utc_offset_h" not in clients or not (run_dir / "updates.csv").is_file():
+    if not len(clients) or "utc_offset_h" not in clients or not has_table(run_dir / "updates.csv"):
         return None
     rounds, updates = read_table(run_dir / "rounds.csv"), read_table(run_dir / "updates.csv")
     if not len(rounds) or not len(updates):

@@ -1,8 +1,18 @@
-"""The run directory: plain-text results written so that a crash leaves them readable.
+"""The run directory: results written so that a crash leaves them readable.
 
 CSV and JSONL files are appended row by row and flushed at every aggregation; whole-file outputs
 (config.yaml, summary.json, clients.csv) are written to a temporary file and renamed into place, so
 a reader never sees half of one.
+
+With ``output.format: parquet`` the population-scale tables (:data:`PARQUET_LOGS` and clients) are
+Parquet files, but the logs stay CSV while the run can still resume: a crash leaves them readable
+and a checkpoint's byte offsets continue them exactly, as with CSV.  Only when the run has ended
+(:data:`ENDED`) does :meth:`RunDirectory.close` write each of them whole as ``.parquet``; the CSV
+logs go (:meth:`RunDirectory.drop_converted_logs`) only after the checkpoint has, so a crash at any
+moment leaves a run that reads (both files: the Parquet one is whole) or resumes (its CSV logs are
+there; a resume drops the Parquet files such a crash left).  Readers take ``<table>.parquet`` when
+there is one and ``<table>.csv`` otherwise (:func:`asyncfl.run_files.table_file`); summary.json's
+``format`` says which the run holds.
 """
 
 from __future__ import annotations
@@ -26,12 +36,13 @@ from asyncfl.output.columns import (
     UPDATES_COLUMNS,
     WEIGHTS_COLUMNS,
 )
-from asyncfl.output.files import CsvLog, open_truncated, write_atomic, write_columns
+from asyncfl.output.files import CsvLog, csv_to_parquet, open_truncated, write_atomic, write_columns, write_table
 from asyncfl.output.folders import cannot_create, make_directory, remove_empty
 
 TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
 ENDED = ("finished", "target_reached", "diverged")  # summary.json statuses of a run that cannot go on
 CHECKPOINT_FILE = "checkpoint.pt"  # what --resume reads (asyncfl.checkpoint); dropped once a run has ended
+PARQUET_LOGS = ("metrics.csv", "rounds.csv", "updates.csv", "weights.csv")  # logs that become .parquet at the end
 
 
 def new_run_dir(base: Path, name: str, what: str = "output.dir") -> Path:
@@ -71,15 +82,26 @@ class RunDirectory:
         offsets: Mapping[str, int] | None = None,
         timeline: Iterable[int] = (),
         extra_rounds: Iterable[str] = (),
+        format: str = "csv",
     ) -> None:
         """``events``: ``all`` logs every client, ``sample`` clients 0 .. event_sample-1 (server events
         are always kept), ``none`` writes no events.jsonl at all.  ``offsets`` (from
         :meth:`offsets`) resumes every log where a checkpoint left it.  ``timeline``: the clients
-        whose every task goes to timeline_tasks.csv (whatever ``events`` says)."""
+        whose every task goes to timeline_tasks.csv (whatever ``events`` says).  ``format``
+        (``output.format``): the format of clients.csv and, once the run has ended, of the
+        :data:`PARQUET_LOGS` (see :meth:`settle_format`)."""
         if events not in ("all", "sample", "none"):
             raise ValueError(f"output.events must be all, sample or none, got {events!r}")
+        if format not in ("csv", "parquet"):
+            raise ValueError(f"output.format must be csv or parquet, got {format!r}")
         self.path = path
+        self.format = format
+        self.tables_format = "csv"  # what the run holds now: the logs are CSV until settle_format
+        self.converted: list[Path] = []  # CSV logs written again as Parquet (see drop_converted_logs)
         at = dict(offsets or {})
+        if offsets is not None:  # resuming the CSV logs: Parquet files are from a crash after the run's end
+            for name in (*PARQUET_LOGS, "clients.csv"):
+                (path / name).with_suffix(".parquet").unlink(missing_ok=True)
         self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
         self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS + tuple(extra_rounds), at.get("rounds.csv"))
         self.updates = CsvLog(path / "updates.csv", UPDATES_COLUMNS, at.get("updates.csv"))
@@ -197,17 +219,42 @@ class RunDirectory:
         if rows:
             self.write_columns(name, {key: [row[key] for row in rows] for key in rows[0]})
 
-    def write_columns(self, name: str, columns: Mapping[str, list[Any]]) -> None:
-        """A CSV file given column by column, written whole (see :func:`asyncfl.output.files.write_columns`)."""
-        write_columns(self.path / name, columns)
+    def write_columns(self, name: str, columns: Mapping[str, Any]) -> Path | None:
+        """A table given column by column, written whole (see :func:`asyncfl.output.files.write_table`):
+        ``clients.csv`` in :attr:`tables_format` (``clients.parquet`` once the run has ended with
+        ``output.format: parquet``), any other name as CSV.  Returns the file written (None: no rows)."""
+        if name.endswith(".csv"):
+            return write_table(self.path / name[:-4], columns, self.tables_format if name == "clients.csv" else "csv")
+        write_columns(self.path / name, columns)  # a strategy's table of another suffix: as named
+        return self.path / name
+
+    def settle_format(self, status: str) -> str:
+        """Called as the run ends (``status`` from summary.json): a run that has ended (:data:`ENDED`)
+        takes ``output.format``; one that can still resume (interrupted) keeps CSV, which its
+        checkpoint's offsets continue.  Returns the format its tables will have (summary.json's ``format``)."""
+        self.tables_format = self.format if status in ENDED else "csv"
+        return self.tables_format
 
     def close(self) -> None:
+        """Flush and close every log; with ``tables_format`` parquet, write the :data:`PARQUET_LOGS` as
+        ``.parquet`` files too (see the module's docstring)."""
         self.flush()
         for log in (self.metrics, self.rounds, self.weights, self.updates, self.tasks):
             if log is not None:
                 log.close()
         if self.events is not None:
             self.events.close()
+        if self.tables_format == "parquet":
+            for name in PARQUET_LOGS:
+                if (self.path / name).is_file():
+                    csv_to_parquet(self.path / name)
+                    self.converted.append(self.path / name)
+
+    def drop_converted_logs(self) -> None:
+        """Remove the CSV logs :meth:`close` wrote as Parquet (call it once the checkpoint is gone)."""
+        for path in self.converted:
+            path.unlink(missing_ok=True)
+        self.converted = []
 
 
 def timeline_sample(speeds: Sequence[float], count: int = TIMELINE_SAMPLE) -> list[int]:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from asyncfl.output.files import write_atomic
+from asyncfl.run_files import load_table
 from asyncfl.tables import markdown, write_csv
 
 QUARTILES = 4
@@ -40,7 +41,7 @@ def speed_quartiles(clients: pd.DataFrame) -> pd.Series:
 def advice_row(values: dict[str, Any], label: str, run_dir: Path, horizon_s: float) -> dict[str, Any]:
     """One row of advice.csv: the setting's grid ``values`` and what its run directory shows."""
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    rounds, updates, clients = (pd.read_csv(run_dir / f"{name}.csv") for name in ("rounds", "updates", "clients"))
+    rounds, updates, clients = (load_table(run_dir / f"{name}.csv") for name in ("rounds", "updates", "clients"))
     hours = summary["virtual_time_s"] / 3600.0
     staleness = sorted(updates["staleness"].astype(float).tolist())
     per_quartile = updates["client"].map(speed_quartiles(clients)).value_counts()

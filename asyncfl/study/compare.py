@@ -16,6 +16,7 @@ from typing import Sequence
 
 from asyncfl.errors import ConfigError
 from asyncfl.figures.compare import plot_comparison
+from asyncfl.run_files import has_table
 from asyncfl.study.seed_statistics import (
     RunRecord,
     bias_rows,
@@ -35,7 +36,7 @@ def write_comparison(
     out_dir: Path, records: Sequence[RunRecord], targets: Sequence[float] = (), title: str = ""
 ) -> list[Path]:
     """Write every comparison output for ``records`` into ``out_dir``; returns the files written."""
-    records = [r for r in records if (r.path / "metrics.csv").is_file()]
+    records = [r for r in records if has_table(r.path / "metrics.csv")]
     if not records:
         raise ConfigError(f"{out_dir}: no finished runs to compare (no metrics.csv found).")
     targets = list(targets) or default_targets(records)
@@ -92,7 +93,7 @@ def sweep_records(sweep_dir: Path) -> list[RunRecord]:
         raw = yaml.safe_load(study.read_text(encoding="utf-8")) or {}
         order = [v.get("name") for v in raw.get("compare") or [] if isinstance(v, dict)] or ["base"]
     found = sorted(
-        (p for p in sweep_dir.glob("*/seed*") if SEED_DIR.match(p.name) and (p / "metrics.csv").is_file()),
+        (p for p in sweep_dir.glob("*/seed*") if SEED_DIR.match(p.name) and has_table(p / "metrics.csv")),
         key=lambda p: (order.index(p.parent.name) if p.parent.name in order else len(order), p.parent.name,
                        int(SEED_DIR.match(p.name).group(1))),
     )  # fmt: skip
@@ -112,7 +113,7 @@ def records_from_paths(paths: Sequence[Path], labels: Sequence[str] = ()) -> lis
             runs = sweep_records(path)
             prefix = f"{labels[i]}/" if labels else (f"{path.name}/" if len(paths) > 1 else "")
             records += [RunRecord(prefix + r.label, r.seed, r.path) for r in runs]
-        elif (path / "metrics.csv").is_file():
+        elif has_table(path / "metrics.csv"):
             records.append(_single(path, labels[i] if labels else None))
         else:
             raise ConfigError(f"{path}: neither a run directory (metrics.csv) nor a sweep directory ({STUDY_FILE}).")

@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from asyncfl.run_files import has_table, load_table
 from asyncfl.study.report import CONFIDENCE, format_interval, report_rows
 from asyncfl.study.seed_statistics import RunRecord, read_summary
 from asyncfl.tables import write_csv, write_markdown
@@ -41,8 +42,8 @@ def run_costs(run_dir: Path) -> dict[str, float]:
     """The four cost measures of one run directory (NaN where a file or column is missing)."""
     hours = float(read_summary(run_dir).get("virtual_time_s") or math.nan) / 3600.0
     updates_file, clients_file = run_dir / "updates.csv", run_dir / "clients.csv"
-    updates = len(pd.read_csv(updates_file)) if updates_file.is_file() else math.nan
-    clients = pd.read_csv(clients_file) if clients_file.is_file() else pd.DataFrame()
+    updates = len(load_table(updates_file)) if has_table(updates_file) else math.nan
+    clients = load_table(clients_file) if has_table(clients_file) else pd.DataFrame()
     lost = float(clients["lost_compute_s"].sum()) if "lost_compute_s" in clients else math.nan
     computed = float(clients["compute_s"].sum()) if "compute_s" in clients else math.nan
     return {

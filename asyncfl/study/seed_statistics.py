@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from asyncfl.client_statistics import bias_stats
+from asyncfl.run_files import has_table, load_table
 from asyncfl.study.measures import column_label
 
 AXES = ("time", "round")  # virtual seconds | aggregations
@@ -84,7 +85,7 @@ class RunRecord:
 
 def evaluations(run_dir: Path) -> pd.DataFrame:
     """The rows of metrics.csv with a test accuracy (an evaluation)."""
-    metrics = pd.read_csv(run_dir / "metrics.csv")
+    metrics = load_table(run_dir / "metrics.csv")
     return metrics[metrics["test_accuracy"].notna()]
 
 
@@ -244,8 +245,8 @@ def default_targets(records: Sequence[RunRecord]) -> list[float]:
 def bias_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
     """client_accuracy.csv of a comparison: FedAR Table 3 per variant, each statistic averaged over seeds."""
     stats = pd.DataFrame([
-        {"variant": r.label, **bias_stats(pd.read_csv(r.path / "clients.csv").get("accuracy", []))} for r in records
-        if (r.path / "clients.csv").is_file()
+        {"variant": r.label, **bias_stats(load_table(r.path / "clients.csv").get("accuracy", []))} for r in records
+        if has_table(r.path / "clients.csv")
     ])  # fmt: skip
     if "clients" not in stats:
         return pd.DataFrame()

@@ -37,6 +37,7 @@ from asyncfl.output.folders import make_directory, missing_directories, remove_e
 from asyncfl.output.lock import writing
 from asyncfl.output.run_directory import CHECKPOINT_FILE as CHECKPOINT
 from asyncfl.output.run_directory import ENDED, new_run_dir, refuse_used_out
+from asyncfl.run_files import has_table
 from asyncfl.sections import resolved_dump
 from asyncfl.study.compare import STUDY_FILE, write_comparison
 from asyncfl.study.jobs import Job, run_locally
@@ -107,7 +108,7 @@ def _run_held(
     skipped += before
     records = [RunRecord(r.variant, r.seed, sweep_dir / r.rel_dir) for r in study.runs]
     write_comparison(sweep_dir, records, study.targets, title=study.name)
-    finished = [r for r in records if (r.path / "metrics.csv").is_file()]
+    finished = [r for r in records if has_table(r.path / "metrics.csv")]
     write_report(sweep_dir, finished, study.baseline if study.baseline in {r.label for r in finished} else None,
                  study.targets, study.claims)  # fmt: skip
     return SweepResult(sweep_dir, done + len(jobs) - len(failures), skipped, failures)
