@@ -15,6 +15,7 @@ from asyncfl.sim.availability.cyclic import Cyclic
 from asyncfl.sim.battery import Battery, DeviceBattery
 from asyncfl.sim.clients import ClientDevice
 from asyncfl.sim.profiles import draw_profiles
+from asyncfl.sim.stream_columns import bernoulli_draws
 
 
 class ZoneShare(Section):
@@ -45,54 +46,109 @@ class Clients:
     iteration).  At 10^6 clients building every ClientDevice up front (profile, availability model,
     streams) took about a third of a timing-only run in which most clients never act.  A client is
     built exactly when the simulation first touches it, so its state is what an eagerly built one
-    would have; the report reads the others' columns (:meth:`profile_columns`, :meth:`batteries`)
-    without building them."""
+    would have; the report reads the others' columns (:meth:`profile_columns`, :meth:`batteries`,
+    :meth:`offline_in_rounds`) without building them.  Only built clients are held (a dict by id):
+    a client never touched costs its drawn columns alone, about 8 bytes per number."""
 
     def __init__(
-        self, count: int, build: Callable[[int], ClientDevice], profiles, batteries: list, availability=None
+        self,
+        count: int,
+        build: Callable[[int], ClientDevice],
+        profiles,
+        batteries: list | None,
+        availability=None,
+        round_draws: tuple[int, float | None] | None = None,
     ) -> None:
-        self._devices: list[ClientDevice | None] = [None] * count
+        """``batteries``: one per client, or None when the population has none; ``round_draws``:
+        (seed, slot_s) when every client's availability is Bernoulli on its own stream
+        (asyncfl/sim/availability/bernoulli.py), which lets :meth:`offline_in_rounds` draw the
+        states of clients never built in columns."""
+        self._count = count
+        self._devices: dict[int, ClientDevice] = {}
         self._build, self._profiles, self._batteries = build, profiles, batteries
         self._availability = availability  # i -> client i's availability model (what build(i) gives it)
+        self.round_draws = round_draws
 
     def availability_of(self, i: int):
         """Client i's availability model: the built client's own, or a fresh one for a client never
         built (it never acted, so a fresh model answers as its own would have)."""
-        device = self._devices[i]
+        device = self._devices.get(i)
         return device.availability if device is not None else self._availability(i)
 
     def __len__(self) -> int:
-        return len(self._devices)
+        return self._count
 
     def __getitem__(self, i: int) -> ClientDevice:
-        device = self._devices[i]
+        device = self._devices.get(i)
         if device is None:
+            if not 0 <= i < self._count:
+                raise IndexError(f"client {i} out of range 0..{self._count - 1}")
             device = self._devices[i] = self._build(i)
         return device
 
     def __iter__(self) -> Iterator[ClientDevice]:
-        return (self[i] for i in range(len(self._devices)))
+        return (self[i] for i in range(self._count))
 
-    def speeds(self) -> list[float]:
+    def speeds(self) -> np.ndarray:
         """Every client's ``samples_per_s`` in id order, read without building anyone."""
-        columns = getattr(self._profiles, "columns", None)
-        return columns[0] if columns is not None else [p.samples_per_s for p in self._profiles]
+        return self.profile_columns()[0]
 
-    def profile_columns(self) -> tuple[list[float], list[float], list[float], list[float]]:
+    def profile_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(samples_per_s, uplink and downlink bytes per second, latency_s) of every client in id order."""
         columns = getattr(self._profiles, "columns", None)
         if columns is not None:
             return columns
         fields = ("samples_per_s", "uplink_bytes_per_s", "downlink_bytes_per_s", "latency_s")
-        return tuple([getattr(p, f) for p in self._profiles] for f in fields)
+        return tuple(np.array([getattr(p, f) for p in self._profiles], dtype=np.float64) for f in fields)
 
-    def batteries(self) -> list[DeviceBattery | None]:
-        """Every client's battery (a built client holds the same object), in id order."""
+    def batteries(self) -> list[DeviceBattery | None] | None:
+        """Every client's battery (a built client holds the same object), in id order; None: no batteries."""
         return self._batteries
 
     def built(self) -> Iterator[ClientDevice]:
         """The clients built so far (those the simulation touched), in id order."""
-        return (device for device in self._devices if device is not None)
+        return (self._devices[i] for i in sorted(self._devices))
+
+    def built_ids(self) -> np.ndarray:
+        """The ids of the clients built so far, ascending."""
+        return np.array(sorted(self._devices), dtype=np.int64)
+
+    def offline_in_rounds(self, ids: np.ndarray, p, round_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+        """Seconds offline of each client of ``ids`` (never built: no task ran on into a later round)
+        over sync rounds ``round_ids`` of ``lengths`` seconds, as :class:`OfflineMeter` counts them
+        (``lengths[states == 0].sum()``, the same floating-point sums); ``p``: every client's p_i.
+        None unless availability is Bernoulli per round (``round_draws`` with slot_s None): client i
+        is online in round r when draw r of its stream is below p_i."""
+        if self.round_draws is None or self.round_draws[1] is not None:
+            return None
+        out = np.zeros(len(ids), dtype=np.float64)
+        if not len(round_ids) or not len(ids):
+            return out
+        draws = int(round_ids.max()) + 1
+        p = np.asarray(p, dtype=np.float64)
+        for start in range(0, len(ids), OFFLINE_BLOCK):
+            block = ids[start : start + OFFLINE_BLOCK]
+            offline = ~bernoulli_draws(self.round_draws[0], "availability", block, p[block], draws)[:, round_ids]
+            out[start : start + len(block)] = _masked_row_sums(offline, lengths)
+        return out
+
+
+OFFLINE_BLOCK = 1 << 16
+
+
+def _masked_row_sums(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values[mask[r]].sum()`` for every row r, bit for bit: numpy sums a row of a C-contiguous
+    array as it sums the same numbers in a 1-D array (pairwise), so rows with the same number of
+    selected values are compacted into one [rows, m] array and summed along rows."""
+    counts = mask.sum(axis=1)
+    out = np.zeros(len(mask), dtype=np.float64)
+    full = np.broadcast_to(values, mask.shape)
+    for m in np.unique(counts).tolist():
+        if m == 0:
+            continue
+        rows = np.flatnonzero(counts == m)
+        out[rows] = full[rows][mask[rows]].reshape(len(rows), m).sum(axis=1)
+    return out
 
 
 def build_clients(
@@ -113,9 +169,12 @@ def build_clients(
     jitter = StreamFamily(seed, "jitter")
 
     def build(i: int) -> ClientDevice:
-        return ClientDevice(i, profiles[i], model(i), jitter.lazy(i), batteries[i])
+        return ClientDevice(i, profiles[i], model(i), jitter.lazy(i), batteries[i] if batteries else None)
 
-    return Clients(num_clients, build, profiles, batteries, model)
+    spec = population.availability
+    bernoulli = spec.kind == "bernoulli" and population.eligibility is None
+    round_draws = (seed, spec.slot_s) if bernoulli else None
+    return Clients(num_clients, build, profiles, batteries, model, round_draws)
 
 
 UNMETERED_STREAM = 0xFFFF_FFF2  # offset of the unmetered-network streams: availability streams stay as they were
@@ -209,9 +268,10 @@ def build_availability(
     return [model(i) for i in range(num_clients)]
 
 
-def build_batteries(spec: Battery | None, num_clients: int, seed: int) -> list[DeviceBattery | None]:
+def build_batteries(spec: Battery | None, num_clients: int, seed: int) -> list[DeviceBattery] | None:
+    """Every client's battery, or None when the population has none."""
     if spec is None:
-        return [None] * num_clients
+        return None
     rng = stream(seed, "profiles", 1)
     levels = spec.initial_level.sample(rng, num_clients)
     charging = spec.charging
