@@ -58,6 +58,7 @@ class Clients:
         batteries: list | None,
         availability=None,
         round_draws: tuple[int, float | None] | None = None,
+        probabilities: Callable[[], list[float]] | None = None,
     ) -> None:
         """``batteries``: one per client, or None when the population has none; ``round_draws``:
         (seed, slot_s) when every client's availability is Bernoulli on its own stream
@@ -67,7 +68,7 @@ class Clients:
         self._devices: dict[int, ClientDevice] = {}
         self._build, self._profiles, self._batteries = build, profiles, batteries
         self._availability = availability  # i -> client i's availability model (what build(i) gives it)
-        self.round_draws = round_draws
+        self.round_draws, self._probabilities = round_draws, probabilities
 
     def availability_of(self, i: int):
         """Client i's availability model: the built client's own, or a fresh one for a client never
@@ -112,6 +113,13 @@ class Clients:
     def built_ids(self) -> np.ndarray:
         """The ids of the clients built so far, ascending."""
         return np.array(sorted(self._devices), dtype=np.int64)
+
+    def slotted_bernoulli(self) -> tuple[int, float, list[float]] | None:
+        """(seed, slot_s, every client's p_i) when every client is online per time slot with its own
+        probability and none has a battery (asyncfl.sim.slot_index dispatches from columns), else None."""
+        if self.round_draws is None or self.round_draws[1] is None or self._batteries is not None:
+            return None
+        return self.round_draws[0], self.round_draws[1], self._probabilities()
 
     def offline_in_rounds(self, ids: np.ndarray, p, round_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
         """Seconds offline of each client of ``ids`` (never built: no task ran on into a later round)
@@ -174,7 +182,10 @@ def build_clients(
     spec = population.availability
     bernoulli = spec.kind == "bernoulli" and population.eligibility is None
     round_draws = (seed, spec.slot_s) if bernoulli else None
-    return Clients(num_clients, build, profiles, batteries, model, round_draws)
+    def probabilities() -> list[float]:
+        return participation_probabilities(spec, num_clients, seed, label_histograms)
+
+    return Clients(num_clients, build, profiles, batteries, model, round_draws, probabilities)
 
 
 UNMETERED_STREAM = 0xFFFF_FFF2  # offset of the unmetered-network streams: availability streams stay as they were

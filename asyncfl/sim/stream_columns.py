@@ -45,32 +45,67 @@ def _output(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
 
 
+class PCG64Columns:
+    """PCG64 for many streams at once (one row of ``states`` each, [n, 4] uint64 as
+    ``SeedSequence.generate_state(4, np.uint64)`` gives them), advanced one output at a time.
+    Seeding is numpy's ``pcg_setseq_128_srandom_r``: inc = initseq << 1 | 1, state = 0, step,
+    state += initstate, step."""
+
+    def __init__(self, states: np.ndarray) -> None:
+        s0, s1, s2, s3 = (np.ascontiguousarray(states[:, j]) for j in range(4))
+        self.inc_hi = (s2 << np.uint64(1)) | (s3 >> np.uint64(63))
+        self.inc_lo = (s3 << np.uint64(1)) | np.uint64(1)
+        lo = self.inc_lo + s1  # state = inc (the first step from 0), plus initstate
+        hi = self.inc_hi + s0 + (lo < s1).astype(np.uint64)
+        self.hi, self.lo = _step(hi, lo, self.inc_hi, self.inc_lo)
+
+    def __len__(self) -> int:
+        return len(self.hi)
+
+    def next_uint64(self) -> np.ndarray:
+        """Every stream's next ``next_uint64`` output."""
+        self.hi, self.lo = _step(self.hi, self.lo, self.inc_hi, self.inc_lo)
+        return _output(self.hi, self.lo)
+
+    def subset(self, rows: np.ndarray) -> PCG64Columns:
+        """A copy of the streams ``rows``, at their current positions."""
+        copy = PCG64Columns.__new__(PCG64Columns)
+        copy.hi, copy.lo, copy.inc_hi, copy.inc_lo = self.hi[rows], self.lo[rows], self.inc_hi[rows], self.inc_lo[rows]
+        return copy
+
+
 def raw_draws(states: np.ndarray, count: int) -> np.ndarray:
-    """The first ``count`` ``next_uint64`` outputs of PCG64 seeded with each row of ``states``
-    ([n, 4] uint64, ``SeedSequence.generate_state(4, np.uint64)``): [n, count] uint64.  Seeding is
-    numpy's ``pcg_setseq_128_srandom_r``: inc = initseq << 1 | 1, state = 0, step, += initstate, step."""
-    s0, s1, s2, s3 = (states[:, j].copy() for j in range(4))
-    inc_hi, inc_lo = (s2 << np.uint64(1)) | (s3 >> np.uint64(63)), (s3 << np.uint64(1)) | np.uint64(1)
-    lo = inc_lo + s1  # state = inc (the first step from 0), plus initstate
-    hi = inc_hi + s0 + (lo < s1).astype(np.uint64)
-    hi, lo = _step(hi, lo, inc_hi, inc_lo)
+    """The first ``count`` ``next_uint64`` outputs of PCG64 seeded with each row of ``states``: [n, count]."""
+    streams = PCG64Columns(states)
     out = np.empty((len(states), count), dtype=np.uint64)
     for k in range(count):
-        hi, lo = _step(hi, lo, inc_hi, inc_lo)
-        out[:, k] = _output(hi, lo)
+        out[:, k] = streams.next_uint64()
     return out
+
+
+def client_streams(seed: int, purpose: str, count: int) -> PCG64Columns:
+    """``stream(seed, purpose, i)`` for i in 0..count-1, at their start."""
+    key = [seed, PURPOSES[purpose], 1]  # stream()'s key for one id (StreamFamily.key)
+    states = np.concatenate(
+        [seed_states(key, np.arange(a, min(a + BLOCK, count), dtype=np.uint64)) for a in range(0, count, BLOCK)]
+    )
+    return PCG64Columns(states.reshape(count, 4))
+
+
+def below(draws: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``random() < p`` for ``next_uint64`` outputs ``draws``: ``random()`` is ``(u >> 11) * 2**-53``, and
+    for an integer k, k * 2**-53 < p exactly when k < ceil(p * 2**53) (a power-of-two scaling, exact)."""
+    return (draws >> np.uint64(11)) < np.ceil(np.asarray(p, dtype=np.float64) * 2.0**53).astype(np.uint64)
 
 
 def bernoulli_draws(seed: int, purpose: str, ids: np.ndarray, p: np.ndarray, count: int) -> np.ndarray:
     """``stream(seed, purpose, i).random(count) < p_i`` for every i of ``ids`` (p: one per id):
-    [len(ids), count] bool.  ``random()`` is ``(next_uint64 >> 11) * 2**-53``, and for an integer k,
-    k * 2**-53 < p exactly when k < ceil(p * 2**53) (a power-of-two scaling, exact), so the
-    comparison is done on the integers."""
+    [len(ids), count] bool (:func:`below`)."""
     key = [seed, PURPOSES[purpose], 1]  # stream()'s key for one id (StreamFamily.key)
-    threshold = np.ceil(np.asarray(p, dtype=np.float64) * 2.0**53).astype(np.uint64)
+    p = np.asarray(p, dtype=np.float64)
     out = np.empty((len(ids), count), dtype=bool)
     for start in range(0, len(ids), BLOCK):
         block = slice(start, start + BLOCK)
         draws = raw_draws(seed_states(key, np.asarray(ids[block], dtype=np.uint64)), count)
-        out[block] = (draws >> np.uint64(11)) < threshold[block, None]
+        out[block] = below(draws, p[block, None])
     return out
