@@ -53,7 +53,7 @@ def test_offline_in_rounds_equals_each_fresh_models_meter() -> None:
     spans = [(30.0 * r, 30.0 * r + 17.0 + r % 5, r) for r in range(40)]  # rounds of uneven lengths
     meter = OfflineMeter(1000.0, spans)  # the run stopped inside round 33
     ids = np.arange(len(clients))
-    got = clients.offline_in_rounds(ids, p, meter.round_ids, meter.lengths)
+    got = clients.offline_in_rounds(ids, p, meter)
     assert got.tolist() == [meter(clients.availability_of(i)) for i in range(len(clients))]
     # hand-computed: rounds 0..32 whole, of 17 + r % 5 s (6 cycles of 17+18+19+20+21 = 95, then 17+18+19),
     # and round 33 (990 s on) up to 1000 s: a client offline in every round is offline 570 + 54 + 10 s
@@ -62,10 +62,19 @@ def test_offline_in_rounds_equals_each_fresh_models_meter() -> None:
     assert 0 <= got.min() and got.max() < 634.0 and got.mean() == pytest.approx(634 * (1 - 0.55), rel=0.1)
 
 
+def test_offline_in_slots_equals_each_fresh_models_meter() -> None:
+    _, clients, p = _population({"kind": "bernoulli", "p": {"dist": "uniform", "low": 0.1, "high": 1.0}, "slot_s": 7.0})
+    for until in (0.0, 3.5, 700.0, 702.25):  # 702.25: slot 100 (700 to 707) counted up to 702.25 when offline
+        meter = OfflineMeter(until, [])
+        got = clients.offline_in_rounds(np.arange(len(clients)), p, meter)
+        assert got.tolist() == [meter(clients.availability_of(i)) for i in range(len(clients))]
+    # at most every slot: 100 whole slots of 7 s and 2.25 s of slot 100; on average E[1 - p] = 0.45 of that
+    assert 0.0 <= got.min() and got.max() <= 702.25 and got.mean() == pytest.approx(0.45 * 702.25, rel=0.1)
+
+
 def test_offline_in_rounds_is_none_where_the_availability_has_no_columns() -> None:
-    for spec in ({"kind": "bernoulli", "p": 0.5, "slot_s": 10.0}, {"kind": "markov", "p": 0.5, "mean_cycle_s": 60.0}):
-        _, clients, p = _population(spec, 5)
-        assert clients.offline_in_rounds(np.arange(5), p, np.arange(3), np.ones(3)) is None
+    _, clients, p = _population({"kind": "markov", "p": 0.5, "mean_cycle_s": 60.0}, 5)
+    assert clients.offline_in_rounds(np.arange(5), p, OfflineMeter(10.0, [(0.0, 1.0, 0)])) is None
 
 
 def test_texts_are_the_logs_cleaned_values() -> None:

@@ -122,7 +122,7 @@ def time_breakdown_columns(
         others = np.flatnonzero(untouched)
         measured = None
         if probabilities is not None:
-            measured = clients.offline_in_rounds(others, probabilities, meter.round_ids, meter.lengths)
+            measured = clients.offline_in_rounds(others, probabilities, meter)
         if measured is None:  # a kind without columns: one fresh model per client
             measured = [meter(clients.availability_of(i)) for i in others.tolist()]
         offline[others] = measured

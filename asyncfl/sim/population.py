@@ -121,23 +121,35 @@ class Clients:
             return None
         return self.round_draws[0], self.round_draws[1], self._probabilities()
 
-    def offline_in_rounds(self, ids: np.ndarray, p, round_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
-        """Seconds offline of each client of ``ids`` (never built: no task ran on into a later round)
-        over sync rounds ``round_ids`` of ``lengths`` seconds, as :class:`OfflineMeter` counts them
-        (``lengths[states == 0].sum()``, the same floating-point sums); ``p``: every client's p_i.
-        None unless availability is Bernoulli per round (``round_draws`` with slot_s None): client i
-        is online in round r when draw r of its stream is below p_i."""
-        if self.round_draws is None or self.round_draws[1] is not None:
+    def offline_in_rounds(self, ids: np.ndarray, p, meter) -> np.ndarray | None:
+        """Seconds offline in [0, ``meter.until``] of each client of ``ids`` (never built: no task ran on
+        into a later round), as :class:`asyncfl.sim.availability.measure.OfflineMeter` counts them, with
+        the same floating-point operations; ``p``: every client's p_i.  None unless availability is
+        Bernoulli (``round_draws``): client i is online in round (or slot) r when draw r of its stream is
+        below p_i.  Per round: ``lengths[states == 0].sum()`` over the meter's round spans; per slot
+        (bernoulli.py's ``offline_seconds``): the offline slots before the one holding ``until`` times
+        slot_s, plus the part of that slot up to ``until`` if offline there."""
+        if self.round_draws is None:
             return None
+        seed, slot_s = self.round_draws
         out = np.zeros(len(ids), dtype=np.float64)
-        if not len(round_ids) or not len(ids):
-            return out
-        draws = int(round_ids.max()) + 1
+        if slot_s is None:
+            if not len(meter.round_ids):
+                return out
+            draws = int(meter.round_ids.max()) + 1
+        else:
+            last = int(meter.until // slot_s)
+            draws, partial = last + 1, meter.until - last * slot_s
         p = np.asarray(p, dtype=np.float64)
         for start in range(0, len(ids), OFFLINE_BLOCK):
             block = ids[start : start + OFFLINE_BLOCK]
-            offline = ~bernoulli_draws(self.round_draws[0], "availability", block, p[block], draws)[:, round_ids]
-            out[start : start + len(block)] = _masked_row_sums(offline, lengths)
+            offline = ~bernoulli_draws(seed, "availability", block, p[block], draws)
+            if slot_s is None:
+                seconds = _masked_row_sums(offline[:, meter.round_ids], meter.lengths)
+            else:
+                counted = np.count_nonzero(offline[:, :last], axis=1).astype(np.float64) * slot_s
+                seconds = counted + np.where(offline[:, last], partial, 0.0)
+            out[start : start + len(block)] = seconds
         return out
 
 
