@@ -20,8 +20,10 @@ from asyncfl.sim.population import _masked_row_sums, build_clients, participatio
 def _population(availability: dict, clients: int = 300):
     s = validate_scenario({"name": "cols", "timing_only": True, "data": {"clients": clients},
                            "population": {"availability": availability}})  # fmt: skip
-    return s, build_clients(s.population, clients, s.seed), participation_probabilities(
-        s.population.availability, clients, s.seed
+    return (
+        s,
+        build_clients(s.population, clients, s.seed),
+        participation_probabilities(s.population.availability, clients, s.seed),
     )
 
 
@@ -105,4 +107,5 @@ def test_write_table_writes_the_bytes_of_the_row_wise_writer(tmp_path, monkeypat
     as_lists = {k: (v.dense() if isinstance(v, Sparse) else v).tolist() for k, v in columns.items()}
     write_columns(tmp_path / "rows.csv", as_lists)
     assert (tmp_path / "cols.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
-    assert (tmp_path / "cols.csv").read_bytes().splitlines()[3] == b"2,1.05,1,2.0,,0.25,0.125"  # linspace step 2.75 / 10: 0.5 + 2 * 0.275
+    # client 2: speed 0.5 + 2 * 0.275 (linspace step 2.75 / 10), its counters, NaN energy empty
+    assert (tmp_path / "cols.csv").read_bytes().splitlines()[3] == b"2,1.05,1,2.0,,0.25,0.125"

@@ -15,8 +15,9 @@ from asyncfl.sim.slot_index import SlotColumnsIndex
 
 
 def _clients(n: int, p, slot_s: float = 2.0, seed: int = 5):
+    availability = {"kind": "bernoulli", "p": p, "slot_s": slot_s}
     s = validate_scenario({"name": "slots", "timing_only": True, "data": {"clients": n}, "seed": seed,
-                           "population": {"availability": {"kind": "bernoulli", "p": p, "slot_s": slot_s}}})  # fmt: skip
+                           "population": {"availability": availability}})  # fmt: skip
     return build_clients(s.population, n, seed)
 
 

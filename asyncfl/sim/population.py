@@ -194,6 +194,7 @@ def build_clients(
     spec = population.availability
     bernoulli = spec.kind == "bernoulli" and population.eligibility is None
     round_draws = (seed, spec.slot_s) if bernoulli else None
+
     def probabilities() -> list[float]:
         return participation_probabilities(spec, num_clients, seed, label_histograms)
 
