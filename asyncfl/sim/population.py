@@ -314,12 +314,15 @@ def build_batteries(spec: Battery | None, num_clients: int, seed: int) -> list[D
     ]
 
 
-# Peak resident bytes per client of a timing-only run, measured by benchmarks/performance/population_memory.py
-# (rounded up): (every client's drawn columns and report rows, whether it ever acts or not; and more
-# for each client the simulation touches: its device, availability model, statistics, last plan).
-PLAIN_BYTES_PER_CLIENT = (1_900, 3_500)
+# Peak resident bytes per client of a timing-only run with the default outputs (figures on), measured by
+# benchmarks/performance/population_memory.py (rounded up): (every client's drawn columns, whether it ever
+# acts or not: profiles, p_i, clients.csv's columns, and the figures reading clients.csv back; and more for
+# each client the simulation touches: its device, availability model, streams, statistics, last plan).
+# Measured 2026-11 with the population in columns: plain drawn 278 (figures off) / 741 (on), built 4,510;
+# rich drawn 1,184 (figures off; on: plus plain's 463 for the figures), built 10,297.
+PLAIN_BYTES_PER_CLIENT = (800, 4_600)
 # with a battery, eligibility processes or time zones (the measured one has all three)
-RICH_BYTES_PER_CLIENT = (2_600, 9_600)
+RICH_BYTES_PER_CLIENT = (1_700, 10_400)
 
 
 def bytes_per_client(population: Section) -> tuple[int, int]:

@@ -10,7 +10,8 @@ model size on digits, Bernoulli availability p_i ~ U[0.1, 1]; no training):
             drawn per 60 s slot                                               goal < 60 s
 
 Wall time is the whole process (python start, imports, simulation, every output file, figures); peak
-memory is the process's maximum resident set (``os.wait4``'s ru_maxrss).  ``--base REV`` runs the
+memory is the process's maximum resident set (``os.wait4``'s ru_maxrss); ``estimate`` is what this
+tree's ``population_bytes`` (the refusal's estimate) says the population needs, beside it.  ``--base REV`` runs the
 same commands from a ``git worktree`` of REV with this interpreter (PYTHONPATH = that tree); a row
 whose population the base refuses or could not hold in this machine's memory is not run there: the
 base's own estimate (its ``population_bytes``) is printed instead.  Writes docs/results/population.md
@@ -128,14 +129,16 @@ def main() -> None:
         f"Timing-only populations, whole `python -m asyncfl` processes with the default outputs (figures "
         f"included) ({device}); `python benchmarks/performance/bench_population.py --base {base}`.",
         "",
-        f"| workload | goal | wall s | peak GiB | base {base} wall s | base peak GiB | speed-up | memory | outcome |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        f"| workload | goal | wall s | peak GiB | estimate GiB | base {base} wall s | base peak GiB | speed-up | "
+        "memory | outcome |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     try:
         for name in args.rows:
             label, overrides, (goal_s, goal_gib) = ROWS[name]
             goal = f"< {goal_s:.0f} s" + (f", < {goal_gib:.0f} GB" if goal_gib else "")
             mine = run_row(ROOT, overrides, args.timeout)
+            mine_estimate = estimate(ROOT, overrides)[0]
             theirs, note = None, ""
             if base_tree is not None:
                 need, available = estimate(base_tree, overrides)
@@ -148,7 +151,8 @@ def main() -> None:
             if theirs and theirs.get("peak") and mine.get("peak"):
                 ratio = f"{theirs['peak'] / mine['peak']:.1f}x less"
             lines.append(
-                f"| {label} | {goal} | {' | '.join(_cell(mine))} | {' | '.join(_cell(theirs))} | {speed_up} | "
+                f"| {label} | {goal} | {' | '.join(_cell(mine))} | {mine_estimate / GIB:.2f} | "
+                f"{' | '.join(_cell(theirs))} | {speed_up} | "
                 f"{ratio} | {mine['outcome']}{note}{'; base: ' + theirs['outcome'] if theirs else ''} |"
             )
             print(lines[-1], flush=True)
