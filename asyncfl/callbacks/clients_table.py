@@ -1,15 +1,53 @@
-"""clients.csv: one row per client, its profile, its counters and where its time went."""
+"""clients.csv: one row per client, its profile, its counters and where its time went.
+
+Built column-wise: the population's drawn columns are numpy arrays, the clients the simulation
+touched (:class:`asyncfl.sim.population.Clients` builds only those) fill in their own values, and
+a column that is the same for every untouched client is a :class:`Sparse` (its fill, and the touched
+clients' values).  At 10^7 clients no per-client Python object and no per-client loop is needed
+for those that never acted; the file is written in blocks of rows (:func:`write_table`)."""
 
 from __future__ import annotations
 
+import csv
 import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from asyncfl.callbacks.base import Callback, RunState
 from asyncfl.output.columns import CLIENT_COLUMNS, LOST_COMPUTE, TIME_BREAKDOWN_COLUMNS, failure_columns
 from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.clients import ClientDevice, phase_seconds
 from asyncfl.sim.population import utc_offsets
+
+ROWS_PER_BLOCK = 1 << 16  # rows formatted and written at once: the texts of one block only are held
+
+
+@dataclass(frozen=True)
+class Sparse:
+    """A column equal to ``fill`` except at ``ids`` (ascending), which hold ``values``."""
+
+    size: int
+    fill: Any
+    ids: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return self.size
+
+    def dense(self) -> np.ndarray:
+        out = np.full(self.size, self.fill, dtype=self.values.dtype)
+        out[self.ids] = self.values
+        return out
+
+
+def sparse(size: int, fill: Any, ids: np.ndarray, values: list) -> Sparse:
+    """``fill`` everywhere but at ``ids``; ints stay ints (written ``3``), floats floats (``3.0``)."""
+    dtype = np.int64 if isinstance(fill, int) else np.float64
+    return Sparse(size, fill, ids, np.array(values, dtype=dtype).reshape(len(ids)))
 
 
 class ClientsTable(Callback):
@@ -38,18 +76,21 @@ class ClientsTable(Callback):
         columns = client_columns(clients, self.probabilities, accuracies, s.timing_only, test_samples)
         # p_i = 1 means online at every time and round, for every kind (the availability contract suite
         # checks it): then nobody is ever offline and no client's model need be built to say so
-        always_online = s.population.eligibility is None and all(p == 1.0 for p in self.probabilities)
-        columns.update(time_breakdown_columns(clients, now, self.round_spans, always_online))
+        probabilities = np.asarray(self.probabilities, dtype=np.float64)
+        always_online = s.population.eligibility is None and bool(np.all(probabilities == 1.0))
+        columns.update(time_breakdown_columns(clients, now, self.round_spans, always_online, probabilities))
+        built = list(clients.built())
+        ids = np.array([c.id for c in built], dtype=np.int64)
         for reason, column in zip(self.reasons, failure_columns(self.reasons)):
-            counts = columns.setdefault(column, [0] * len(clients))
-            for c in clients.built():
-                counts[c.id] = c.stats.failures[reason]
+            columns[column] = sparse(len(clients), 0, ids, [c.stats.failures[reason] for c in built])
         if s.population.timezones is not None:
-            columns["utc_offset_h"] = utc_offsets(s.population.timezones, s.data.clients, s.seed)
-        self.out.write_columns("clients.csv", columns)
+            columns["utc_offset_h"] = np.array(utc_offsets(s.population.timezones, s.data.clients, s.seed))
+        write_table(self.out.path / "clients.csv", columns)
 
 
-def time_breakdown_columns(clients, now: float, rounds: list, always_online: bool = False) -> dict[str, list]:
+def time_breakdown_columns(
+    clients, now: float, rounds: list, always_online: bool = False, probabilities: np.ndarray | None = None
+) -> dict[str, np.ndarray | Sparse]:
     """clients.csv's where-the-time-went columns: seconds downloading, computing, uploading, idle and
     offline in [0, now], and ``lost_compute_s``, the part of computing spent on tasks that failed
     (their work was thrown away; rounds.csv's lost_compute_s per client).  Phases are those of every
@@ -58,72 +99,151 @@ def time_breakdown_columns(clients, now: float, rounds: list, always_online: boo
     eligible) while not busy; idle is the rest (online, no task, including time waiting to be
     selected or for a battery to charge), so the five add up to ``now`` for every client.  A client
     never built never acted: no phases, and its offline time is read from its availability model
-    alone."""
+    alone, in columns where the population can (:meth:`Clients.offline_in_rounds`, given every
+    client's p_i in ``probabilities``), else one fresh model at a time."""
     n = len(clients)
-    download, compute, upload = [0.0] * n, [0.0] * n, [0.0] * n
-    offline = [0.0] * n
-    meter = None if always_online else OfflineMeter(now, rounds)
-    built = [False] * n
-    for c in clients.built():
-        i, stats = c.id, c.stats
-        built[i] = True
+    built = list(clients.built())
+    ids = np.array([c.id for c in built], dtype=np.int64)
+    phases = []
+    for c in built:
+        stats, plan = c.stats, c.stats.last_plan
         d, cp, u = stats.download_s, stats.compute_s, stats.upload_s
-        plan = stats.last_plan
         if plan is not None and plan.end > now:  # still running: count it up to now only
             full, cut = phase_seconds(plan), phase_seconds(plan, now)
             d, cp, u = d - full[0] + cut[0], cp - full[1] + cut[1], u - full[2] + cut[2]
-        download[i], compute[i], upload[i] = d, cp, u
-        if meter is not None:
-            offline[i] = meter(c.availability, stats.late_spans)
-    if meter is not None:
-        for i in range(n):
-            if not built[i]:
-                offline[i] = meter(clients.availability_of(i))
-    idle = [now - d - cp - u - o for d, cp, u, o in zip(download, compute, upload, offline)]
-    lost = [0.0] * n
-    for c in clients.built():
-        lost[c.id] = c.stats.lost_compute_s
-    return {**dict(zip(TIME_BREAKDOWN_COLUMNS, (download, compute, upload, idle, offline))), LOST_COMPUTE: lost}
+        phases.append((d, cp, u))
+    download, compute, upload = (sparse(n, 0.0, ids, [p[j] for p in phases]) for j in range(3))
+    offline = np.zeros(n, dtype=np.float64)
+    if not always_online:
+        meter = OfflineMeter(now, rounds)
+        offline[ids] = [meter(c.availability, c.stats.late_spans) for c in built]
+        untouched = np.ones(n, dtype=bool)
+        untouched[ids] = False
+        others = np.flatnonzero(untouched)
+        measured = None
+        if probabilities is not None:
+            measured = clients.offline_in_rounds(others, probabilities, meter)
+        if measured is None:  # a kind without columns: one fresh model per client
+            measured = [meter(clients.availability_of(i)) for i in others.tolist()]
+        offline[others] = measured
+    idle = now - download.dense()  # now - d - cp - u - o, in that order
+    idle -= compute.dense()
+    idle -= upload.dense()
+    idle -= offline
+    lost = sparse(n, 0.0, ids, [c.stats.lost_compute_s for c in built])
+    columns = dict(zip(TIME_BREAKDOWN_COLUMNS, (download, compute, upload, idle, offline)))
+    return {**columns, LOST_COMPUTE: lost}
 
 
 def client_columns(
-    clients, probabilities: list[float], accuracies: list[float], timing_only: bool, test_samples: list[int] = ()
-) -> dict:
+    clients, probabilities, accuracies: list[float], timing_only: bool, test_samples: list[int] = ()
+) -> dict[str, np.ndarray | Sparse]:
     """clients.csv as columns, one value per client in id order (``test_samples``: the size of each
     client's local test split, on which ``accuracy`` is measured; none when timing only).  A client
     that never acted was never built (:class:`asyncfl.sim.population.Clients`): its columns are read
-    from the drawn profiles and batteries, its counters are zero.  At 10^6 clients one dict per row cost seconds."""
+    from the drawn profiles and batteries, its counters are zero (the fill of a :class:`Sparse`)."""
     n = len(clients)
     speed, up, down, latency = clients.profile_columns()
     batteries = clients.batteries()
-    columns = {
-        "client": list(range(n)),
-        "samples_per_s": list(speed),
-        "uplink_mbps": [b * 8 / 1e6 for b in up],
-        "downlink_mbps": [b * 8 / 1e6 for b in down],
-        "latency_s": list(latency),
-        "availability_p": list(probabilities),
-        "train_samples": [ClientDevice.train_samples] * n,
-        "test_samples": list(test_samples) if len(test_samples) else [math.nan] * n,
-        "attempts": [0] * n,
-        "participations": [0] * n,
-        "failed_offline": [0] * n,
-        "failed_battery": [0] * n,
-        "failed_deadline": [0] * n,
-        "busy_s": [0.0] * n,
-        "energy_j": [b.used_j if b else 0.0 for b in batteries],
-        "battery_level_j": [b.level if b else math.nan for b in batteries],
-        "accuracy": list(accuracies) if accuracies else [math.nan] * n,
+    built = list(clients.built())
+    ids = np.array([c.id for c in built], dtype=np.int64)
+    stats = [c.stats for c in built]
+    nothing = np.zeros(0, dtype=np.int64)
+    blank, zero = sparse(n, math.nan, nothing, []), sparse(n, 0.0, nothing, [])  # NaN / 0.0 for every client
+    counts = {
+        f"failed_{r}": sparse(n, 0, ids, [st.failures[r] for st in stats]) for r in ("offline", "battery", "deadline")
     }
-    for client in clients.built():
-        i, stats = client.id, client.stats
-        columns["train_samples"][i] = client.train_samples
-        columns["attempts"][i] = stats.attempts
-        columns["participations"][i] = stats.delivered
-        for reason in ("offline", "battery", "deadline"):
-            columns[f"failed_{reason}"][i] = stats.failures[reason]
-        columns["busy_s"][i] = stats.busy_s
-    if timing_only:  # no data set: clients hold no samples (their tasks use full batches)
-        columns["train_samples"] = [math.nan] * n
+    columns = {
+        "client": np.arange(n, dtype=np.int64),
+        "samples_per_s": speed,
+        "uplink_mbps": up * 8 / 1e6,
+        "downlink_mbps": down * 8 / 1e6,
+        "latency_s": latency,
+        "availability_p": np.asarray(probabilities, dtype=np.float64),
+        "train_samples": (
+            blank  # no data set: clients hold no samples (their tasks use full batches)
+            if timing_only
+            else sparse(n, ClientDevice.train_samples, ids, [c.train_samples for c in built])
+        ),
+        "test_samples": (np.asarray(test_samples, dtype=np.int64) if len(test_samples) else blank),
+        "attempts": sparse(n, 0, ids, [st.attempts for st in stats]),
+        "participations": sparse(n, 0, ids, [st.delivered for st in stats]),
+        **counts,
+        "busy_s": sparse(n, 0.0, ids, [st.busy_s for st in stats]),
+        "energy_j": zero if batteries is None else np.array([b.used_j for b in batteries]),
+        "battery_level_j": blank if batteries is None else np.array([b.level for b in batteries]),
+        "accuracy": np.asarray(accuracies, dtype=np.float64) if accuracies else blank,
+    }
     assert tuple(columns) == CLIENT_COLUMNS
     return columns
+
+
+def write_table(path: Path, columns: dict[str, np.ndarray | Sparse]) -> None:
+    """A CSV file given column by column, written whole (temporary file, then renamed), the bytes
+    :func:`asyncfl.output.files.write_columns` writes for the same values (ints as ``str``, floats as
+    ``repr(round(x, 6))``, NaN empty, rows ending in \\r\\n), a block of rows at a time.  Consecutive
+    :class:`Sparse` columns are joined once per block (their fills) and again only in the rows of
+    clients that hold values, so a row of an untouched client is a handful of fields."""
+    if not columns or not len(next(iter(columns.values()))):
+        return
+    n = len(next(iter(columns.values())))
+    groups: list[list] = []  # runs of consecutive Sparse columns, and dense columns one by one
+    for column in columns.values():
+        if isinstance(column, Sparse) and groups and isinstance(groups[-1][0], Sparse):
+            groups[-1].append(column)
+        else:
+            groups.append([column])
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerow(list(columns))
+        for start in range(0, n, ROWS_PER_BLOCK):
+            stop = min(n, start + ROWS_PER_BLOCK)
+            fields = [_group_texts(group, start, stop) for group in groups]
+            handle.write("\r\n".join(map(",".join, zip(*fields))) + "\r\n")
+    os.replace(tmp, path)
+
+
+def _group_texts(group: list, start: int, stop: int) -> list[str]:
+    """The texts of rows [start, stop) of a dense column, or of a run of Sparse columns joined by commas."""
+    if not isinstance(group[0], Sparse):
+        return texts(np.asarray(group[0][start:stop]))
+    fill = ",".join(texts(np.array([c.fill], dtype=c.values.dtype))[0] for c in group)
+    out = [fill] * (stop - start)
+    spans = [(c, *np.searchsorted(c.ids, (start, stop))) for c in group]
+    rows = np.unique(np.concatenate([c.ids[a:b] for c, a, b in spans])) - start
+    if len(rows):
+        parts = []
+        for c, a, b in spans:
+            block = np.full(len(rows), c.fill, dtype=c.values.dtype)
+            block[np.searchsorted(rows, c.ids[a:b] - start)] = c.values[a:b]
+            parts.append(texts(block))
+        for row, text in zip(rows.tolist(), map(",".join, zip(*parts))):
+            out[row] = text
+    return out
+
+
+def texts(values: np.ndarray) -> list[str]:
+    """What csv writes for each value after the logs' cleaning: an int as ``str``, a float as
+    ``repr(round(x, 6))``, NaN as "".  numpy rounds as rint(x * 1e6) / 1e6, which is Python's
+    correctly rounded ``round`` except where x * 1e6 lies within its own rounding error of a half
+    (or is too large for exact integers): those few are rounded by Python itself."""
+    if values.dtype.kind in "iub":
+        return list(map(str, values.tolist()))
+    values = np.asarray(values, dtype=np.float64)
+    nan = np.isnan(values)
+    if len(values) and ((values == values[0]).all() or nan.all()):  # e.g. one constant for every client
+        return [_float_text(float(values[0]))] * len(values)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = values * 1e6
+        half = np.abs(scaled - np.floor(scaled) - 0.5)
+        exact = (half > 4.5e-16 * np.abs(scaled)) & (np.abs(scaled) < 2.0**52)  # NaN and inf: False
+        out = list(map(repr, np.round(values, 6).tolist()))
+    for i in np.flatnonzero(nan).tolist():
+        out[i] = ""
+    for i in np.flatnonzero(~exact & ~nan).tolist():
+        out[i] = _float_text(float(values[i]))
+    return out
+
+
+def _float_text(value: float) -> str:
+    return "" if value != value else repr(round(value, 6))

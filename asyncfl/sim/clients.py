@@ -96,13 +96,14 @@ class Work:
         return (self.steps(client) if steps is None else steps) * min(self.batch_size, client.train_samples)
 
 
-def time_budget_problem(work: Work, speeds: list[float], train_samples: list[int] | None) -> str | None:
+def time_budget_problem(work: Work, speeds, train_samples: list[int] | None) -> str | None:
     """A time budget shorter than one local step for every client (``train_samples`` None: full batches),
     checked at run start over the whole population (validation can tell only for bounded speeds)."""
-    if work.time_budget_s is None or not speeds:
+    speeds = np.asarray(speeds, dtype=np.float64)
+    if work.time_budget_s is None or not len(speeds):
         return None
-    sizes = train_samples if train_samples is not None else [work.batch_size] * len(speeds)
-    shortest = min(min(work.batch_size, n) / speed for n, speed in zip(sizes, speeds))
+    sizes = work.batch_size if train_samples is None else np.minimum(work.batch_size, np.asarray(train_samples))
+    shortest = float(np.min(sizes / speeds))
     if work.time_budget_s / shortest + 1e-9 >= 1:  # the rounding of Work.steps
         return None
     return (

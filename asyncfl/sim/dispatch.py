@@ -24,12 +24,16 @@ import numpy as np
 
 from asyncfl.sim.clients import ClientDevice
 from asyncfl.sim.engine import sortedcontainers
+from asyncfl.sim.slot_index import SlotColumnsIndex
 
 BATTERY_POLL_S = 60.0  # how often to look again at clients waiting for their battery to charge
 INF = math.inf
 
 
-def make_dispatcher(clients: list[ClientDevice]) -> ScanDispatcher | IdleOnlineIndex:
+def make_dispatcher(clients: list[ClientDevice]) -> ScanDispatcher | IdleOnlineIndex | SlotColumnsIndex:
+    slotted = getattr(clients, "slotted_bernoulli", lambda: None)()  # a population in columns
+    if slotted is not None:
+        return SlotColumnsIndex(clients, *slotted)
     if any(c.battery is not None for c in clients):
         return ScanDispatcher(clients)
     return IdleOnlineIndex(clients)

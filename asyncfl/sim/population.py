@@ -15,6 +15,7 @@ from asyncfl.sim.availability.cyclic import Cyclic
 from asyncfl.sim.battery import Battery, DeviceBattery
 from asyncfl.sim.clients import ClientDevice
 from asyncfl.sim.profiles import draw_profiles
+from asyncfl.sim.stream_columns import bernoulli_draws
 
 
 class ZoneShare(Section):
@@ -45,54 +46,129 @@ class Clients:
     iteration).  At 10^6 clients building every ClientDevice up front (profile, availability model,
     streams) took about a third of a timing-only run in which most clients never act.  A client is
     built exactly when the simulation first touches it, so its state is what an eagerly built one
-    would have; the report reads the others' columns (:meth:`profile_columns`, :meth:`batteries`)
-    without building them."""
+    would have; the report reads the others' columns (:meth:`profile_columns`, :meth:`batteries`,
+    :meth:`offline_in_rounds`) without building them.  Only built clients are held (a dict by id):
+    a client never touched costs its drawn columns alone, about 8 bytes per number."""
 
     def __init__(
-        self, count: int, build: Callable[[int], ClientDevice], profiles, batteries: list, availability=None
+        self,
+        count: int,
+        build: Callable[[int], ClientDevice],
+        profiles,
+        batteries: list | None,
+        availability=None,
+        round_draws: tuple[int, float | None] | None = None,
+        probabilities: Callable[[], list[float]] | None = None,
     ) -> None:
-        self._devices: list[ClientDevice | None] = [None] * count
+        """``batteries``: one per client, or None when the population has none; ``round_draws``:
+        (seed, slot_s) when every client's availability is Bernoulli on its own stream
+        (asyncfl/sim/availability/bernoulli.py), which lets :meth:`offline_in_rounds` draw the
+        states of clients never built in columns."""
+        self._count = count
+        self._devices: dict[int, ClientDevice] = {}
         self._build, self._profiles, self._batteries = build, profiles, batteries
         self._availability = availability  # i -> client i's availability model (what build(i) gives it)
+        self.round_draws, self._probabilities = round_draws, probabilities
 
     def availability_of(self, i: int):
         """Client i's availability model: the built client's own, or a fresh one for a client never
         built (it never acted, so a fresh model answers as its own would have)."""
-        device = self._devices[i]
+        device = self._devices.get(i)
         return device.availability if device is not None else self._availability(i)
 
     def __len__(self) -> int:
-        return len(self._devices)
+        return self._count
 
     def __getitem__(self, i: int) -> ClientDevice:
-        device = self._devices[i]
+        device = self._devices.get(i)
         if device is None:
+            if not 0 <= i < self._count:
+                raise IndexError(f"client {i} out of range 0..{self._count - 1}")
             device = self._devices[i] = self._build(i)
         return device
 
     def __iter__(self) -> Iterator[ClientDevice]:
-        return (self[i] for i in range(len(self._devices)))
+        return (self[i] for i in range(self._count))
 
-    def speeds(self) -> list[float]:
+    def speeds(self) -> np.ndarray:
         """Every client's ``samples_per_s`` in id order, read without building anyone."""
-        columns = getattr(self._profiles, "columns", None)
-        return columns[0] if columns is not None else [p.samples_per_s for p in self._profiles]
+        return self.profile_columns()[0]
 
-    def profile_columns(self) -> tuple[list[float], list[float], list[float], list[float]]:
+    def profile_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(samples_per_s, uplink and downlink bytes per second, latency_s) of every client in id order."""
         columns = getattr(self._profiles, "columns", None)
         if columns is not None:
             return columns
         fields = ("samples_per_s", "uplink_bytes_per_s", "downlink_bytes_per_s", "latency_s")
-        return tuple([getattr(p, f) for p in self._profiles] for f in fields)
+        return tuple(np.array([getattr(p, f) for p in self._profiles], dtype=np.float64) for f in fields)
 
-    def batteries(self) -> list[DeviceBattery | None]:
-        """Every client's battery (a built client holds the same object), in id order."""
+    def batteries(self) -> list[DeviceBattery | None] | None:
+        """Every client's battery (a built client holds the same object), in id order; None: no batteries."""
         return self._batteries
 
     def built(self) -> Iterator[ClientDevice]:
         """The clients built so far (those the simulation touched), in id order."""
-        return (device for device in self._devices if device is not None)
+        return (self._devices[i] for i in sorted(self._devices))
+
+    def built_ids(self) -> np.ndarray:
+        """The ids of the clients built so far, ascending."""
+        return np.array(sorted(self._devices), dtype=np.int64)
+
+    def slotted_bernoulli(self) -> tuple[int, float, list[float]] | None:
+        """(seed, slot_s, every client's p_i) when every client is online per time slot with its own
+        probability and none has a battery (asyncfl.sim.slot_index dispatches from columns), else None."""
+        if self.round_draws is None or self.round_draws[1] is None or self._batteries is not None:
+            return None
+        return self.round_draws[0], self.round_draws[1], self._probabilities()
+
+    def offline_in_rounds(self, ids: np.ndarray, p, meter) -> np.ndarray | None:
+        """Seconds offline in [0, ``meter.until``] of each client of ``ids`` (never built: no task ran on
+        into a later round), as :class:`asyncfl.sim.availability.measure.OfflineMeter` counts them, with
+        the same floating-point operations; ``p``: every client's p_i.  None unless availability is
+        Bernoulli (``round_draws``): client i is online in round (or slot) r when draw r of its stream is
+        below p_i.  Per round: ``lengths[states == 0].sum()`` over the meter's round spans; per slot
+        (bernoulli.py's ``offline_seconds``): the offline slots before the one holding ``until`` times
+        slot_s, plus the part of that slot up to ``until`` if offline there."""
+        if self.round_draws is None:
+            return None
+        seed, slot_s = self.round_draws
+        out = np.zeros(len(ids), dtype=np.float64)
+        if slot_s is None:
+            if not len(meter.round_ids):
+                return out
+            draws = int(meter.round_ids.max()) + 1
+        else:
+            last = int(meter.until // slot_s)
+            draws, partial = last + 1, meter.until - last * slot_s
+        p = np.asarray(p, dtype=np.float64)
+        for start in range(0, len(ids), OFFLINE_BLOCK):
+            block = ids[start : start + OFFLINE_BLOCK]
+            offline = ~bernoulli_draws(seed, "availability", block, p[block], draws)
+            if slot_s is None:
+                seconds = _masked_row_sums(offline[:, meter.round_ids], meter.lengths)
+            else:
+                counted = np.count_nonzero(offline[:, :last], axis=1).astype(np.float64) * slot_s
+                seconds = counted + np.where(offline[:, last], partial, 0.0)
+            out[start : start + len(block)] = seconds
+        return out
+
+
+OFFLINE_BLOCK = 1 << 16
+
+
+def _masked_row_sums(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values[mask[r]].sum()`` for every row r, bit for bit: numpy sums a row of a C-contiguous
+    array as it sums the same numbers in a 1-D array (pairwise), so rows with the same number of
+    selected values are compacted into one [rows, m] array and summed along rows."""
+    counts = mask.sum(axis=1)
+    out = np.zeros(len(mask), dtype=np.float64)
+    full = np.broadcast_to(values, mask.shape)
+    for m in np.unique(counts).tolist():
+        if m == 0:
+            continue
+        rows = np.flatnonzero(counts == m)
+        out[rows] = full[rows][mask[rows]].reshape(len(rows), m).sum(axis=1)
+    return out
 
 
 def build_clients(
@@ -113,9 +189,16 @@ def build_clients(
     jitter = StreamFamily(seed, "jitter")
 
     def build(i: int) -> ClientDevice:
-        return ClientDevice(i, profiles[i], model(i), jitter.lazy(i), batteries[i])
+        return ClientDevice(i, profiles[i], model(i), jitter.lazy(i), batteries[i] if batteries else None)
 
-    return Clients(num_clients, build, profiles, batteries, model)
+    spec = population.availability
+    bernoulli = spec.kind == "bernoulli" and population.eligibility is None
+    round_draws = (seed, spec.slot_s) if bernoulli else None
+
+    def probabilities() -> list[float]:
+        return participation_probabilities(spec, num_clients, seed, label_histograms)
+
+    return Clients(num_clients, build, profiles, batteries, model, round_draws, probabilities)
 
 
 UNMETERED_STREAM = 0xFFFF_FFF2  # offset of the unmetered-network streams: availability streams stay as they were
@@ -209,9 +292,10 @@ def build_availability(
     return [model(i) for i in range(num_clients)]
 
 
-def build_batteries(spec: Battery | None, num_clients: int, seed: int) -> list[DeviceBattery | None]:
+def build_batteries(spec: Battery | None, num_clients: int, seed: int) -> list[DeviceBattery] | None:
+    """Every client's battery, or None when the population has none."""
     if spec is None:
-        return [None] * num_clients
+        return None
     rng = stream(seed, "profiles", 1)
     levels = spec.initial_level.sample(rng, num_clients)
     charging = spec.charging
@@ -230,12 +314,15 @@ def build_batteries(spec: Battery | None, num_clients: int, seed: int) -> list[D
     ]
 
 
-# Peak resident bytes per client of a timing-only run, measured by benchmarks/performance/population_memory.py
-# (rounded up): (every client's drawn columns and report rows, whether it ever acts or not; and more
-# for each client the simulation touches: its device, availability model, statistics, last plan).
-PLAIN_BYTES_PER_CLIENT = (1_900, 3_500)
+# Peak resident bytes per client of a timing-only run with the default outputs (figures on), measured by
+# benchmarks/performance/population_memory.py (rounded up): (every client's drawn columns, whether it ever
+# acts or not: profiles, p_i, clients.csv's columns, and the figures reading clients.csv back; and more for
+# each client the simulation touches: its device, availability model, streams, statistics, last plan).
+# Measured 2026-11 with the population in columns: plain drawn 278 (figures off) / 741 (on), built 4,510;
+# rich drawn 1,184 (figures off; on: plus plain's 463 for the figures), built 10,297.
+PLAIN_BYTES_PER_CLIENT = (800, 4_600)
 # with a battery, eligibility processes or time zones (the measured one has all three)
-RICH_BYTES_PER_CLIENT = (2_600, 9_600)
+RICH_BYTES_PER_CLIENT = (1_700, 10_400)
 
 
 def bytes_per_client(population: Section) -> tuple[int, int]:

@@ -14,7 +14,10 @@ between them is the cost of one more client.  Two kinds of cost:
 
 Each for the plain population (Bernoulli availability) and a rich one (diurnal availability in time
 zones, an unmetered-network eligibility process, a battery with charging windows).  Measured on
-x86_64, Python 3.11, numpy 2 (2026-11): plain drawn 1,888, built 3,444; rich drawn 2,581, built 9,589.
+x86_64, Python 3.11, numpy 2 (2026-11), before the population was held in columns: plain drawn 1,888,
+built 3,444; rich drawn 2,581, built 9,589.  With it (issue 24): plain drawn 278 with figures off and
+741 with them on (the figures read clients.csv back), built 4,510; rich (sizes 30,000 and 90,000,
+figures off) drawn 1,184, built 10,297.
 
     python benchmarks/performance/population_memory.py [--sizes 100000 300000]
 """
