@@ -85,7 +85,11 @@ class ClientsTable(Callback):
             columns[column] = sparse(len(clients), 0, ids, [c.stats.failures[reason] for c in built])
         if s.population.timezones is not None:
             columns["utc_offset_h"] = np.array(utc_offsets(s.population.timezones, s.data.clients, s.seed))
-        write_table(self.out.path / "clients.csv", columns)
+        if self.out.tables_format == "parquet":  # output.format: parquet, and the run has ended
+            dense = {name: c.dense() if isinstance(c, Sparse) else c for name, c in columns.items()}
+            self.out.write_columns("clients.csv", dense)
+        else:  # CSV in blocks of rows: the text of one block only is held
+            write_table(self.out.path / "clients.csv", columns)
 
 
 def time_breakdown_columns(
