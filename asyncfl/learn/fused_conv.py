@@ -52,9 +52,11 @@ class ConvFusedTrainer(BatchedTrainer):
         saved = []
         for layer in self.layers:
             kind = layer[0]
-            saved.append((layer, a))  # every step keeps its input, ReLU its output
+            saved.append((layer, a))  # every step keeps its input; ReLU its output, pool and conv a bit more
             if kind == "conv":
-                a = conv_forward(w, layer, a, jobs)
+                grouped = group_weight(w[layer[1]])
+                a = conv_forward(w, layer, a, grouped)
+                saved[-1] = (layer, (saved[-1][1], grouped))
             elif kind == "relu":
                 a = torch.relu(a)
                 saved[-1] = (layer, a)
@@ -77,7 +79,7 @@ class ConvFusedTrainer(BatchedTrainer):
             elif kind == "flatten":
                 grad_out = cohort_images(grad_out.reshape(jobs, batch, kept.shape[1] // jobs, *kept.shape[2:]))
             elif kind == "conv":
-                grad_out = conv_backward(w, layer, kept, grad_out, grads, need_input=i > 0)
+                grad_out = conv_backward(w, layer, *kept, grad_out, grads, need_input=i > 0)
             else:
                 grad_out = linear_backward(w, layer, kept, grad_out, grads, need_input=i > 0)
         return grads, loss, square
@@ -98,11 +100,12 @@ def group_weight(weight: torch.Tensor) -> torch.Tensor:
     return grouped.contiguous(memory_format=CHANNELS_LAST)
 
 
-def conv_forward(w: dict, layer: tuple, a: torch.Tensor, jobs: int) -> torch.Tensor:
-    """The stacked convolution ("conv", weight, bias or None, stride, padding) of the cohort ``a``."""
+def conv_forward(w: dict, layer: tuple, a: torch.Tensor, grouped: torch.Tensor) -> torch.Tensor:
+    """The stacked convolution ("conv", weight, bias or None, stride, padding) of the cohort ``a``;
+    ``grouped``: its weights as :func:`group_weight` gives them."""
     _, weight_name, bias_name, stride, padding = layer
     bias = w[bias_name].reshape(-1) if bias_name else None
-    out = F.conv2d(a, group_weight(w[weight_name]), bias, stride, padding, 1, jobs)
+    out = F.conv2d(a, grouped, bias, stride, padding, 1, w[weight_name].shape[0])
     # oneDNN returns one input channel per group (cnn1d's first layer) channels-first; the gradient
     # arriving from the next layer is channels-last, and ReLU's backward over the two layouts ran
     # 4x slower than over one
@@ -110,16 +113,22 @@ def conv_forward(w: dict, layer: tuple, a: torch.Tensor, jobs: int) -> torch.Ten
 
 
 def conv_backward(
-    w: dict, layer: tuple, kept: torch.Tensor, grad_out: torch.Tensor, grads: dict, need_input: bool
+    w: dict,
+    layer: tuple,
+    kept: torch.Tensor,
+    grouped: torch.Tensor,
+    grad_out: torch.Tensor,
+    grads: dict,
+    need_input: bool,
 ) -> torch.Tensor | None:
     """Puts the convolution's weight and bias gradients in ``grads``; returns its input's gradient
-    (None when not ``need_input``).  ``kept``: the layer's input."""
+    (None when not ``need_input``).  ``kept``: the layer's input, ``grouped``: its grouped weights."""
     _, weight_name, bias_name, stride, padding = layer
     weight = w[weight_name]
     grad_in, grad_weight, grad_bias = torch.ops.aten.convolution_backward(
         grad_out,
         kept,
-        group_weight(weight),
+        grouped,
         [grad_out.shape[1]] if bias_name else None,
         stride,
         padding,
