@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from asyncfl.config import ConfigError
+from asyncfl.config.loading import validate_scenario
 from asyncfl.config.schema import Data
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer
 from asyncfl.learn.executors import auto_executor, make_trainer
@@ -25,6 +26,8 @@ from asyncfl.learn.fused_conv import ConvFusedTrainer, conv_input_shape, conv_la
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Trainer, Training
+from asyncfl.output.files import read_csv
+from asyncfl.runner import run_scenario
 
 TOL = 1e-5
 
@@ -218,3 +221,29 @@ def test_cuda_fused_conv_equals_sequential(images, name):
     fused = ConvFusedTrainer(model, fed, training, 0, chunk_size=5).run(base, jobs)
     assert all(r.delta.device.type == "cuda" for r in fused)
     assert _max_gap(seq, fused) <= 1e-4  # cuDNN may pick other algorithms for the two layouts
+
+
+def test_whole_cnn1d_run_same_metrics_as_sequential(tmp_path):
+    """A whole sync run (trainer.executor fused vs sequential, cnn1d on a small MNIST-1D): same rounds,
+    updates and virtual times; accuracies and losses to float tolerance (the deltas differ in the last
+    bits, which three rounds do not grow past 1e-4)."""
+    raw = {
+        "name": "conv",
+        "data": {"dataset": "mnist1d", "clients": 12, "mnist1d": {"train_samples": 400, "test_samples": 100}},
+        "model": {"name": "cnn1d"},
+        "training": {"local_steps": 4, "momentum": 0.5},
+        "server": {"mode": "sync", "deadline_s": 4.0},
+        "stop": {"rounds": 3},
+        "output": {"plot": False},
+    }
+    runs = {}
+    for executor in ("sequential", "fused"):
+        scenario = validate_scenario({**raw, "trainer": {"executor": executor}})
+        runs[executor] = read_csv(run_scenario(scenario, tmp_path / executor) / "metrics.csv")
+    assert len(runs["fused"]) == len(runs["sequential"]) == 4
+    for a, b in zip(runs["sequential"], runs["fused"]):
+        assert (a["round"], a["updates"], a["time"]) == (b["round"], b["updates"], b["time"])
+        for key in ("test_accuracy", "test_loss", "train_loss"):
+            x, y = float(a[key] or "nan"), float(b[key] or "nan")
+            assert (math.isnan(x) and math.isnan(y)) or abs(x - y) <= 1e-4
+    assert int(runs["fused"][-1]["updates"]) > 0 and float(runs["fused"][-1]["test_accuracy"]) > 0.1
