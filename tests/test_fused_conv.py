@@ -246,4 +246,5 @@ def test_whole_cnn1d_run_same_metrics_as_sequential(tmp_path):
         for key in ("test_accuracy", "test_loss", "train_loss"):
             x, y = float(a[key] or "nan"), float(b[key] or "nan")
             assert (math.isnan(x) and math.isnan(y)) or abs(x - y) <= 1e-4
-    assert int(runs["fused"][-1]["updates"]) > 0 and float(runs["fused"][-1]["test_accuracy"]) > 0.1
+    first, last = runs["fused"][0], runs["fused"][-1]
+    assert int(last["updates"]) > 0 and abs(float(last["test_loss"]) - float(first["test_loss"])) > 1e-3  # it trained
