@@ -19,8 +19,8 @@ with 100 clients and 20 rounds, cnn1d on MNIST-1D and lenet5 on digits, once per
 (sequential, batched, fused), each in a fresh process (``--repeats`` times interleaved, best kept).
 "run" is the in-process time of building the simulation (data set included) and running it;
 "training" the time inside the trainer.  Prints the ratios against the sequential executor and each
-run's final accuracy (the executors agree to float tolerance; a run is chaotic, so final accuracies
-may still differ by about a seed's spread: see tests/test_fused_conv.py).
+run's final accuracy (the executors' deltas agree to float tolerance, but training is chaotic:
+last-bit differences grow over 20 rounds, so final accuracies differ by up to a few thousandths).
 """
 
 from __future__ import annotations
