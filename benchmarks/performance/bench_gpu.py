@@ -5,7 +5,8 @@ Data: random CIFAR-shaped images (3x32x32, 10 classes) built here on the device,
 per client, so nothing is downloaded; a client's result does not depend on what its pixels are.
 Every trainer gets the same cohort of jobs from one base model and ``--steps`` local steps of
 batch ``--batch``.  The batched trainers run the whole cohort (in chunks: ``--chunk-size``, else
-the trainer's memory budget); the sequential one, whose rate does not depend on the cohort, runs
+the trainer's memory budget, 1 GB by its rough estimate: about 5 ResNet-18 clients, so on a large
+GPU also try ``--chunk-size 50``); the sequential one, whose rate does not depend on the cohort, runs
 the first ``--seq-jobs`` jobs.  Each variant runs once to warm up (cuDNN's algorithm search,
 allocations), then ``--repeats`` times; the best time is kept.  The fused trainer exists for
 LeNet-5 only (a Sequential chain); ResNet-18 is batched with vmap or sequential.  A variant that
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--image", type=int, nargs=3, default=[3, 32, 32])
     parser.add_argument("--seq-jobs", type=int, default=50)
     parser.add_argument("--chunk-size", type=int, default=None, help="clients per batched call (default: budget)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--tiny", action="store_true", help=f"a configuration that runs in seconds on a CPU: {TINY}")
     parser.add_argument("--out", type=Path, help="also write the Markdown table here")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: 1 with --device cpu)")
