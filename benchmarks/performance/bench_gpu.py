@@ -5,7 +5,7 @@ Data: random CIFAR-shaped images (3x32x32, 10 classes) built here on the device,
 per client, so nothing is downloaded; a client's result does not depend on what its pixels are.
 Every trainer gets the same cohort of jobs from one base model and ``--steps`` local steps of
 batch ``--batch``.  The batched trainers run the whole cohort (in chunks: ``--chunk-size``, else
-the trainer's memory budget, 1 GB by its rough estimate: about 5 ResNet-18 clients, so on a large
+the trainer's memory budget, 1 GB by its rough estimate: a few ResNet-18 clients, so on a large
 GPU also try ``--chunk-size 50``); the sequential one, whose rate does not depend on the cohort, runs
 the first ``--seq-jobs`` jobs.  Each variant runs once to warm up (cuDNN's algorithm search,
 allocations), then ``--repeats`` times; the best time is kept.  The fused trainer exists for
