@@ -19,10 +19,10 @@ from torch import nn
 from asyncfl.config import ConfigError
 from asyncfl.config.loading import validate_scenario
 from asyncfl.config.schema import Data
-from asyncfl.learn.batched import BatchedTrainer, FusedTrainer
+from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, bytes_per_client
 from asyncfl.learn.executors import auto_executor, make_trainer
 from asyncfl.learn.federation import build_federation
-from asyncfl.learn.fused_conv import ConvFusedTrainer, conv_input_shape, conv_layers
+from asyncfl.learn.fused_conv import CONV_CPU_CHUNK_BYTES, ConvFusedTrainer, conv_input_shape, conv_layers
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Trainer, Training
@@ -248,3 +248,15 @@ def test_whole_cnn1d_run_same_metrics_as_sequential(tmp_path):
             assert (math.isnan(x) and math.isnan(y)) or abs(x - y) <= 1e-4
     first, last = runs["fused"][0], runs["fused"][-1]
     assert int(last["updates"]) > 0 and abs(float(last["test_loss"]) - float(first["test_loss"])) > 1e-3  # it trained
+
+
+def test_default_chunk_sizes_on_the_cpu(images, signals):
+    """CONV_CPU_CHUNK_BYTES // bytes_per_client: 32 MiB / 1,033,888 bytes = 32 cnn2d clients on digits
+    (batch 32); an explicit chunk_size wins."""
+    cnn2d = _model("cnn2d", images)[0]
+    per_client = bytes_per_client(cnn2d, images, Training())
+    assert per_client == 1_033_888 and (32 << 20) // per_client == 32
+    assert ConvFusedTrainer(cnn2d, images, Training(), 0).chunk_size == CONV_CPU_CHUNK_BYTES // per_client == 32
+    assert ConvFusedTrainer(cnn2d, images, Training(), 0, chunk_size=500).chunk_size == 500
+    cnn1d = _model("cnn1d", signals)[0]
+    assert ConvFusedTrainer(cnn1d, signals, Training(), 0).chunk_size == CONV_CPU_CHUNK_BYTES // 573_600 == 58
