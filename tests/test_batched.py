@@ -30,6 +30,7 @@ from asyncfl.learn.batched import (
 )
 from asyncfl.learn.executors import auto_executor, make_trainer
 from asyncfl.learn.federation import build_federation
+from asyncfl.learn.fused_conv import ConvFusedTrainer
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
@@ -281,24 +282,25 @@ def test_cuda_batched_equals_sequential(kernel):
 
 
 def test_auto_rule_and_factory(digits, monkeypatch):
-    """auto: fused for Linear/ReLU chains on any device, else batched on CUDA or for small CPU models."""
+    """auto: fused for Linear/ReLU and convolution chains on any device, else batched on CUDA or for
+    small CPU models (the conv chains' own checks: tests/test_fused_conv.py)."""
     spec, cpu, cuda = Trainer(executor="auto"), torch.device("cpu"), torch.device("cuda")
     picks = {name: auto_executor(_model(name, digits)[0], cpu) for name in ("logreg", "mlp", "lenet5")}
-    assert picks == {"logreg": "fused", "mlp": "fused", "lenet5": "batched"}
+    assert picks == {"logreg": "fused", "mlp": "fused", "lenet5": "fused"}
     assert auto_executor(_model("mlp", digits)[0], cuda) == "fused"
-    assert auto_executor(_model("lenet5", digits)[0], cuda) == "batched"
-    lenet5 = _model("lenet5", digits)[0]
-    monkeypatch.setattr(executors, "CPU_BATCHED_MAX_PARAMS", parameter_count(lenet5) - 1)  # "too big" for the CPU
-    assert auto_executor(lenet5, cpu) == "sequential" and auto_executor(lenet5, cuda) == "batched"
+    assert auto_executor(_model("lenet5", digits)[0], cuda) == "fused"
+    other = _Conv1dNet()  # not a chain: vmap where it fits
+    monkeypatch.setattr(executors, "CPU_BATCHED_MAX_PARAMS", parameter_count(other) - 1)  # "too big" for the CPU
+    assert auto_executor(other, cpu) == "sequential" and auto_executor(other, cuda) == "batched"
     monkeypatch.undo()
     kinds = {name: type(make_trainer(_model(name, digits)[0], digits, Training(), 0, spec, cpu)) for name in picks}
-    assert kinds == {"logreg": FusedTrainer, "mlp": FusedTrainer, "lenet5": BatchedTrainer}
+    assert kinds == {"logreg": FusedTrainer, "mlp": FusedTrainer, "lenet5": ConvFusedTrainer}
     model, _ = _model("mlp", digits)
     chunked = make_trainer(model, digits, Training(), 0, Trainer(executor="batched", chunk_size=3), cpu)
     assert type(chunked) is BatchedTrainer and chunked.chunk_size == 3 and chunked.kernel == "vmap"
     assert not make_trainer(model, digits, Training(), 0, Trainer(executor="sequential"), cpu).batched
     with pytest.raises(ConfigError, match="trainer.executor: fused"):
-        make_trainer(_model("lenet5", digits)[0], digits, Training(), 0, Trainer(executor="fused"), cpu)
+        make_trainer(_Conv1dNet(), digits, Training(), 0, Trainer(executor="fused"), cpu)
 
 
 def same_metrics_scenario(mode: str) -> dict:

@@ -206,7 +206,7 @@ def test_the_unextended_package_refuses_both_names():
         scenario(data={"partition": {"kind": "alternate"}})
 
 
-@pytest.mark.parametrize("model", ["logreg", "mlp", "lenet5", "resnet18", "cnn1d"])
+@pytest.mark.parametrize("model", ["logreg", "mlp", "lenet5", "resnet18", "cnn1d", "cnn2d"])
 def test_the_schema_accepts_a_model_on_a_data_set_exactly_when_it_builds(model):
     """The model/data check is built from the registries' metadata (a data set's inputs, the inputs a model
     accepts); it must agree with the builders on every registered data set's input shape."""

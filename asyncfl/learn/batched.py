@@ -114,35 +114,47 @@ class BatchedTrainer:
         return CHUNK_BUDGET_BYTES
 
     def _run_chunk(self, base: Bases, jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
-        """Parameters stay stacked per tensor ([J, *shape]) during the steps -- gradients of slices of
-        one flat vector would cost a [J, d] scatter per parameter tensor -- and are flattened at the end."""
-        fed, cfg = self.federation, self.training
         index, weight, steps = self.cohort_batches(jobs)
         rows = stack_bases(base, len(jobs))
+        delta, losses, squares = self.train_rows(rows, index, weight, steps)
+        mean_loss = (losses.sum(1) / steps_t(steps, losses)).tolist()
+        mean_square = (squares.sum(1) / steps_t(steps, losses)).tolist()  # padded steps have weight 0: they add 0
+        return [TrainingResult(delta[j], mean_loss[j], steps[j], mean_square[j]) for j in range(len(jobs))]
+
+    def train_rows(
+        self, rows: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, steps: list[int]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(deltas [J, d], weighted losses [J, S], weighted squared losses [J, S]) of local SGD from the
+        base ``rows`` [J, d] over the minibatches of :meth:`cohort_batches`, all on the rows' device.
+
+        The indices and weights move to that device once; then the loop over the local steps reads
+        nothing back to the host (no ``.item()``, ``.tolist()`` or ``.cpu()``: the step masks come
+        from the Python list ``steps``), so a GPU runs the whole job without waiting on the CPU.
+        Parameters stay stacked per tensor ([J, *shape]) during the steps -- gradients of slices of
+        one flat vector would cost a [J, d] scatter per parameter tensor -- and are flattened at the end."""
+        fed, cfg, jobs = self.federation, self.training, len(steps)
         device = rows.device
         index, weight = index.to(device), weight.to(device, rows.dtype)
-        steps_t = torch.as_tensor(steps, device=device)
+        active_after = steps_t(steps, rows)
         w, w0, start = {}, {}, 0
         for name, n, shape in self.layout:
-            w0[name] = rows[:, start : start + n].reshape(len(jobs), *shape)
+            w0[name] = rows[:, start : start + n].reshape(jobs, *shape)
             w[name] = w0[name].clone()
             start += n
         buf: dict = {}
-        losses = torch.zeros(len(jobs), index.shape[1], device=device, dtype=rows.dtype)
+        losses = torch.zeros(jobs, index.shape[1], device=device, dtype=rows.dtype)
         squares = torch.zeros_like(losses)
         for s in range(index.shape[1]):
             idx = index[:, s]
             grads, loss, square = self.gradients(w, fed.features[idx], fed.labels[idx], weight[:, s])
             losses[:, s] = loss.detach()
             squares[:, s] = square.detach()
-            active = None if s < min(steps) else steps_t > s  # None: every job takes this step
+            active = None if s < min(steps) else active_after > s  # None: every job takes this step
             for name, _, shape in self.layout:
                 mask = None if active is None else active.view(-1, *([1] * len(shape)))
                 w[name], buf[name] = masked_sgd_step(w[name], grads[name], buf.get(name), cfg, mask, w0[name])
-        delta = torch.cat([w[name].reshape(len(jobs), -1) for name, _, _ in self.layout], 1) - rows
-        mean_loss = (losses.sum(1) / steps_t).tolist()
-        mean_square = (squares.sum(1) / steps_t).tolist()  # padded steps have weight 0: they add 0
-        return [TrainingResult(delta[j], mean_loss[j], steps[j], mean_square[j]) for j in range(len(jobs))]
+        delta = torch.cat([w[name].reshape(jobs, -1) for name, _, _ in self.layout], 1) - rows
+        return delta, losses, squares
 
     def cohort_batches(self, jobs: Sequence[TrainingJob]) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
         """Global sample indices [J, S, B], sample weights [J, S, B] and per-job step counts.
@@ -203,34 +215,60 @@ class FusedTrainer(BatchedTrainer):
         saved = []  # (layer, its input)
         for layer in self.layers:
             if layer[0] == "linear":
-                _, weight_name, bias_name = layer
                 saved.append((layer, a))
-                wt = w[weight_name].transpose(1, 2)
-                a = torch.baddbmm(w[bias_name].unsqueeze(1), a, wt) if bias_name else torch.bmm(a, wt)
+                a = linear_forward(w, layer, a)
             elif layer[0] == "relu":
                 a = torch.relu(a)
                 saved.append((layer, a))
-        log_p = torch.log_softmax(a, -1)
-        target = y.unsqueeze(-1)
-        each = log_p.gather(-1, target).squeeze(-1)  # minus the per-sample losses
-        loss = -(each * weight).sum(1)
-        square = (each.square() * weight).sum(1)
-        grad_out = log_p.exp_()
-        grad_out.scatter_add_(-1, target, torch.full_like(target, -1, dtype=grad_out.dtype))
-        grad_out.mul_(weight.unsqueeze(-1))
+        grad_out, loss, square = cross_entropy_backward(a, y, weight)
         grads = {}
         for i in range(len(saved) - 1, -1, -1):
             layer, kept = saved[i]
             if layer[0] == "relu":
                 grad_out = torch.ops.aten.threshold_backward(grad_out, kept, 0)  # ReLU's own backward
                 continue
-            _, weight_name, bias_name = layer
-            grads[weight_name] = torch.bmm(grad_out.transpose(1, 2), kept)
-            if bias_name:
-                grads[bias_name] = grad_out.sum(1)
-            if i > 0:
-                grad_out = torch.bmm(grad_out, w[weight_name])
+            grad_out = linear_backward(w, layer, kept, grad_out, grads, need_input=i > 0)
         return grads, loss, square
+
+
+def linear_forward(w: dict, layer: tuple, a: torch.Tensor) -> torch.Tensor:
+    """A stacked Linear layer ("linear", weight name, bias name or None) on ``a`` [J, B, in]."""
+    _, weight_name, bias_name = layer
+    wt = w[weight_name].transpose(1, 2)
+    return torch.baddbmm(w[bias_name].unsqueeze(1), a, wt) if bias_name else torch.bmm(a, wt)
+
+
+def linear_backward(
+    w: dict, layer: tuple, kept: torch.Tensor, grad_out: torch.Tensor, grads: dict, need_input: bool
+) -> torch.Tensor | None:
+    """Puts the layer's parameter gradients in ``grads``; returns its input's gradient (None when not
+    ``need_input``).  ``kept``: the layer's input."""
+    _, weight_name, bias_name = layer
+    grads[weight_name] = torch.bmm(grad_out.transpose(1, 2), kept)
+    if bias_name:
+        grads[bias_name] = grad_out.sum(1)
+    return torch.bmm(grad_out, w[weight_name]) if need_input else None
+
+
+def cross_entropy_backward(
+    logits: torch.Tensor, y: torch.Tensor, weight: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(gradient of the weighted loss sum with respect to ``logits`` [J, B, classes], weighted losses
+    [J], weighted squared per-sample losses [J]): ``(softmax - onehot) * weight``."""
+    log_p = torch.log_softmax(logits, -1)
+    target = y.unsqueeze(-1)
+    each = log_p.gather(-1, target).squeeze(-1)  # minus the per-sample losses
+    loss = -(each * weight).sum(1)
+    square = (each.square() * weight).sum(1)
+    grad_out = log_p.exp_()
+    grad_out.scatter_add_(-1, target, torch.full_like(target, -1, dtype=grad_out.dtype))
+    grad_out.mul_(weight.unsqueeze(-1))
+    return grad_out, loss, square
+
+
+def steps_t(steps: list[int], like: torch.Tensor) -> torch.Tensor:
+    """The jobs' step counts as a tensor on ``like``'s device."""
+    return torch.as_tensor(steps, device=like.device)
 
 
 def width_groups(widths: Sequence[int], overhead_rows: int | None) -> list[list[int]]:

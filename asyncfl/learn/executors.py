@@ -11,11 +11,15 @@ to the last bit) on the same kind of device:
   size measured, most at small cohorts where ``vmap``'s per-step dispatch dominates.  On CUDA it was
   not measured (no GPU where this was written); it is chosen there because it launches a fixed
   twenty-odd kernels per step, fewer than ``vmap`` over the same layers;
-* otherwise batched (``torch.func.vmap``) on CUDA for every model -- one kernel launch for the
-  whole cohort instead of one per client and layer;
-* otherwise, on the CPU, batched for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters.  On the
-  2-core CPU it beat the sequential trainer for LeNet-5 (vmap turns the convolutions into grouped
-  ones) at cohorts of 10, 100 and 1,000.  ResNet-18 (11M parameters) stays sequential on the CPU:
+* fused also for chains of Conv1d / Conv2d / ReLU / MaxPool / Flatten / Linear (cnn1d, lenet5;
+  :mod:`asyncfl.learn.fused_conv`): each convolution is one channels-last grouped convolution over
+  the cohort with its backward called directly.  On the 2-core CPU it beat ``vmap`` for cnn1d and
+  LeNet-5 (``benchmarks/performance/bench_trainer.py``); on CUDA it is unmeasured and chosen for
+  the same reason as the fused MLP (``benchmarks/performance/bench_gpu.py`` compares them);
+* otherwise batched (``torch.func.vmap``) on CUDA for every model (ResNet-18) -- one kernel launch
+  for the whole cohort instead of one per client and layer;
+* otherwise, on the CPU, batched for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters.
+  ResNet-18 (11M parameters) stays sequential on the CPU:
   it was not measured, and a cohort's stacked copies of its parameters cost more memory than they
   can save in time.
 """
@@ -27,6 +31,7 @@ from torch import nn
 
 from asyncfl.errors import ConfigError
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers
+from asyncfl.learn.fused_conv import ConvFusedTrainer, conv_layers
 from asyncfl.learn.models import parameter_count
 from asyncfl.learn.trainer import SequentialTrainer
 from asyncfl.learn.training import Trainer, Training
@@ -36,7 +41,7 @@ CPU_BATCHED_MAX_PARAMS = 1_000_000
 
 def auto_executor(model: nn.Module, device: torch.device) -> str:
     """The executor ``auto`` picks for ``model`` on ``device`` (see the module docstring)."""
-    if fused_layers(model) is not None:
+    if fused_layers(model) is not None or conv_layers(model) is not None:
         return "fused"
     if device.type == "cuda":
         return "batched"
@@ -64,12 +69,14 @@ def make_trainer(model: nn.Module, federation, training: Training, seed: int, sp
     """The trainer ``spec`` asks for (``auto`` resolved by :func:`auto_executor`)."""
     executor = auto_executor(model, device) if spec.executor == "auto" else spec.executor
     if executor == "fused":
-        if fused_layers(model) is None:
+        if fused_layers(model) is not None:
+            return FusedTrainer(model, federation, training, seed, spec.chunk_size)
+        if conv_layers(model) is None:
             raise ConfigError(
-                "trainer.executor: fused needs a model made of Flatten, Linear and ReLU layers only "
-                "(model.name logreg or mlp); use auto, batched or sequential for this model."
+                "trainer.executor: fused needs a chain of Conv1d/Conv2d, ReLU, MaxPool, Flatten and Linear layers "
+                "(model.name logreg, mlp, cnn1d or lenet5); use auto, batched or sequential for this model."
             )
-        return FusedTrainer(model, federation, training, seed, spec.chunk_size)
+        return ConvFusedTrainer(model, federation, training, seed, spec.chunk_size)
     if executor == "batched":
         return BatchedTrainer(model, federation, training, seed, spec.chunk_size)
     return SequentialTrainer(model, federation, training, seed)

@@ -133,8 +133,9 @@ class Trainer(Section):
 
     executor: Literal["auto", "fused", "batched", "sequential"] = Field(
         default="auto",
-        description="fused: batched matrix products (Linear/ReLU models); batched: torch.func vmap over clients "
-        "(any model); auto: a fixed rule, not timed: fused for Linear/ReLU models, else batched on CUDA and on "
+        description="fused: hand-written batched forward and backward (chains of Linear/ReLU, and of "
+        "Conv/ReLU/MaxPool/Flatten/Linear such as cnn1d and lenet5); batched: torch.func vmap over clients "
+        "(any model); auto: a fixed rule, not timed: fused where it applies, else batched on CUDA and on "
         "CPU up to 1M parameters (asyncfl/learn/executors.py)",
     )
     chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")

@@ -1,9 +1,11 @@
 """asyncfl next to FLGo, a plain per-client loop and a bare vmap script on the FLGo anchor workload.
 
-The workload (``/work/shared/anchors/flgo/RESULTS.md``): sklearn digits, 100 clients, MLP 64-200-10,
-FedAvg, every client every round, 5 local SGD steps of batch 32 (lr 0.05), 30 rounds = 15,000
-client-steps.  Each variant runs in its own fresh process, one after the other, ``--repeats`` times
-interleaved; the best run of each is kept (the machine is shared).  All run with ``--threads``
+The workload (``/work/shared/anchors/flgo/RESULTS.md``): sklearn digits, 100 clients, MLP 64-200-10
+and the anchor's CNN (3x3 convolutions of 16 and 32 channels, each with ReLU and 2x2 max-pooling,
+then linear 128-10: asyncfl's ``model.name: cnn2d``), FedAvg, every client every round, 5 local
+SGD steps of batch 32 (lr 0.05), 30 rounds = 15,000 client-steps per model.  Each variant runs in
+its own fresh process, one after the other, ``--repeats`` times interleaved; the best run of each
+is kept (the machine is shared).  All run with ``--threads``
 torch threads (default 1, FLGo's own default).
 
 * ``FLGo`` -- the anchor's ``run_flgo.py`` (FLGo 0.4.4 from PyPI, ideal simulator), run with
@@ -23,7 +25,9 @@ process, start to exit, measured here.  The anchor scripts use the anchor's froz
 (clients of 12-20 samples); asyncfl partitions digits itself (Dirichlet 0.3 over 100 clients), so its
 clients hold different numbers of samples: the table prints both mean client sizes.
 
-    python benchmarks/performance/bench_flgo.py [--flgo-python ~/flgo-venv/bin/python] [--repeats 3] [--device cuda]
+    python benchmarks/performance/bench_flgo.py [--models mlp cnn] [--flgo-python ~/flgo-venv/bin/python] [--repeats 3]
+
+Writes one table per model to ``docs/results/flgo.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +47,10 @@ RESULTS = ROOT / "docs" / "results" / "flgo.md"
 CLIENT_STEPS = 100 * 5 * 30
 
 
-def child(scenario: str, device: str, threads: int) -> None:
+ASYNCFL_MODEL = {"mlp": [], "cnn": ["model.name=cnn2d"]}  # --set overrides of the anchor's MLP scenario
+
+
+def child(scenario: str, device: str, threads: int, model: str) -> None:
     """asyncfl in process: print one JSON line with training and loop seconds."""
     import torch
 
@@ -71,7 +78,7 @@ def child(scenario: str, device: str, threads: int) -> None:
     for cls in (BatchedTrainer, SequentialTrainer):
         cls.run = timed(cls.run, "train")
     Simulation.run = timed(Simulation.run, "loop")
-    scenario_obj = load_scenario(Path(scenario), [f"device={device}"])
+    scenario_obj = load_scenario(Path(scenario), [f"device={device}", *ASYNCFL_MODEL[model]])
     out = Path(tempfile.mkdtemp()) / "run"
     out.mkdir()
     sim = Simulation(scenario_obj, out)
@@ -124,29 +131,48 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="asyncfl's device (the anchor scripts run on the CPU)")
+    parser.add_argument("--models", nargs="+", choices=sorted(ASYNCFL_MODEL), default=["mlp", "cnn"])
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.device, args.threads)
+        child(args.child, args.device, args.threads, args.models[0])
         return
     work = Path(tempfile.mkdtemp(prefix="bench_flgo_"))
     anchor = work / "anchor"  # a copy: make_task.py rewrites partition.json next to itself
     shutil.copytree(args.anchor, anchor, ignore=shutil.ignore_patterns("results"))
     scenario = str(anchor / "asyncfl_flgo_mlp.yaml")
-    py, threads = sys.executable, str(args.threads)
     flgo_missing = flgo_usable(args.flgo_python)
-    variants: dict[str, list[str]] = {}
     if flgo_missing is None:
         subprocess.run(
             [args.flgo_python, str(anchor / "make_task.py"), "--workdir", str(work / "flgo")],
             check=True,
             capture_output=True,
         )
+    print(
+        f"asyncfl device={args.device}, torch threads={args.threads}, repeats={args.repeats}; "
+        f"FLGo: {flgo_missing or 'yes'}"
+    )
+    tables = [
+        render(model, run_variants(model, args, work, scenario, flgo_missing), args, flgo_missing)
+        for model in args.models
+    ]
+    shutil.rmtree(work)
+    print("\n".join(tables))
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("\n".join(tables), encoding="utf-8")
+
+
+def run_variants(model: str, args, work: Path, scenario: str, flgo_missing: str | None) -> dict[str, dict]:
+    """The best record of each variant on ``model`` (``mlp`` or ``cnn``)."""
+    py, threads = sys.executable, str(args.threads)
+    variants: dict[str, list[str]] = {}
+    anchor = work / "anchor"
+    if flgo_missing is None:
         variants["FLGo"] = [args.flgo_python, str(anchor / "run_flgo.py"), "--workdir", str(work / "flgo")]
     variants["plain loop"] = [py, str(anchor / "plain_loop.py")]
     variants["bare vmap"] = [py, str(anchor / "vmap_fedavg.py")]
     for name in variants:
-        variants[name] += ["--model", "mlp", "--threads", threads, "--out", str(work / "raw.jsonl")]
+        variants[name] += ["--model", model, "--threads", threads, "--out", str(work / "raw.jsonl")]
     variants["asyncfl (in process)"] = [
         py,
         __file__,
@@ -156,11 +182,12 @@ def main() -> None:
         args.device,
         "--threads",
         threads,
+        "--models",
+        model,
     ]
-    variants["asyncfl (command)"] = [py, "-m", "asyncfl", "run", scenario, "--quiet", "--set", f"device={args.device}"]
-    print(
-        f"asyncfl device={args.device}, torch threads={threads}, repeats={args.repeats}; FLGo: {flgo_missing or 'yes'}"
-    )
+    sets = [x for s in [f"device={args.device}", *ASYNCFL_MODEL[model]] for x in ("--set", s)]
+    variants["asyncfl (command)"] = [py, "-m", "asyncfl", "run", scenario, "--quiet", *sets]
+    print(f"{model}:")
     best: dict[str, dict] = {}
     for repeat in range(args.repeats):
         for name, command in variants.items():
@@ -184,19 +211,18 @@ def main() -> None:
             key = "train_s" if record["train_s"] is not None else "wall_s"
             if name not in best or record[key] < best[name][key]:
                 best[name] = record
-    shutil.rmtree(work)
-    table = render(best, args, flgo_missing)
-    print(table)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(table, encoding="utf-8")
+    return best
 
 
-def render(best: dict[str, dict], args, flgo_missing: str | None) -> str:
+MODEL_TITLE = {"mlp": "MLP 64-200-10", "cnn": "CNN conv 3x3 16 -> 32, linear 128-10 (asyncfl's cnn2d)"}
+
+
+def render(model: str, best: dict[str, dict], args, flgo_missing: str | None) -> str:
     inproc = best["asyncfl (in process)"]
     asyncfl_rate = CLIENT_STEPS / inproc["train_s"]
     loop_rate = CLIENT_STEPS / inproc["loop_s"]
     lines = [
-        f"FLGo anchor workload (digits, 100 clients, MLP 64-200-10, 5 steps x 32, 30 rounds = {CLIENT_STEPS:,} "
+        f"FLGo anchor workload (digits, 100 clients, {MODEL_TITLE[model]}, 5 steps x 32, 30 rounds = {CLIENT_STEPS:,} "
         f"client-steps), torch threads {args.threads}, asyncfl on {inproc['device']} with {inproc['trainer']} "
         f"({inproc['calls']} calls of {inproc['jobs'] // max(inproc['calls'], 1)} jobs; mean client "
         f"{inproc['client_size']:.1f} samples vs 14.4 in the anchor's partition), best of {args.repeats} "

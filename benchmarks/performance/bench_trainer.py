@@ -1,16 +1,26 @@
 """Client local steps per second: sequential, batched (torch.func vmap) and fused trainers, side by side in one process.
 
-Covers: logreg, mlp and lenet5 on digits (8x8 images), cohorts of 10, 100 and 1,000 jobs sharing one
-base model, 10 local steps of batch 32 (plain SGD, the default training section).  The fused trainer
-exists for Linear/ReLU chains only (logreg, mlp); ``auto`` is what ``trainer.executor: auto`` picks.
+Covers: logreg, mlp, lenet5 and cnn2d on digits (8x8 images), cohorts of 10, 100 and 1,000 jobs sharing
+one base model, 10 local steps of batch 32 (plain SGD, the default training section).  The fused
+trainer exists for Linear/ReLU chains (logreg, mlp) and for convolution chains (lenet5, cnn2d;
+asyncfl/learn/fused_conv.py); ``auto`` is what ``trainer.executor: auto`` picks.
 Scenario: 30 clients (about 38 training samples each, so every batch is full); a cohort of J jobs
 cycles over them with increasing attempt numbers (distinct minibatch streams).  Sequential speed
 does not depend on the cohort size, so it is timed on at most ``--seq-jobs`` jobs.  Sequential and
 batched alternate ``--repeats`` times and the best time of each is kept (the machine is shared).
 
-    python benchmarks/performance/bench_trainer.py [--models logreg mlp lenet5] [--cohorts 10 100 1000] [--device cuda]
+    python benchmarks/performance/bench_trainer.py [--models logreg mlp lenet5 cnn2d] [--cohorts 10 100 1000]
+    python benchmarks/performance/bench_trainer.py --whole-runs [--repeats 1]
 
 Writes the table to ``docs/results/trainer.md``.
+
+``--whole-runs``: instead, whole runs end to end (issue 24, goal 4): ``scenarios/sync_deadline.yaml``
+with 100 clients and 20 rounds, cnn1d on MNIST-1D and lenet5 on digits, once per executor
+(sequential, batched, fused), each in a fresh process (``--repeats`` times interleaved, best kept).
+"run" is the in-process time of building the simulation (data set included) and running it;
+"training" the time inside the trainer.  Prints the ratios against the sequential executor and each
+run's final accuracy (the executors' deltas agree to float tolerance, but training is chaotic:
+last-bit differences grow over 20 rounds, so final accuracies differ by up to a few thousandths).
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from asyncfl.config.schema import Data
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers
 from asyncfl.learn.executors import make_trainer
 from asyncfl.learn.federation import build_federation
+from asyncfl.learn.fused_conv import ConvFusedTrainer, conv_layers
 from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Trainer, Training
@@ -52,6 +63,8 @@ def bench(model_name: str, cohort: int, args, fed, device) -> dict:
     }
     if fused_layers(model) is not None:
         trainers["fused"] = FusedTrainer(model, fed, training, 0)
+    elif conv_layers(model) is not None:
+        trainers["fused"] = ConvFusedTrainer(model, fed, training, 0)
     for trainer in trainers.values():  # warm-up: one-time imports and allocations are not the steady rate
         trainer.run(base, jobs[:2])
     best = {k: float("inf") for k in trainers}
@@ -67,13 +80,21 @@ def bench(model_name: str, cohort: int, args, fed, device) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=["logreg", "mlp", "lenet5"])
+    parser.add_argument("--models", nargs="+", default=["logreg", "mlp", "lenet5", "cnn2d"])
     parser.add_argument("--cohorts", nargs="+", type=int, default=[10, 100, 1000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seq-jobs", type=int, default=50)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--whole-runs", action="store_true", help="whole runs per executor instead (see above)")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        whole_run(*args.child)
+        return
+    if args.whole_runs:
+        whole_runs(args)
+        return
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -109,6 +130,86 @@ def main() -> None:
         )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+WHOLE_RUNS = {  # model -> --set overrides of scenarios/sync_deadline.yaml
+    "cnn1d": ["data.dataset=mnist1d", "model.name=cnn1d"],
+    "lenet5": ["model.name=lenet5"],
+}
+
+
+def whole_run(model: str, executor: str) -> None:
+    """One run in this process: print a JSON line with its run and training seconds and accuracy."""
+    import json
+    import tempfile
+
+    from asyncfl.config import load_scenario
+    from asyncfl.runner import Simulation
+
+    spent = [0.0]
+
+    def timed_run(method):
+        def wrapper(self, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - start
+
+        return wrapper
+
+    for cls in (BatchedTrainer, SequentialTrainer):
+        cls.run = timed_run(cls.run)
+    sets = [*WHOLE_RUNS[model], "data.clients=100", "stop.rounds=20", f"trainer.executor={executor}"]
+    scenario = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "sync_deadline.yaml", sets)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        out.mkdir()
+        start = time.perf_counter()
+        sim = Simulation(scenario, out)
+        sim.run()
+        total = time.perf_counter() - start
+        accuracy = json.loads((out / "summary.json").read_text())["final_accuracy"]
+    print(
+        json.dumps(
+            {
+                "run_s": total,
+                "train_s": spent[0],
+                "accuracy": accuracy,
+                "trainer": type(sim.learner.jobs.trainer).__name__,
+            }
+        )
+    )
+
+
+def whole_runs(args) -> None:
+    import json
+    import subprocess
+    import sys
+
+    executors = ("sequential", "batched", "fused")
+    print(
+        "Whole runs, scenarios/sync_deadline.yaml, 100 clients, 20 rounds, one process per run "
+        f"(torch threads: the run's own, trainer.threads null = 1), best of {args.repeats}:"
+    )
+    for model in WHOLE_RUNS:
+        best: dict[str, dict] = {}
+        for _ in range(args.repeats):
+            for executor in executors:
+                command = [sys.executable, __file__, "--child", model, executor]
+                done = subprocess.run(command, capture_output=True, text=True, check=True)
+                record = json.loads(done.stdout.strip().splitlines()[-1])
+                if executor not in best or record["run_s"] < best[executor]["run_s"]:
+                    best[executor] = record
+        seq = best["sequential"]
+        for executor in executors:
+            r = best[executor]
+            print(
+                f"{model:7} {executor:10} run {r['run_s']:6.2f} s ({seq['run_s'] / r['run_s']:.1f}x)  "
+                f"training {r['train_s']:6.2f} s ({seq['train_s'] / r['train_s']:.1f}x)  "
+                f"accuracy {r['accuracy']:.3f}  [{r['trainer']}]",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
