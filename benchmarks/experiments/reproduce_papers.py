@@ -230,6 +230,7 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
             diff = f"{row['diff_mean']:+.2f}"
             if math.isfinite(row["diff_ci_low"]):
                 diff += f" [{row['diff_ci_low']:+.2f}, {row['diff_ci_high']:+.2f}]"
+            diff += f" {unit}"
         same = half_row["verdict"] == row["verdict"]
         cells.append({
             "study": study, "claim": f"{claim.variant} {symbol} {claim.versus}", "measure": claim.measure,
@@ -237,7 +238,7 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
             "paper's effect": "—" if row["paper_effect"] is None else f"{row['paper_effect']:+g} {unit}",
             "ours: mean ± 95 % CI": variant_cell(table, claim.variant, claim.column, row["unit"]) + " vs "
             + variant_cell(table, claim.versus, claim.column, row["unit"]),
-            f"difference [95 % CI] ({unit})": diff,
+            "difference [95 % CI]": diff,
             "Holm p (family of n)": f"{row['p_holm']:.4f} ({row['family_size']})",
             "verdict": f"**{row['verdict']}**",
             "paper's effect in CI": row["paper_effect_inside"] or "—",
