@@ -14,7 +14,8 @@ from asyncfl.config import ConfigError
 from asyncfl.config.schema import Data
 from asyncfl.learn.batched import BatchedTrainer
 from asyncfl.learn.datasets import load_arrays
-from asyncfl.learn.datasets.mnist1d import generate
+from asyncfl.learn.datasets import mnist1d as mnist1d_module
+from asyncfl.learn.datasets.mnist1d import CACHE_ENV, cache_file, generate
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
@@ -57,8 +58,9 @@ def test_sizes_and_generator_seed_are_configurable_and_the_run_seed_is_not_used(
     assert not np.array_equal(a.x_train, other.x_train)
 
 
-def test_generation_leaves_the_global_generators_alone():
-    generate.cache_clear()  # force a fresh generation
+def test_generation_leaves_the_global_generators_alone(monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, "off")
+    generate.cache_clear()  # force a fresh generation (no cache file either)
     random.seed(5)
     np.random.seed(5)
     expected = (random.random(), np.random.rand())
@@ -66,6 +68,33 @@ def test_generation_leaves_the_global_generators_alone():
     np.random.seed(5)
     load_arrays(Data(dataset="mnist1d", mnist1d={"train_samples": 40, "test_samples": 10}), seed=0)
     assert (random.random(), np.random.rand()) == expected
+
+
+def test_cache_file_holds_exactly_the_generated_arrays(tmp_path, monkeypatch):
+    sizes = (57, 13, 4)  # train, test, generator seed: a key no other test uses
+    monkeypatch.setenv(CACHE_ENV, "off")
+    generate.cache_clear()
+    fresh = generate(*sizes)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    generate.cache_clear()
+    written = generate(*sizes)  # generated, then written
+    path = cache_file(*sizes)
+    assert path.parent == tmp_path / "mnist1d" and path.is_file() and "-57-13-seed4.npz" in path.name
+    generate.cache_clear()
+    monkeypatch.setattr(mnist1d_module, "make_arrays", lambda *a: pytest.fail("generated although cached"))
+    loaded = generate(*sizes)
+    for raw in (written, loaded):
+        for name in ("x_train", "y_train", "x_test", "y_test"):
+            np.testing.assert_array_equal(getattr(raw, name), getattr(fresh, name))
+            assert getattr(raw, name).dtype == getattr(fresh, name).dtype
+    monkeypatch.undo()
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    path.write_bytes(b"not an npz file")  # damaged: generated again and rewritten
+    generate.cache_clear()
+    again = generate(*sizes)
+    np.testing.assert_array_equal(again.x_train, fresh.x_train)
+    assert mnist1d_module.read_cache(path) is not None
+    generate.cache_clear()
 
 
 def test_cnn1d_is_the_papers_conv_net():

@@ -1,12 +1,22 @@
 """``mnist1d``: MNIST-1D (Greydanus 2020, "Scaling down deep learning"), generated procedurally by the
 ``mnist1d`` package's ``make_dataset`` (never its download path): 40-point signals of shape ``[1, 40]``,
 the first ``train_samples`` of the shuffled set for training and the next ``test_samples`` as the
-global test set.  With the defaults (4,000 / 1,000, generator seed 42) this is the published split."""
+global test set.  With the defaults (4,000 / 1,000, generator seed 42) this is the published split.
+
+Generating costs about a second per 1,000 samples, in every process: the arrays are kept in a cache file
+(``$ASYNCFL_CACHE``, else ``$XDG_CACHE_HOME/asyncfl``, else ``~/.cache/asyncfl``; ``ASYNCFL_CACHE=off``
+turns it off) named by the sizes, the generator seed and the mnist1d version, so a later process loads
+exactly the arrays the generator gave.  A cache file that cannot be read is generated again; one that
+cannot be written is skipped."""
 
 from __future__ import annotations
 
 import functools
+import os
 import random
+import zipfile
+from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,9 +40,28 @@ def load(data: Any, seed: int) -> RawData:
     return generate(cfg.train_samples, cfg.test_samples, cfg.seed)
 
 
+CACHE_ENV = "ASYNCFL_CACHE"
+
+
 @functools.lru_cache(maxsize=4)
 def generate(train_samples: int, test_samples: int, generator_seed: int) -> RawData:
-    """Generate MNIST-1D once per (sizes, seed) in this process (about a second per 1,000 samples).
+    """MNIST-1D once per (sizes, seed) in this process: from the cache file when there is one, else
+    generated (and written to the cache)."""
+    path = cache_file(train_samples, test_samples, generator_seed)
+    arrays = read_cache(path) if path is not None else None
+    if arrays is None:
+        arrays = make_arrays(train_samples, test_samples, generator_seed)
+        if path is not None:
+            write_cache(path, arrays)
+    x, y = arrays
+    for array in (x, y):
+        array.setflags(write=False)  # shared by every run of the process through the cache
+    train, test = slice(0, train_samples), slice(train_samples, train_samples + test_samples)
+    return RawData(x[train], y[train], x[test], y[test], num_classes=10)
+
+
+def make_arrays(train_samples: int, test_samples: int, generator_seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Generate the signals ``x`` [n, 1, 40] and labels ``y`` [n] (n = train + test samples).
 
     ``make_dataset`` draws an equal number of samples per class, so the total is rounded up to a multiple
     of ten and the surplus dropped.  It seeds Python's and numpy's global generators; their states are
@@ -51,12 +80,37 @@ def generate(train_samples: int, test_samples: int, generator_seed: int) -> RawD
     finally:
         random.setstate(python_state)
         np.random.set_state(numpy_state)
-    x = generated["x"].astype(np.float32)[:, None, :]
-    y = generated["y"].astype(np.int64)
-    for array in (x, y):
-        array.setflags(write=False)  # shared by every run of the process through the cache
-    train, test = slice(0, train_samples), slice(train_samples, total)
-    return RawData(x[train], y[train], x[test], y[test], num_classes=10)
+    return generated["x"].astype(np.float32)[:total, None, :], generated["y"].astype(np.int64)[:total]
+
+
+def cache_file(train_samples: int, test_samples: int, generator_seed: int) -> Path | None:
+    root = os.environ.get(CACHE_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "asyncfl"
+    )
+    if root == "off":
+        return None
+    name = f"mnist1d-{version('mnist1d')}-{train_samples}-{test_samples}-seed{generator_seed}.npz"
+    return Path(root) / "mnist1d" / name
+
+
+def read_cache(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            x, y = data["x"], data["y"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # missing or damaged: generate
+        return None
+    return (x, y) if x.dtype == np.float32 and y.dtype == np.int64 and len(x) == len(y) else None
+
+
+def write_cache(path: Path, arrays: tuple[np.ndarray, np.ndarray]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as handle:
+            np.savez(handle, x=arrays[0], y=arrays[1])
+        os.replace(tmp, path)  # whole or absent, also with two processes writing it at once
+    except OSError:  # a read-only home: generate in every process, as without a cache
+        tmp.unlink(missing_ok=True)
 
 
 DATASET = DataSet(
