@@ -12,6 +12,7 @@ import pytest
 from asyncfl.config.loading import validate_scenario
 from asyncfl.runner import run_scenario
 from asyncfl.sim import availability as av
+from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.battery import DeviceBattery
 from asyncfl.sim.clients import ClientDevice
 from asyncfl.sim.dispatch import ChargedIndex, ScanDispatcher, make_dispatcher
@@ -220,3 +221,16 @@ def test_first_task_starts_when_the_battery_is_charged(tmp_path, server):
 
 def test_make_dispatcher_indexes_batteries():
     assert isinstance(make_dispatcher([_client(0, av.Always(), _battery(2.0, 0.5, 0.5, 100.0, 100.0))]), ChargedIndex)
+
+
+def test_eligibility_bound_and_walk_up_to_a_time():
+    # plugged in on [0, 30) + 100 k; the unmetered network on [0, 5) and from 135 on.  From t = 40 the
+    # plug is next on at 100 and the network at 135, so no joint time is earlier than 135 (the bound);
+    # at 135 the plug is off again (35 s into its cycle), and the next window, [200, 230), is the answer
+    eligible = av.AllOf([av.Cyclic(0.3, 100.0, 0.0), av.Trace([(0.0, 5.0), (135.0, 1e6)])], ["charging", "network"])
+    assert eligible.earliest_online(40.0) == 135.0 and eligible.next_online(40.0) == 200.0
+    assert eligible.next_online_within(40.0, 1e9) == 200.0
+    assert eligible.next_online_within(40.0, 120.0) > 120.0  # stops walking past until
+    assert eligible.next_online_within(40.0, 150.0) == 200.0  # the first step past 150 is the answer itself
+    # offline in [0, 150]: eligible on [0, 5) only, so 150 - 5 = 145 s (the walk stops at 200 > 150)
+    assert OfflineMeter(150.0, [])(eligible) == 145.0

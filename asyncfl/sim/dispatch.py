@@ -180,14 +180,22 @@ class IdleOnlineIndex:
 class ChargedIndex(IdleOnlineIndex):
     """:class:`IdleOnlineIndex` for clients with batteries: an idle client is usable while it is
     online and from its battery's ``ready_at`` on (an idle battery only charges, so once ready it
-    stays ready until its next task).  A client short of charge is looked at again at
-    ``next_online(ready_at)``, the exact time the scan's 60 s polls used to approach."""
+    stays ready until its next task).  A client short of charge is looked at again when it may be
+    online after ``ready_at``, the time the scan's 60 s polls used to approach.
+
+    Eligibility (:class:`~asyncfl.sim.availability.AllOf`) is looked at again at its
+    ``earliest_online``, a lower bound of the joint time, and walked one step per look: a client
+    whose plug window is hours away costs nothing until then.  Only the membership decided at a
+    look (``online(now)``, ``can_accept(now)``) counts, and :meth:`wake_time` walks to the exact
+    joint time the clients whose bounds come first, so the answers stay the scan's."""
 
     def _look(self, i: int, now: float, version: int) -> tuple[bool, float]:
         client = self.clients[i]
         availability, battery = client.availability, client.battery
+        ready = now if battery is None else battery.ready_at()
+        earliest_online = getattr(availability, "earliest_online", availability.next_online)
         if availability.online(now, version):
             if battery is None or battery.can_accept(now):
                 return True, availability.next_offline(now, version)
-            return False, availability.next_online(battery.ready_at())  # ready_at > now here
-        return False, availability.next_online(now if battery is None else max(now, battery.ready_at()))
+            return False, earliest_online(ready)  # ready_at > now here
+        return False, earliest_online(max(now, ready))
