@@ -180,8 +180,9 @@ class IdleOnlineIndex:
 class ChargedIndex(IdleOnlineIndex):
     """:class:`IdleOnlineIndex` for clients with batteries: an idle client is usable while it is
     online and from its battery's ``ready_at`` on (an idle battery only charges, so once ready it
-    stays ready until its next task).  A client short of charge is looked at again when it may be
-    online after ``ready_at``, the time the scan's 60 s polls used to approach.
+    stays ready until its next task).  A client short of charge is looked at again at ``ready_at``
+    (a lower bound of when it is usable: its availability is not walked hours ahead), the time the
+    scan's 60 s polls used to approach.
 
     Eligibility (:class:`~asyncfl.sim.availability.AllOf`) is looked at again at its
     ``earliest_online``, a lower bound of the joint time, and walked one step per look: a client
@@ -192,10 +193,9 @@ class ChargedIndex(IdleOnlineIndex):
     def _look(self, i: int, now: float, version: int) -> tuple[bool, float]:
         client = self.clients[i]
         availability, battery = client.availability, client.battery
-        ready = now if battery is None else battery.ready_at()
-        earliest_online = getattr(availability, "earliest_online", availability.next_online)
+        if battery is not None and battery.ready_at() > now:  # short of charge: nothing to ask before then
+            return False, battery.ready_at()
         if availability.online(now, version):
             if battery is None or battery.can_accept(now):
                 return True, availability.next_offline(now, version)
-            return False, earliest_online(ready)  # ready_at > now here
-        return False, earliest_online(max(now, ready))
+        return False, getattr(availability, "earliest_online", availability.next_online)(now)
