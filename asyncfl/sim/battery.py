@@ -2,6 +2,12 @@
 
 Energy is in joules, time in virtual seconds.  The level between tasks is advanced lazily, so the
 state is a pure function of the client's own history.
+
+Whether the battery can take a task is decided by :meth:`DeviceBattery.ready_at`, the time the idle
+battery reaches ``min_level``, computed in closed form from the level the last task left (charging
+at ``charge_w`` only inside the plug windows): a battery at level L, plugged in for good, reaches
+the threshold T at t = (T - L) / charge_w.  The K-async dispatcher wakes at exactly that time
+(:mod:`asyncfl.sim.dispatch`), and the acceptance test at that time agrees with it to the bit.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class DeviceBattery:
         self.charge_w, self.period, self.plugged_s, self.phase = charge_w, plug_period_s, plugged_s, plug_phase_s
         self.updated_at = 0.0
         self.used_j = 0.0
+        self.drained_at, self.drained_level = 0.0, level_j  # where the last task left it (time 0: the start)
+        self._ready_at: float | None = None  # ready_at(), computed on first use after each task
 
     def plugged(self, t: float) -> bool:
         return self.charge_w > 0 and math.isfinite(self.period) and (t + self.phase) % self.period < self.plugged_s
@@ -40,7 +48,9 @@ class DeviceBattery:
         if self.plugged_s >= self.period:
             return math.inf
         pos = (t + self.phase) % self.period
-        return t + (self.plugged_s - pos if pos < self.plugged_s else self.period - pos)
+        change = t + (self.plugged_s - pos if pos < self.plugged_s else self.period - pos)
+        # pos a hair below the period: the step rounds away and t would never move on
+        return change if change > t else math.nextafter(t, math.inf)
 
     def _pieces(self, t0: float, t1: float):
         """Split [t0, t1] where the plug state changes: yields (start, end, plugged)."""
@@ -67,7 +77,38 @@ class DeviceBattery:
         return self.level
 
     def can_accept(self, t: float) -> bool:
-        return self.level_at(t) >= self.min_level * self.capacity
+        """Charged enough at t to take a task (t not before the last task's end).  The level is
+        advanced to t as before (clients.csv reports the level at the last look)."""
+        self.level_at(t)
+        return t >= self.ready_at()
+
+    def ready_at(self) -> float:
+        """The first time, from the end of the last task on, at which the idle battery holds
+        ``min_level`` of its capacity (inf: never).  With deficit D = T - L after the last task and
+        gain G = charge_w * plugged_s per plug window: the rest of the current window first, then
+        k = ceil(D' / G) - 1 whole windows, then the part D' - k G of the next one at charge_w."""
+        if self._ready_at is None:
+            self._ready_at = self._reach(self.drained_at, self.drained_level, self.min_level * self.capacity)
+        return self._ready_at
+
+    def _reach(self, t0: float, level: float, target: float) -> float:
+        deficit = target - level
+        if deficit <= 0:
+            return t0
+        if self.charge_w <= 0 or self.plugged_s <= 0 or not math.isfinite(self.period):
+            return math.inf
+        if self.plugged_s >= self.period:  # plugged in for good
+            return t0 + deficit / self.charge_w
+        pos = (t0 + self.phase) % self.period
+        if pos < self.plugged_s:  # inside a window: charge for the rest of it first
+            rest = self.plugged_s - pos
+            if deficit <= self.charge_w * rest:
+                return t0 + deficit / self.charge_w
+            deficit -= self.charge_w * rest
+        window = self.charge_w * self.plugged_s
+        whole = max(0, math.ceil(deficit / window) - 1)
+        start = t0 + (self.period - pos) + whole * self.period  # the window in which the deficit is made up
+        return start + (deficit - whole * window) / self.charge_w
 
     def depletion_time(self, t0: float, t1: float, energy_j: float) -> float | None:
         """When would a phase spending ``energy_j`` evenly over [t0, t1] empty the battery? No state change."""
@@ -83,6 +124,7 @@ class DeviceBattery:
         self.level = max(self.level, 0.0)
         self.used_j += rate * (t_end - t0) if t1 > t0 else energy_j
         self.updated_at = t_end
+        self.drained_at, self.drained_level, self._ready_at = t_end, self.level, None
 
 
 class Charging(Section):

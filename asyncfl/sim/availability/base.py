@@ -243,15 +243,27 @@ class AllOf:
     def next_offline(self, t: float, rnd: int) -> float:
         return self.next_cut(t, rnd)[0]
 
+    def earliest_online(self, t: float) -> float:
+        """A lower bound of :meth:`next_online` at one question per condition: the latest of the
+        conditions' own next online times (every one must hold, so none can come earlier).  The
+        dispatcher looks again then instead of walking the conditions to their joint time for every
+        idle client (:class:`asyncfl.sim.dispatch.ChargedIndex`)."""
+        return max(m.next_online(t) for m in self.parts)
+
     def next_online(self, t: float) -> float:
         """The first time >= t at which every condition holds: move to the latest of the parts'
         next online times until all of them hold there.  Conditions that never hold together within
         ``JOINT_HORIZON_S`` of t (disjoint windows) count as never: inf."""
+        return self.next_online_within(t, INF)
+
+    def next_online_within(self, t: float, until: float) -> float:
+        """:meth:`next_online` where that is not after ``until``, else some time after ``until``:
+        the walk stops there (measuring offline time up to the run's end needs no more)."""
         give_up = t + JOINT_HORIZON_S
         while t <= give_up:
             later = max(m.next_online(t) for m in self.parts)
-            if later == INF:
-                return INF
+            if later == INF or later > until:
+                return later
             if all(m.online(later, 0) for m in self.parts):
                 return later
             t = later if later > t else math.nextafter(t, INF)

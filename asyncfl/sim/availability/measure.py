@@ -21,6 +21,7 @@ def offline_periods(model: Any, until: float, rounds: list[tuple[float, float, i
 
 def _walk_offline(model: Any, until: float) -> Iterator[tuple[float, float]]:
     """The offline periods in [0, until] of a pure function of time, found along its on/off switches."""
+    next_online_within = getattr(model, "next_online_within", None)  # eligibility: no walk past until
     t = 0.0
     while t < until:
         if model.online(t, 0):
@@ -28,7 +29,7 @@ def _walk_offline(model: Any, until: float) -> Iterator[tuple[float, float]]:
             if nxt <= t:
                 return
         else:
-            nxt = model.next_online(t)
+            nxt = model.next_online(t) if next_online_within is None else next_online_within(t, until)
             yield t, min(nxt, until)
         t = nxt
 

@@ -25,7 +25,7 @@ from pydantic import Field
 from asyncfl.sections import OPT_IN, Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import LazyStream
 from asyncfl.sim.clients import TaskPlan, cancel_task, plan_task, play_tasks
-from asyncfl.sim.dispatch import BATTERY_POLL_S
+from asyncfl.sim.dispatch import usable_from
 from asyncfl.sim.engine import simpy
 from asyncfl.sim.selection import KINDS as SELECTION_KINDS
 from asyncfl.sim.selection import SelectionRequest, build_policy, checked_in, feedback_for
@@ -141,15 +141,16 @@ def _cancel_after_target(clients, plans: list[TaskPlan], target: int, close_at: 
 
 
 def _next_check_in(clients, idle: np.ndarray, t0: float) -> float:
-    """When an idle client may next take work (``online`` selection found none): the earliest
-    ``next_online``; a round-indexed model decides again next round (now), and a client online but
-    short of battery is looked at again a poll later, as K-async dispatch does."""
+    """When an idle client may next take work (``online`` selection found none): the earliest time
+    an idle client is online and charged enough (``usable_from``, as K-async dispatch wakes); a
+    round-indexed model decides again next round (now)."""
     wake = math.inf
     for i in idle.tolist():
-        availability = clients[i].availability
-        t = availability.next_online(t0)
-        if t <= t0:
-            t = t0 if availability.round_indexed else t0 + BATTERY_POLL_S
+        client = clients[i]
+        if client.availability.round_indexed:
+            t = max(t0, client.availability.next_online(t0))
+        else:
+            t = usable_from(client, t0)
         wake = min(wake, t)
     return wake
 
