@@ -33,7 +33,7 @@ BATTERY = (
     " charging: {period_s: 86400, plugged_fraction: 0.3, charge_w: 0.2}}"
 )
 ELIGIBILITY = "population.eligibility={charging: true, unmetered: {kind: markov, p: 0.7, mean_cycle_s: 7200}}"
-COMMON = ["timing_only=true", "output.plot=false"]
+COMMON = ["timing_only=true"]  # default outputs, figures included, as users run it
 
 
 def run(tree: Path, out: Path, overrides: list[str]) -> tuple[float, int, float]:

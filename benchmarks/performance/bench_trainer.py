@@ -18,7 +18,8 @@ Writes the table to ``docs/results/trainer.md``.
 with 100 clients and 20 rounds, cnn1d on MNIST-1D and lenet5 on digits, once per executor
 (sequential, batched, fused), each in a fresh process (``--repeats`` times interleaved, best kept).
 "run" is the in-process time of building the simulation (data set included) and running it;
-"training" the time inside the trainer.  Prints the ratios against the sequential executor and each
+"training" the time inside the trainer.  Prints (and writes to docs/results/trainer_whole_runs.md)
+the ratios against the sequential executor and each
 run's final accuracy (the executors' deltas agree to float tolerance, but training is chaotic:
 last-bit differences grow over 20 rounds, so final accuracies differ by up to a few thousandths).
 """
@@ -42,6 +43,7 @@ from asyncfl.learn.training import Trainer, Training
 
 STEPS = 10  # local steps per job
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "trainer.md"
+WHOLE_RESULTS = RESULTS.with_name("trainer_whole_runs.md")  # --whole-runs
 
 
 def timed(trainer, base, jobs) -> float:
@@ -188,10 +190,13 @@ def whole_runs(args) -> None:
     import sys
 
     executors = ("sequential", "batched", "fused")
-    print(
+    title = (
         "Whole runs, scenarios/sync_deadline.yaml, 100 clients, 20 rounds, one process per run "
         f"(torch threads: the run's own, trainer.threads null = 1), best of {args.repeats}:"
     )
+    print(title)
+    rows = ["| model | executor | run (s) | vs sequential | training (s) | vs sequential | final accuracy | trainer |",
+            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for model in WHOLE_RUNS:
         best: dict[str, dict] = {}
         for _ in range(args.repeats):
@@ -210,6 +215,10 @@ def whole_runs(args) -> None:
                 f"accuracy {r['accuracy']:.3f}  [{r['trainer']}]",
                 flush=True,
             )
+            rows.append(f"| {model} | {executor} | {r['run_s']:.2f} | {seq['run_s'] / r['run_s']:.1f}x | "
+                        f"{r['train_s']:.2f} | {seq['train_s'] / r['train_s']:.1f}x | {r['accuracy']:.3f} | "
+                        f"{r['trainer']} |")  # fmt: skip
+    WHOLE_RESULTS.write_text(title + "\n\n" + "\n".join(rows) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
