@@ -21,6 +21,7 @@ from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_ne
 from asyncfl.study.claims import Claim
 from asyncfl.study.seed_statistics import run_measures
 from asyncfl.study.sweep import run_sweep
+from tests.test_study import BASE as STUDY_BASE
 
 T_975_3 = 3.182446305284263  # Student t quantile 0.975 with 3 degrees of freedom
 Z_SUM = 1.959963984540054 + 0.8416212335729143  # z_0.975 + z_0.8 = 2.801585218...
@@ -131,15 +132,7 @@ def test_contradicted_claim_and_time_to_target_pairs_only_seeds_where_both_reach
     assert one["pairs"] == 1 and one["verdict"] == "not shown" and one["seeds_needed"] is None
 
 
-BASE = {
-    "name": "tiny_claims",
-    "data": {"dataset": "digits", "clients": 4},
-    "model": {"name": "logreg"},
-    "training": {"local_steps": 2},
-    "server": {"deadline_s": 50, "late_updates": "next_round"},
-    "algorithm": {"name": "fedavg", "weighting": "samples"},
-    "stop": {"rounds": 2},
-}
+BASE = {**STUDY_BASE, "name": "tiny_claims"}  # the study tests' tiny scenario
 CLAIMS = [
     {"family": "lr", "variant": "fast", "versus": "slow", "measure": "final_accuracy", "direction": "higher",
      "paper_effect": 5.0, "source": "made up"},
