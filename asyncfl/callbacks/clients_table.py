@@ -19,6 +19,7 @@ import numpy as np
 
 from asyncfl.callbacks.base import Callback, RunState
 from asyncfl.output.columns import CLIENT_COLUMNS, LOST_COMPUTE, TIME_BREAKDOWN_COLUMNS, failure_columns
+from asyncfl.output.files import round6
 from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.clients import ClientDevice, phase_seconds
 from asyncfl.sim.population import utc_offsets
@@ -228,24 +229,16 @@ def _group_texts(group: list, start: int, stop: int) -> list[str]:
 
 def texts(values: np.ndarray) -> list[str]:
     """What csv writes for each value after the logs' cleaning: an int as ``str``, a float as
-    ``repr(round(x, 6))``, NaN as "".  numpy rounds as rint(x * 1e6) / 1e6, which is Python's
-    correctly rounded ``round`` except where x * 1e6 lies within its own rounding error of a half
-    (or is too large for exact integers): those few are rounded by Python itself."""
+    ``repr(round(x, 6))`` (:func:`asyncfl.output.files.round6`, vectorised), NaN as ""."""
     if values.dtype.kind in "iub":
         return list(map(str, values.tolist()))
     values = np.asarray(values, dtype=np.float64)
     nan = np.isnan(values)
     if len(values) and ((values == values[0]).all() or nan.all()):  # e.g. one constant for every client
         return [_float_text(float(values[0]))] * len(values)
-    with np.errstate(invalid="ignore", over="ignore"):
-        scaled = values * 1e6
-        half = np.abs(scaled - np.floor(scaled) - 0.5)
-        exact = (half > 4.5e-16 * np.abs(scaled)) & (np.abs(scaled) < 2.0**52)  # NaN and inf: False
-        out = list(map(repr, np.round(values, 6).tolist()))
+    out = list(map(repr, round6(values).tolist()))
     for i in np.flatnonzero(nan).tolist():
         out[i] = ""
-    for i in np.flatnonzero(~exact & ~nan).tolist():
-        out[i] = _float_text(float(values[i]))
     return out
 
 
