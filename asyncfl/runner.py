@@ -28,7 +28,7 @@ from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.learn.compression import upload_bytes
 from asyncfl.learn.datasets import dataset_spec
-from asyncfl.learn.executors import make_trainer, training_threads
+from asyncfl.learn.executors import float32_precision, make_trainer, training_threads
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
@@ -161,12 +161,14 @@ class Simulation:
         return self.state.progress
 
     def run(self) -> Progress:
-        """Play the scenario to its end with ``trainer.threads`` torch threads; the caller's setting is restored."""
+        """Play the scenario to its end with ``trainer.threads`` torch threads and ``trainer.tf32``'s float32
+        precision; the caller's settings are restored."""
         previous = torch.get_num_threads()
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         try:
-            return self._play()
+            with float32_precision(self.scenario.trainer):
+                return self._play()
         finally:
             torch.set_num_threads(previous)
 

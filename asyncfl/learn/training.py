@@ -145,3 +145,11 @@ class Trainer(Section):
         description="torch CPU threads while the run trains; null: 1 for models up to 1M parameters on the CPU "
         "(small models only lose to thread contention), else torch's default",
     )
+    tf32: bool = Field(
+        default=False,
+        description="on CUDA (Ampere and later), let convolutions and matrix products use TF32 tensor cores while "
+        "the run trains and evaluates: faster for large models, but about 1e-3 relative error per operation, so the "
+        "executors then agree only to about 1e-2 (measured on an H200). false: full float32 (IEEE), the executors "
+        "agree to 1e-5; the caller's torch setting is restored after the run",
+        json_schema_extra=OPT_IN,
+    )
