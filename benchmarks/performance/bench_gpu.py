@@ -28,11 +28,12 @@ from pathlib import Path
 import torch
 
 from asyncfl.learn.batched import BatchedTrainer
+from asyncfl.learn.executors import float32_precision
 from asyncfl.learn.federation import Federation
 from asyncfl.learn.fused_conv import ConvFusedTrainer, conv_layers
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
-from asyncfl.learn.training import Training
+from asyncfl.learn.training import Trainer, Training
 
 TINY = {"clients": 3, "samples": 4, "steps": 2, "batch": 2, "image": (3, 8, 8), "seq_jobs": 1, "repeats": 1}
 
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--tiny", action="store_true", help=f"a configuration that runs in seconds on a CPU: {TINY}")
     parser.add_argument("--out", type=Path, help="also write the Markdown table here")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: 1 with --device cpu)")
+    parser.add_argument("--tf32", action="store_true", help="TF32 on CUDA, as trainer.tf32: true (default: float32)")
     args = parser.parse_args(argv)
     if args.tiny:
         for key, value in TINY.items():
@@ -141,12 +143,14 @@ def main(argv: list[str] | None = None) -> str:
     header = (
         f"Client local steps per second on {name} ({device}), {args.clients:,} clients of {args.samples} random "
         f"{'x'.join(map(str, args.image))} images, {args.steps} local steps of batch {args.batch}, cohort of "
-        f"{args.clients:,} jobs from one base (sequential timed on {args.seq_jobs}), best of {args.repeats}:"
+        f"{args.clients:,} jobs from one base (sequential timed on {args.seq_jobs}), best of {args.repeats}"
+        f"{', TF32' if args.tf32 else ', float32'}:"
     )
     print(header, flush=True)
     rows = []
     for model_name in args.models:
-        row = bench(model_name, fed, args, device)
+        with float32_precision(Trainer(tf32=args.tf32)):  # the precision a run uses (trainer.tf32)
+            row = bench(model_name, fed, args, device)
         rows.append(row)
         print(
             f"{model_name:9} sequential {cell(row['sequential'])} batched {cell(row['batched'])} "

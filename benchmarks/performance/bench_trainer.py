@@ -12,7 +12,8 @@ batched alternate ``--repeats`` times and the best time of each is kept (the mac
     python benchmarks/performance/bench_trainer.py [--models logreg mlp lenet5 cnn2d] [--cohorts 10 100 1000]
     python benchmarks/performance/bench_trainer.py --whole-runs [--repeats 1]
 
-Writes the table to ``docs/results/trainer.md``.
+Writes the table to ``docs/results/trainer.md`` (``trainer_cuda.md`` with ``--device cuda``).  Training runs in
+float32 as runs do (``trainer.tf32: false``); ``--tf32`` times TF32 instead.
 
 ``--whole-runs``: instead, whole runs end to end (issue 24, goal 4): ``scenarios/sync_deadline.yaml``
 with 100 clients and 20 rounds, cnn1d on MNIST-1D and lenet5 on digits, once per executor
@@ -34,7 +35,7 @@ import torch
 
 from asyncfl.config.schema import Data
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers
-from asyncfl.learn.executors import make_trainer
+from asyncfl.learn.executors import float32_precision, make_trainer
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.fused_conv import ConvFusedTrainer, conv_layers
 from asyncfl.learn.models import build_model
@@ -89,6 +90,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--whole-runs", action="store_true", help="whole runs per executor instead (see above)")
+    parser.add_argument("--tf32", action="store_true", help="TF32 on CUDA, as trainer.tf32: true (default: float32)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -100,9 +102,17 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    with float32_precision(Trainer(tf32=args.tf32)):  # the precision a run uses (trainer.tf32)
+        trainer_table(args, device)
+
+
+def trainer_table(args, device: torch.device) -> None:
     fed = build_federation(Data(dataset="digits", clients=30), 0, device)
+    where = str(device)
+    if device.type == "cuda":
+        where = f"{torch.cuda.get_device_name(device)} (cuda, {'TF32' if args.tf32 else 'float32'})"
     header = (
-        f"Client local steps per second on {device} ({torch.get_num_threads()} torch threads), digits, "
+        f"Client local steps per second on {where} ({torch.get_num_threads()} torch threads), digits, "
         f"{STEPS} local steps of batch 32, cohorts of {', '.join(f'{c:,}' for c in args.cohorts)} jobs from one "
         f"base, best of {args.repeats} alternating runs in one process:"
     )
@@ -130,8 +140,9 @@ def main() -> None:
             f"| {r['model']} | {r['cohort']:,} | {r['sequential']:,.0f} | {r['batched']:,.0f} | {fused} | "
             f"{r['auto_is']} | {r['auto'] / r['sequential']:.1f}× |"
         )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    results = RESULTS if device.type == "cpu" else RESULTS.with_name(f"trainer_{device.type}.md")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 WHOLE_RUNS = {  # model -> --set overrides of scenarios/sync_deadline.yaml
