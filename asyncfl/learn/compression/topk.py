@@ -2,12 +2,13 @@
 client as error feedback (Stich, Cordonnier and Jaggi, "Sparsified SGD with Memory", NeurIPS 2018;
 Karimireddy et al., "Error Feedback Fixes SignSGD and other Gradient Compression Schemes", ICML 2019).
 
-top_k(v) keeps the k coordinates of largest magnitude and zeroes the others (Stich et al., section 2,
-a k-contraction).  Ties are broken by position: among coordinates of equal magnitude at the k-th place,
+top_k(v) keeps the k coordinates of largest magnitude and zeroes the others (Stich et al., section 2, a
+k-contraction).  Ties are broken by position: among coordinates of equal magnitude at the k-th place,
 the lowest indices are kept (NaN counts as the largest magnitude), so the same vector gives the same
-update on every device (``torch.topk`` alone keeps an unspecified subset of the ties).  With error feedback (Stich et al.'s Algorithm 1, mem-SGD; Karimireddy et al.'s
-Algorithm 2, EF-SGD) a client sends C(delta + e) and keeps e <- (delta + e) - C(delta + e); that
-memory is applied by :class:`asyncfl.learn.compression.CompressedUploads`, for every kind.
+update on every device (``torch.topk`` alone keeps an unspecified subset of the ties).  With error
+feedback (Stich et al.'s Algorithm 1, mem-SGD; Karimireddy et al.'s Algorithm 2, EF-SGD) a client sends
+C(delta + e) and keeps e <- (delta + e) - C(delta + e); that memory is applied by
+:class:`asyncfl.learn.compression.CompressedUploads`, for every kind.
 
 Size on the wire: the cheaper of k (float32 value, int32 index) pairs, 8k bytes, and a bitmap of the
 n positions plus k float32 values, ceil(n / 8) + 4k bytes (the bitmap wins once k > n / 32).
