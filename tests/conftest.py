@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import csv
+import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,30 @@ import torch
 from asyncfl.config import validate_scenario
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on the 2-core CI machine
+
+TEST_DEVICE = os.environ.get("ASYNCFL_TEST_DEVICE", "cpu")
+"""Where the trainer-kernel tests (test_batched, test_fused_conv, test_bench_gpu) run: ``cpu`` by default,
+``ASYNCFL_TEST_DEVICE=cuda`` on a GPU machine (the same assertions; skipped where CUDA is absent)."""
+
+
+@pytest.fixture(scope="session")
+def test_device():
+    """The torch device of ``ASYNCFL_TEST_DEVICE``.  On CUDA, TF32 is turned off for the session: the
+    tests compare the batched kernels with the sequential reference in float32, and TF32 rounds each
+    convolution's (and matrix product's) inputs to 10 mantissa bits, differently for each layout (on an
+    H100, LeNet-5's fused and sequential deltas differed by 2.0e-3 with TF32 and by under 1e-4 without)."""
+    device = torch.device(TEST_DEVICE)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        pytest.skip(f"ASYNCFL_TEST_DEVICE={TEST_DEVICE}: no CUDA device here")
+    if device.type != "cuda":
+        yield device
+        return
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield device
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def scenario(**sections):
@@ -63,3 +89,15 @@ def imported_modules(path: Path) -> set[str]:
 def under(module: str, roots: tuple[str, ...]) -> bool:
     """Whether ``module`` is one of ``roots`` or inside one."""
     return any(module == root or module.startswith(root + ".") for root in roots)
+
+
+def federation_on(fed, device: torch.device):
+    """A copy of the Federation ``fed`` with every tensor on ``device``."""
+    return dataclasses.replace(
+        fed,
+        features=fed.features.to(device),
+        labels=fed.labels.to(device),
+        client_train=[idx.to(device) for idx in fed.client_train],
+        client_test=[idx.to(device) for idx in fed.client_test],
+        test_indices=fed.test_indices.to(device),
+    )

@@ -3,7 +3,9 @@
 Both batched kernels (torch.func vmap for any module, fused matrix products for Linear/ReLU chains):
 same update rule (momentum, weight decay), same minibatch order, clients with fewer samples than a
 batch (weights 1/n) and with fewer local steps (step masks), chunking, one base per job, and a whole
-run with each executor.  Tolerance: max |difference| <= 1e-5 in float32.
+run with each executor.  Tolerance: max |difference| <= 1e-5 in float32.  The kernels run on
+``ASYNCFL_TEST_DEVICE`` (tests/conftest.py: cpu by default, cuda on a GPU machine); the tests of
+CPU-only choices (chunk sizes, width groups, the auto rule) stay on the CPU.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import math
 
 import pytest
 import torch
+from conftest import federation_on
 from torch import nn
 
 from asyncfl.config import ConfigError
@@ -42,16 +45,28 @@ TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def digits():
+def digits_cpu():
     """40 clients: about 29 training samples each, so a batch of 32 is cut to the client's size."""
     return build_federation(Data(dataset="digits", clients=40), 0, torch.device("cpu"))
 
 
+@pytest.fixture(scope="module")
+def digits(digits_cpu, test_device):
+    return federation_on(digits_cpu, test_device)
+
+
 def _model(name, fed, seed=0):
-    """``mlp2``: the mlp with two hidden layers (``model.layers: 2``)."""
+    """``mlp2``: the mlp with two hidden layers (``model.layers: 2``); initialised on the CPU (the same
+    weights on every device), on ``fed``'s device."""
     torch.manual_seed(seed)
     name, layers = ("mlp", 2) if name == "mlp2" else (name, 1)
     model = build_model(name, fed.input_shape, fed.num_classes, hidden=32, layers=layers)
+    return _on(model, fed)
+
+
+def _on(model, fed):
+    """``model`` on ``fed``'s device, and its parameter vector."""
+    model = model.to(fed.features.device)
     return model, torch.nn.utils.parameters_to_vector(model.parameters()).detach()
 
 
@@ -81,6 +96,7 @@ def test_batched_equals_sequential_dense(digits, name, kernel):
     gap_delta, gap_loss = _max_gap(seq, bat)
     assert gap_delta <= TOL and gap_loss <= TOL
     assert min(float(r.delta.abs().max()) for r in seq) > 1e-3  # the deltas are not trivially zero
+    assert all(r.delta.device == digits.features.device for r in bat)
 
 
 @pytest.mark.parametrize("kernel", [BatchedTrainer, FusedTrainer])
@@ -105,7 +121,8 @@ def test_lenet5_batched_equals_sequential(digits):
     tie that the grouped convolution of the batched path breaks the other way -- an ulp-level
     difference in conv outputs that moves one gradient; see docs/findings/performance.md.)"""
     gen = torch.Generator().manual_seed(1)
-    fed = dataclasses.replace(digits, features=torch.randn(digits.features.shape, generator=gen))
+    noise = torch.randn(digits.features.shape, generator=gen).to(digits.features.device)
+    fed = dataclasses.replace(digits, features=noise)
     model, base = _model("lenet5", fed)
     training = Training(batch_size=16, lr=0.05, momentum=0.5, weight_decay=1e-4)
     jobs = _jobs(range(12))
@@ -170,8 +187,10 @@ def test_width_groups_least_padding_plus_calls():
     assert width_groups([7, 7, 7], 0) == [[0, 1, 2]]
 
 
-def test_width_groups_keep_results(digits):
-    """A cohort split into width groups gives every job its own reference delta."""
+def test_width_groups_keep_results(digits_cpu):
+    """A cohort split into width groups gives every job its own reference delta (on the CPU: CUDA never
+    splits a cohort)."""
+    digits = digits_cpu
     model, base = _model("mlp", digits)
     training = Training(batch_size=64, lr=0.2, momentum=0.5)
     fed = dataclasses.replace(digits, client_train=[idx[: 3 + 4 * c] for c, idx in enumerate(digits.client_train)])
@@ -202,7 +221,8 @@ def test_one_base_per_job_equals_sequential(digits, kernel):
     assert float((shared.delta - seq[0].delta).abs().max()) <= TOL
 
 
-def test_fused_layers_recognises_linear_relu_chains(digits):
+def test_fused_layers_recognises_linear_relu_chains(digits_cpu):
+    digits = digits_cpu
     assert fused_layers(_model("logreg", digits)[0]) == [("linear", "1.weight", "1.bias")]
     assert fused_layers(_model("mlp", digits)[0]) == [
         ("linear", "1.weight", "1.bias"),
@@ -216,9 +236,10 @@ def test_fused_layers_recognises_linear_relu_chains(digits):
         FusedTrainer(_model("lenet5", digits)[0], digits, Training(), 0)
 
 
-def test_default_chunk_sizes(digits):
+def test_default_chunk_sizes(digits_cpu):
     """vmap: as many clients as fit in CHUNK_BUDGET_BYTES; fused on the CPU: CPU_CACHE_CHUNK_BYTES
     (about 44 MLP-200 clients on digits); an explicit chunk_size wins."""
+    digits = digits_cpu
     model = build_model("mlp", digits.input_shape, digits.num_classes)  # hidden 200
     training = Training()
     per_client = bytes_per_client(model, digits, training)
@@ -231,7 +252,7 @@ def test_default_chunk_sizes(digits):
 def test_fused_without_bias_and_nested(digits):
     torch.manual_seed(3)
     model = nn.Sequential(nn.Flatten(), nn.Sequential(nn.Linear(64, 16, bias=False), nn.ReLU()), nn.Linear(16, 10))
-    base = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
+    model, base = _on(model, digits)
     training = Training(batch_size=16, lr=0.2, weight_decay=1e-2)
     jobs = _jobs(range(6))
     seq = SequentialTrainer(model, digits, training, 0).run(base, jobs)
@@ -253,37 +274,24 @@ class _Conv1dNet(nn.Module):
 
 def test_any_module_uses_the_generic_batched_path(digits):
     gen = torch.Generator().manual_seed(1)
-    fed = dataclasses.replace(digits, features=torch.randn(digits.features.shape, generator=gen))
+    noise = torch.randn(digits.features.shape, generator=gen).to(digits.features.device)
+    fed = dataclasses.replace(digits, features=noise)
     torch.manual_seed(0)
-    model = _Conv1dNet()
-    base = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
-    assert auto_executor(model, torch.device("cpu")) == "batched"
+    model, base = _on(_Conv1dNet(), fed)
+    device = fed.features.device
+    assert auto_executor(model, device) == "batched"
     training = Training(batch_size=16, lr=0.05, momentum=0.5)
     jobs = _jobs(range(8))
     seq = SequentialTrainer(model, fed, training, 0).run(base, jobs)
-    trainer = make_trainer(model, fed, training, 0, Trainer(executor="auto"), torch.device("cpu"))
+    trainer = make_trainer(model, fed, training, 0, Trainer(executor="auto"), device)
     assert trainer.kernel == "vmap"
     assert max(_max_gap(seq, trainer.run(base, jobs))) <= TOL
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none here)")
-@pytest.mark.parametrize("kernel", [BatchedTrainer, FusedTrainer])
-def test_cuda_batched_equals_sequential(kernel):
-    device = torch.device("cuda")
-    fed = build_federation(Data(dataset="digits", clients=40), 0, device)
-    model, base = _model("mlp", fed)
-    model, base = model.to(device), base.to(device)
-    training = Training(batch_size=16, lr=0.1, momentum=0.9, weight_decay=1e-3)
-    jobs = _jobs(range(0, 40, 2))
-    seq = SequentialTrainer(model, fed, training, 0).run(base, jobs)
-    bat = kernel(model, fed, training, 0, chunk_size=7).run(base, jobs)
-    assert all(r.delta.device.type == "cuda" for r in bat)
-    assert max(_max_gap(seq, bat)) <= TOL
-
-
-def test_auto_rule_and_factory(digits, monkeypatch):
+def test_auto_rule_and_factory(digits_cpu, monkeypatch):
     """auto: fused for Linear/ReLU and convolution chains on any device, else batched on CUDA or for
     small CPU models (the conv chains' own checks: tests/test_fused_conv.py)."""
+    digits = digits_cpu
     spec, cpu, cuda = Trainer(executor="auto"), torch.device("cpu"), torch.device("cuda")
     picks = {name: auto_executor(_model(name, digits)[0], cpu) for name in ("logreg", "mlp", "lenet5")}
     assert picks == {"logreg": "fused", "mlp": "fused", "lenet5": "fused"}
@@ -321,8 +329,8 @@ def same_metrics_scenario(mode: str) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["sync", "k_async"])
-def test_whole_run_same_metrics_with_either_executor(tmp_path, mode):
-    raw = same_metrics_scenario(mode)
+def test_whole_run_same_metrics_with_either_executor(tmp_path, mode, test_device):
+    raw = {**same_metrics_scenario(mode), "device": test_device.type}
     runs = {}
     for executor in ("sequential", "batched", "fused"):
         scenario = validate_scenario({**raw, "trainer": {"executor": executor}})

@@ -1,6 +1,7 @@
 """benchmarks/performance/bench_gpu.py runs its tiny configuration on the CPU through the same code
 that measures LeNet-5 and ResNet-18 on 1,000 clients on a GPU (issue 24, goal 6).  Not timed: the
-test checks that every variant ran and that the table holds a rate and a ratio for each."""
+test checks that every variant ran and that the table holds a rate and a ratio for each.  It runs on
+``ASYNCFL_TEST_DEVICE`` (tests/conftest.py; cpu by default, cuda on a GPU machine)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ bench_gpu = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_gpu)
 
 
-def test_tiny_cpu_configuration_reports_every_trainer(tmp_path):
+def test_tiny_configuration_reports_every_trainer(tmp_path, test_device):
     threads = torch.get_num_threads()
     try:
-        table = bench_gpu.main(["--device", "cpu", "--tiny", "--out", str(tmp_path / "gpu.md")])
+        table = bench_gpu.main(["--device", str(test_device), "--tiny", "--out", str(tmp_path / "gpu.md")])
     finally:
         torch.set_num_threads(threads)
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table.splitlines()[4:]}

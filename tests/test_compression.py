@@ -82,6 +82,39 @@ def test_topk_keeps_exactly_the_largest_magnitudes():
     )
 
 
+def _topk(values, fraction):
+    return topk.compress(torch.tensor(values), TopkCompression(kind="topk", fraction=fraction), None)
+
+
+def test_topk_breaks_ties_by_the_lowest_index():
+    """Equal magnitudes at the k-th place: the lowest indices are kept, whatever their signs.
+    [1, -1, 1, -1, 1, -1], k = 3 of 6: indices 0, 1, 2.
+    [0.5, 2, -2, 0.5, 2, -0.5, 1]: k = 3 (fraction 0.42, ceil 2.94) keeps the three 2s (1, 2, 4); k = 5
+    (0.65, ceil 4.55) adds 1 (index 6) and the first 0.5 (index 0 of 0, 3, 5); k = 6 (0.8) index 3 too."""
+    assert _topk([1.0, -1, 1, -1, 1, -1], 0.5).tolist() == [1, -1, 1, 0, 0, 0]
+    v = [0.5, 2, -2, 0.5, 2, -0.5, 1]
+    assert _topk(v, 0.42).tolist() == [0, 2, -2, 0, 2, 0, 0]
+    assert _topk(v, 0.65).tolist() == [0.5, 2, -2, 0, 2, 0, 1]
+    assert _topk(v, 0.8).tolist() == [0.5, 2, -2, 0.5, 2, 0, 1]
+    assert _topk([0.0] * 5, 0.4).tolist() == [0.0] * 5  # all tied at 0: nothing to keep but zeros
+    kept = _topk([1.0, float("nan"), 2.0, float("nan")], 0.25).tolist()  # k = 1: NaN ranks first, as in torch.topk
+    assert math.isnan(kept[1]) and [kept[0], kept[2], kept[3]] == [0, 0, 0]
+
+
+def test_topk_ties_match_a_stable_sort_on_many_ties():
+    """10,000 coordinates in {-3, ..., 3}, k = 1,000 and 5,000: the kept set is the first k of a stable
+    sort by decreasing magnitude (numpy's lexsort on (index, -|v|)): all the 3s, then 2s by index."""
+    gen = torch.Generator().manual_seed(0)
+    v = torch.randint(-3, 4, (10_000,), generator=gen).float()
+    for fraction in (0.1, 0.5):
+        k = keep_count(fraction, v.numel())
+        order = np.lexsort((np.arange(v.numel()), -v.abs().numpy()))[:k]
+        expected = torch.zeros_like(v)
+        expected[order] = v[order]
+        sent = topk.compress(v, TopkCompression(kind="topk", fraction=fraction), None)
+        assert torch.equal(sent, expected)
+
+
 def test_keep_count_reads_the_fraction_as_written():
     assert keep_count(0.3, 10) == 3  # 0.3 * 10 is 3.0000000000000004 in floats: not 4
     assert keep_count(0.01, 650) == 7  # ceil(6.5)

@@ -112,6 +112,28 @@ def test_deadline_before_the_m_th_arrival_closes_as_usual(tmp_path, trace):
     assert rounds[0]["failed_cancelled"] == "0"
 
 
+def test_carried_over_updates_do_not_count_toward_m(tmp_path, trace):
+    """late_updates: next_round, M = 4, o = 0.25 (5 asked), deadline 1.5 s.
+    Round 0 (t0 = 0) asks all 5; the deadline comes before the 4th arrival (1.8052): it closes at 1.5
+    with clients 0, 1; clients 2, 3, 4 run on into round 1 (arriving 1.6452, 1.8052, 2.6052).
+    Round 1 (t0 = 1.5) asks the idle clients 0, 1: fresh arrivals 1.5 + 1.1652 = 2.6652 and
+    1.5 + 1.3252 = 2.8252.  Counting the carried-over updates, the 4th arrival of the round would be
+    client 0's at 2.6652 (and client 1 would be cancelled); they do not count, so the round waits for
+    its own two tasks (fewer than M: no cancel) and closes when both answered, at 2.8252, with 5 updates."""
+    sections = _sections(trace, clients_per_round=4, over_selection=0.25, deadline_s=1.5, late_updates="next_round")
+    run_dir = run(tmp_path, **sections)
+    rounds = table(run_dir / "rounds.csv")
+    assert [float(r["time"]) for r in rounds] == pytest.approx([1.5, 1.5 + CLOSE], abs=1e-9)
+    assert [(r["selected"], r["received"], r["late"], r["failed_cancelled"]) for r in rounds] == [
+        ("5", "2", "3", "0"),
+        ("2", "5", "0", "0"),
+    ]
+    assert not any(e.get("reason") == "cancelled" for e in events(run_dir))
+    arrivals = sorted((e["t"], e["client"]) for e in events(run_dir) if e["event"] == "arrive" and e["t"] > 1.5)
+    assert [c for _, c in arrivals] == [2, 3, 4, 0, 1]
+    assert [t for t, _ in arrivals] == pytest.approx([1.6452, 1.8052, 2.6052, 2.6652, 2.8252], abs=1e-9)
+
+
 def test_over_selection_is_off_by_default_and_adds_no_column(tmp_path, trace):
     run_dir = run(tmp_path, **_sections(trace, over_selection=0.0, clients_per_round=None))
     assert "failed_cancelled" not in table(run_dir / "rounds.csv")[0]

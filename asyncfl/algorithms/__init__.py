@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Strategy, Update, algorithm_name
+from asyncfl.algorithms.memory import stored_like
 from asyncfl.algorithms.server_optimizers import ServerOptimized, make_server_optimizer
 from asyncfl.lazy import torch
 from asyncfl.registry import Registry, discover, public_modules
@@ -60,13 +61,14 @@ def make_strategy(params: AlgorithmParams, num_clients: int, like: torch.Tensor)
     ``like`` must be the initial global vector w_0 itself, not a placeholder of its shape: its size,
     dtype and device let memory-based strategies preallocate their stores, and FedAsync keeps its
     values as version 0 of its model history (the base model of updates trained from w_0).
-    With ``algorithm.server_optimizer`` set, the strategy comes wrapped in :class:`ServerOptimized`.
+    With ``algorithm.server_optimizer`` set, the strategy comes wrapped in :class:`ServerOptimized`,
+    the optimizer's moment buffers kept on ``algorithm.memory``'s device and dtype.
     """
     name = params.name  # type: ignore[attr-defined]
     if name not in REGISTRY:
         raise ValueError(f"algorithm.name {name!r} has no implementation; available: {', '.join(sorted(REGISTRY))}")
     strategy = REGISTRY[name](params, num_clients, like)
-    optimizer = make_server_optimizer(params.server_optimizer, like)
+    optimizer = make_server_optimizer(params.server_optimizer, stored_like(like, params.memory))
     return strategy if optimizer is None else ServerOptimized(strategy, optimizer)
 
 

@@ -125,8 +125,10 @@ def weighted_sum(updates: Sequence[Update], weights: Sequence[float]) -> torch.T
 
 
 class MemoryStore(Section):
-    """Where algorithms that remember every client's last update (MIFA, FedAR, FedVARP, FL-FDMS) keep
-    it: one preallocated [clients x parameters] matrix."""
+    """Where model-sized memory is kept: the last update of every client (MIFA, FedAR, FedVARP: one
+    preallocated [clients x parameters] matrix), FedAsync's past models and a server optimizer's moment
+    buffers.  Refused (unless it is the default) for an algorithm that keeps none of them there and has
+    no server optimizer."""
 
     device: Literal["model", "cpu"] = Field(default="model", description="model: same device as the model")
     dtype: Literal["float32", "float16", "bfloat16"] = Field(
@@ -143,6 +145,9 @@ class AlgorithmParams(Section):
     # keeps_memory, uses_like_values (see asyncfl/testing/algorithm.py TAGS)
     tags: ClassVar[dict] = {}
     takes_server_optimizer: ClassVar[bool] = True  # False: algorithm.server_optimizer is refused (FedAsync)
+    # True: it keeps model-sized vectors where algorithm.memory says (an UpdateStore, FedAsync's models);
+    # False: memory places only a server optimizer's buffers, and is refused without one
+    stores_in_memory: ClassVar[bool] = False
 
     record_weights: bool = Field(default=False, description="write weights.csv (per-client aggregation weights)")
     server_lr: float = Field(default=1.0, gt=0, description="global learning rate eta_g")
@@ -161,6 +166,17 @@ class AlgorithmParams(Section):
         if problem:
             raise ValueError(problem)
         return self
+
+    @model_validator(mode="after")
+    def _memory_is_used(self) -> AlgorithmParams:
+        if self.memory == MemoryStore() or self.stores_in_memory or self.server_optimizer.kind != "none":
+            return self
+        raise ValueError(
+            f"algorithm.memory: algorithm.name {getattr(self, 'name', '?')} keeps nothing where algorithm.memory "
+            f"says, so memory.device and memory.dtype would be ignored: remove algorithm.memory, or set "
+            f"algorithm.server_optimizer (memory places its moment buffers; it also places the per-client stores "
+            f"of mifa, fedvarp and fedar and fedasync's past models)"
+        )
 
     def check(self, scenario: Section) -> None:
         """Raise ValueError (naming the YAML keys) if the rest of ``scenario`` does not suit this algorithm."""

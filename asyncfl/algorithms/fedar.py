@@ -79,6 +79,7 @@ class FedArParams(AlgorithmParams):
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 4
     tags: ClassVar[dict] = {"keeps_memory": True}
+    stores_in_memory: ClassVar[bool] = True
     rho: float = Field(default=0.1, ge=0, le=1, description="psi = min((tau + 1)^rho, psi_max); paper section 6")
     psi_max: float = Field(default=2.0, ge=1, description="cap of psi; the paper fixes 2 for its convergence proof")
     cutoff: Cutoff = Field(

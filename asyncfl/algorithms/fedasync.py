@@ -20,7 +20,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
-from asyncfl.algorithms.memory import store_dtype
+from asyncfl.algorithms.memory import store_device, store_dtype
 from asyncfl.algorithms.staleness import PolynomialStaleness, Staleness, staleness_weight
 from asyncfl.lazy import torch
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
@@ -37,6 +37,7 @@ class FedAsyncParams(AlgorithmParams):
     modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
     order: ClassVar[int] = 8
     tags: ClassVar[dict] = {"server_k": 1, "keeps_memory": True, "uses_like_values": True}
+    stores_in_memory: ClassVar[bool] = True
     takes_server_optimizer: ClassVar[bool] = False  # its kept versions must be the published models
     mixing: float = Field(default=0.6, gt=0, le=1, description="mixing hyperparameter alpha of FedAsync")
     staleness: Staleness = Field(
@@ -69,7 +70,7 @@ class FedAsync:
             )
         self.params = params
         self.num_clients = num_clients
-        self.store_device = like.device if params.memory.device == "model" else torch.device("cpu")
+        self.store_device = store_device(like, params.memory)
         self.store_dtype = store_dtype(params.memory.dtype)
         self.versions: dict[int, torch.Tensor] = {0: self._stored(like)}  # global model of each kept version
 

@@ -32,6 +32,7 @@ class FedVarpParams(AlgorithmParams):
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 3
     tags: ClassVar[dict] = {"keeps_memory": True}
+    stores_in_memory: ClassVar[bool] = True
 
 
 def fedvarp_direction(

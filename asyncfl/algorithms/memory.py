@@ -1,9 +1,10 @@
 """One preallocated store for per-client vectors (docs/explanation/architecture.md section 7).
 
-MIFA, FedAR, FedVARP and FL-FDMS remember the latest update of every client: N x d numbers.  Keeping
+MIFA, FedAR and FedVARP remember the latest update of every client: N x d numbers.  Keeping
 them in one matrix (rather than N separate tensors) makes the memory predictable, lets means over
 clients be one reduction, and allows a CPU-resident or half-precision store for large models.
-Reads come back in the compute dtype and device of the caller.
+Reads come back in the compute dtype and device of the caller.  The same ``algorithm.memory`` places
+FedAsync's past models and the server optimizer's moment buffers (:func:`stored_like`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,20 @@ def store_dtype(name: str) -> torch.dtype:
     return getattr(torch, name)
 
 
+def store_device(like: torch.Tensor, spec: MemoryStore) -> torch.device:
+    """The device of ``memory.device``: the model's (``like``'s) or the CPU."""
+    return like.device if spec.device == "model" else torch.device("cpu")
+
+
+def stored_like(like: torch.Tensor, spec: MemoryStore) -> torch.Tensor:
+    """An uninitialised tensor of ``like``'s shape on the store's device and dtype: the ``like`` that
+    buffers kept as ``spec`` says are built from (the server optimizer's m and v)."""
+    return torch.empty(like.shape, dtype=store_dtype(spec.dtype), device=store_device(like, spec))
+
+
 class UpdateStore:
     def __init__(self, num_clients: int, dim: int, like: torch.Tensor, spec: MemoryStore = MemoryStore()) -> None:
-        device = like.device if spec.device == "model" else torch.device("cpu")
+        device = store_device(like, spec)
         self.compute_dtype, self.compute_device = like.dtype, like.device
         self.rows = torch.zeros(num_clients, dim, dtype=store_dtype(spec.dtype), device=device)
         self.filled = torch.zeros(num_clients, dtype=torch.bool)

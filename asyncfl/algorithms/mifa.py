@@ -37,6 +37,7 @@ class MifaParams(AlgorithmParams):
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 2
     tags: ClassVar[dict] = {"keeps_memory": True}
+    stores_in_memory: ClassVar[bool] = True
     wait_for_all: bool = Field(
         default=False,
         description="true: no update until every client delivered once, then average over all N (original "

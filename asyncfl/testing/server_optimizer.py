@@ -5,8 +5,9 @@ held to them by tests/test_server_optimizer_contract.py, over the specs its regi
 A built optimizer maps (x_t, x_new) to x_{t+1} without touching its inputs, keeps dtype, shape and
 device, leaves the model where it is while every pseudo-gradient so far is zero, moves along a constant
 pseudo-gradient, is deterministic, and its ``state_dict`` holds copies that continue bitwise after
-``load_state_dict`` into a fresh one.  A kind whose ``build`` gives None (``none``) is the algorithm's
-own step: it must validate and be what a scenario gets by default.
+``load_state_dict`` into a fresh one.  Built on a ``like`` of another dtype (``algorithm.memory``), it
+keeps its memory in that dtype and steps in the model's.  A kind whose ``build`` gives None (``none``)
+is the algorithm's own step: it must validate and be what a scenario gets by default.
 """
 
 from __future__ import annotations
@@ -139,6 +140,22 @@ def check_state_round_trip_continues_bitwise(kind) -> None:
         assert all(torch.equal(a, b) for a, b in zip(continued, resumed)), f"{kind.name}: {spec} resume differs"
 
 
+def check_memory_kept_in_the_dtype_it_was_built_with(kind) -> None:
+    """Built on a bfloat16 ``like`` (``algorithm.memory.dtype: bfloat16``) and stepped with float32 models,
+    an optimizer keeps its state in bfloat16 and returns float32 models near those of a float32-built one."""
+    kind = kind_of(kind)
+    deltas = [0.1 * d for d in _deltas()]
+    for spec, build in _built(kind):
+        half = kind.build(spec, _like(torch.bfloat16))
+        got, expected = _run(half, _like(), deltas), _run(build(), _like(), deltas)
+        assert all(a.dtype == torch.float32 for a in got), f"{kind.name}: {spec} returned the memory's dtype"
+        dtypes = {v.dtype for v in half.state_dict().values() if isinstance(v, torch.Tensor)}
+        assert dtypes <= {torch.bfloat16}, f"{kind.name}: {spec} keeps its memory in {dtypes}, not bfloat16"
+        gap = max(float((a - b).abs().max()) for a, b in zip(got, expected))
+        scale = max(float((b - _like()).abs().max()) for b in expected)
+        assert gap <= 0.05 * scale + 1e-3, f"{kind.name}: {spec} bfloat16 memory moved the model {gap} away"
+
+
 CHECKS: tuple[Callable, ...] = (
     check_examples_validate_and_none_is_the_default,
     check_inputs_untouched_and_dtype_shape_device_kept,
@@ -146,6 +163,7 @@ CHECKS: tuple[Callable, ...] = (
     check_moves_along_a_constant_pseudo_gradient,
     check_deterministic,
     check_state_round_trip_continues_bitwise,
+    check_memory_kept_in_the_dtype_it_was_built_with,
 )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
+from asyncfl.algorithms.server_optimizers._base import keep, working
 from asyncfl.lazy import torch
 from asyncfl.sections import Section
 
@@ -51,9 +52,12 @@ class AdaptiveServerOptimizer(ABC):
     def step(self, current: torch.Tensor, proposed: torch.Tensor) -> torch.Tensor:
         s = self.spec
         delta = proposed - current
-        self.m.mul_(s.beta1).add_(delta, alpha=1.0 - s.beta1)
-        self.second_moment(self.v, delta * delta)
-        return current + s.lr * self.m / (self.v.sqrt() + s.tau)
+        m, v = working(self.m, current), working(self.v, current)
+        m.mul_(s.beta1).add_(delta, alpha=1.0 - s.beta1)
+        self.second_moment(v, delta * delta)
+        keep(self.m, m)
+        keep(self.v, v)
+        return current + s.lr * m / (v.sqrt() + s.tau)
 
     def state_dict(self) -> dict[str, Any]:
         return {"m": self.m.clone(), "v": self.v.clone()}

@@ -27,13 +27,27 @@ class ServerOptimizer(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+def working(buffer: torch.Tensor, model: torch.Tensor) -> torch.Tensor:
+    """``buffer`` in ``model``'s dtype and device for one step: the buffer itself when they agree (then
+    updating it in place updates the optimizer's memory), else a copy that :func:`keep` stores back."""
+    return buffer.to(model.device, model.dtype)
+
+
+def keep(buffer: torch.Tensor, value: torch.Tensor) -> None:
+    """Store a step's ``value`` of a buffer (rounded to the buffer's dtype) unless it is the buffer itself."""
+    if value is not buffer:
+        buffer.copy_(value)
+
+
 @dataclass(frozen=True)
 class ServerOptimizerKind:
     """One value of ``algorithm.server_optimizer.kind``, registered by its module as ``OPTIMIZER``.
 
     ``section``: its YAML keys (a section whose ``kind: Literal["<name>"]`` names it).
     ``build(spec, like)`` -> the run's :class:`ServerOptimizer` (its memory shaped, typed and placed like
-    ``like``, the initial global vector), or None for ``none`` (the algorithm's proposal is taken as is).
+    ``like``: the initial global vector's shape on ``algorithm.memory``'s device and dtype, which may
+    differ from the models ``step`` gets: see :func:`working`), or None for ``none`` (the algorithm's
+    proposal is taken as is).
     ``examples``: specs (dicts without ``kind``) the contract suite (asyncfl.testing.server_optimizer) runs.
     ``order``: place among the allowed values (the first is the default).
     """

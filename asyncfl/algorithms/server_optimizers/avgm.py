@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from asyncfl.algorithms.server_optimizers._base import ServerOptimizerKind
+from asyncfl.algorithms.server_optimizers._base import ServerOptimizerKind, keep, working
 from asyncfl.lazy import torch
 from asyncfl.sections import Section
 
@@ -40,8 +40,9 @@ class AvgM:
         self.m = torch.zeros_like(like)
 
     def step(self, current: torch.Tensor, proposed: torch.Tensor) -> torch.Tensor:
-        self.m.mul_(self.spec.beta1).add_(proposed - current)
-        return current + self.spec.lr * self.m
+        m = working(self.m, current).mul_(self.spec.beta1).add_(proposed - current)
+        keep(self.m, m)
+        return current + self.spec.lr * m
 
     def state_dict(self) -> dict[str, Any]:
         return {"m": self.m.clone()}

@@ -7,11 +7,14 @@ scale*, section 2.2; FedScale's over-commitment, 1.3 = o of 0.3): a round with t
 
     S = ceil((1 + o) * M)  clients (fewer when fewer are candidates)
 
-and closes at t_M, the M-th delivered arrival, if that comes before the deadline, the time limit and
-the moment all S answered or failed.  Every task of the round still running at t_M (and any other
-arrival at t_M beyond the first M) is cancelled there: its time so far is lost time, failure reason
-``cancelled``.  Plans are known when the round starts (asyncfl.sim.clients), so t_M and the cancelled
-tasks are known then too, and a cancelled task's training job is never submitted nor computed.
+and closes at t_M, the M-th delivered arrival of the round's own tasks, if that comes before the
+deadline, the time limit and the moment all S answered or failed.  Updates of earlier rounds that arrive
+meanwhile (``late_updates: next_round``) are aggregated but do not count toward M: only the tasks a
+round asked for can be cancelled at t_M, so only they decide when it closes.  Every task of the round
+still running at t_M (and any other arrival at t_M beyond the first M) is cancelled there: its time so
+far is lost time, failure reason ``cancelled``.  Plans are known when the round starts
+(asyncfl.sim.clients), so t_M and the cancelled tasks are known then too, and a cancelled task's
+training job is never submitted nor computed.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ class SyncKeys(Section):
         default=0.0,
         ge=0,
         description="sync: ask ceil((1 + o) * clients_per_round) clients and close the round at the "
-        "clients_per_round-th arrival, cancelling the rest (0: off; FedScale's over-commitment 1.3 is 0.3)",
+        "clients_per_round-th arrival of its own tasks, cancelling the rest; updates carried over from earlier "
+        "rounds (late_updates: next_round) do not count (0: off; FedScale's over-commitment 1.3 is 0.3)",
         json_schema_extra=OPT_IN,
     )
 
