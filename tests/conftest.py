@@ -13,6 +13,8 @@ import pytest
 import torch
 
 from asyncfl.config import validate_scenario
+from asyncfl.learn.executors import float32_precision
+from asyncfl.learn.training import Trainer
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on the 2-core CI machine
 
@@ -23,22 +25,16 @@ TEST_DEVICE = os.environ.get("ASYNCFL_TEST_DEVICE", "cpu")
 
 @pytest.fixture(scope="session")
 def test_device():
-    """The torch device of ``ASYNCFL_TEST_DEVICE``.  On CUDA, TF32 is turned off for the session: the
-    tests compare the batched kernels with the sequential reference in float32, and TF32 rounds each
-    convolution's (and matrix product's) inputs to 10 mantissa bits, differently for each layout (on an
-    H100, LeNet-5's fused and sequential deltas differed by 2.0e-3 with TF32 and by under 1e-4 without)."""
+    """The torch device of ``ASYNCFL_TEST_DEVICE``, in full float32 for the session as runs train
+    (``trainer.tf32: false``, :func:`asyncfl.learn.executors.float32_precision`): the tests compare the
+    batched kernels with the sequential reference, and TF32 rounds each convolution's inputs to 10
+    mantissa bits, differently for each layout (on an H200, LeNet-5's fused and sequential deltas
+    differed by 2e-3 with TF32 and by 1e-6 without)."""
     device = torch.device(TEST_DEVICE)
     if device.type == "cuda" and not torch.cuda.is_available():
         pytest.skip(f"ASYNCFL_TEST_DEVICE={TEST_DEVICE}: no CUDA device here")
-    if device.type != "cuda":
+    with float32_precision(Trainer()):
         yield device
-        return
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    try:
-        yield device
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def scenario(**sections):
