@@ -8,14 +8,13 @@ to the last bit) on the same kind of device:
 
 * fused, on any device, when the model is a chain of Flatten / Linear / ReLU (logreg, mlp): on the
   CPU its hand-written batched forward and backward beat the ``torch.func`` path at every cohort
-  size measured, most at small cohorts where ``vmap``'s per-step dispatch dominates.  On CUDA it was
-  not measured (no GPU where this was written); it is chosen there because it launches a fixed
-  twenty-odd kernels per step, fewer than ``vmap`` over the same layers;
+  size measured, most at small cohorts where ``vmap``'s per-step dispatch dominates; on an H200 too
+  (1.4x to 5x, cohorts of 10 to 1,000);
 * fused also for chains of Conv1d / Conv2d / ReLU / MaxPool / Flatten / Linear (cnn1d, lenet5;
   :mod:`asyncfl.learn.fused_conv`): each convolution is one channels-last grouped convolution over
   the cohort with its backward called directly.  On the 2-core CPU it beat ``vmap`` for cnn1d and
-  LeNet-5 (``benchmarks/performance/bench_trainer.py``); on CUDA it is unmeasured and chosen for
-  the same reason as the fused MLP (``benchmarks/performance/bench_gpu.py`` compares them);
+  LeNet-5 (``benchmarks/performance/bench_trainer.py``); on an H200 it beat ``vmap`` at cohorts of 10
+  and 100 (K-async's sizes) and lost to it at 1,000 (docs/findings/performance.md, "On a GPU");
 * otherwise batched (``torch.func.vmap``) on CUDA for every model (ResNet-18) -- one kernel launch
   for the whole cohort instead of one per client and layer;
 * otherwise, on the CPU, batched for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters.

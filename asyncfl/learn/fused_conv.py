@@ -60,8 +60,8 @@ class ConvFusedTrainer(BatchedTrainer):
         self.conv_input = conv_input_shape(nd, tuple(federation.features.shape[1:]))
         super().__init__(model, federation, training, seed, chunk_size)
         if chunk_size is None and federation.features.device.type == "cuda":
-            # cuDNN's grouped convolutions slow down past a hundred-odd groups: on an H200 LeNet-5 on digits
-            # ran 3x faster in chunks of 100 clients than in the memory budget's one chunk of 1,262
+            # cuDNN's grouped convolutions with TF32 ran LeNet-5 3x faster in chunks of 100 clients than in
+            # the memory budget's one chunk of 1,262 on an H200; in float32 the evidence is mixed
             # (docs/findings/performance.md, "On a GPU")
             self.chunk_size = min(self.chunk_size, CONV_CUDA_CHUNK_CLIENTS)
 
