@@ -149,7 +149,7 @@ class Trainer(Section):
         default=False,
         description="on CUDA (Ampere and later), let convolutions and matrix products use TF32 tensor cores while "
         "the run trains and evaluates: faster for large models, but about 1e-3 relative error per operation, so the "
-        "executors then agree only to about 1e-2 (measured on an H200). false: full float32 (IEEE), the executors "
-        "agree to 1e-5; the caller's torch setting is restored after the run",
+        "executors' deltas then differ by about 1e-3 (2e-3 for LeNet-5 on an H200). false: full float32 (IEEE), the "
+        "executors agree to 1e-5; the caller's torch setting is restored after the run",
         json_schema_extra=OPT_IN,
     )
