@@ -136,3 +136,26 @@ def test_scenario_constructors_take_overrides_and_refuse_a_study(tmp_path):
     study.write_text("seeds: [0, 1]\ncompare: [{name: a}]\n")
     with pytest.raises(asyncfl.ConfigError, match="is a study .* asyncfl.run_study"):
         asyncfl.Scenario.from_yaml(study)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: asyncfl.Scenario.from_dict("name: x"),
+         r"^<dict>: Scenario.from_dict takes a dict of sections \(name, data, server, ...\), got str 'name: x'; "
+         r"for a YAML file, use Scenario.from_yaml\('name: x'\)\.$"),
+        (lambda: asyncfl.Scenario.from_dict(3), r"^<dict>: Scenario.from_dict takes a dict of sections .*, got int 3\.$"),
+        (lambda: asyncfl.Scenario.from_dict({}, "seed=2"),
+         r"^overrides must be a list of 'key=value' strings such as \['server.k=5'\], got str 'seed=2': "
+         r"wrap it in a list, \['seed=2'\]\.$"),
+        (lambda: asyncfl.Scenario.from_dict({}, ["seed=2", 7]), r"but its item 7 is int, not str\.$"),
+        (lambda: asyncfl.Scenario.from_yaml(3), r"^expected the path of a YAML file \(a str or pathlib.Path\), got int 3"),
+        (lambda: asyncfl.run(SMALL, overrides="seed=2"), r"got str 'seed=2': wrap it in a list"),
+        (lambda: asyncfl.run_study({**SMALL, "seeds": [0]}, overrides="seed=2"), r"got str 'seed=2': wrap it in a list"),
+    ],
+)  # fmt: skip
+def test_wrong_python_types_are_config_errors_a_python_user_understands(call, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be written, anywhere
+    with pytest.raises(asyncfl.ConfigError, match=message):
+        call()
+    assert not list(tmp_path.iterdir())

@@ -13,6 +13,7 @@ from asyncfl.api.results import Run, Study, read_run
 from asyncfl.callbacks.base import Callback
 from asyncfl.config import Scenario, apply_override, read_scenario
 from asyncfl.config.runnable import check_runnable
+from asyncfl.config.yaml_files import override_list
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.runner import run_scenario
 from asyncfl.study.spec import build_study
@@ -52,7 +53,7 @@ def run(
     of :class:`asyncfl.Callback` (``on_start``, ``on_aggregation``, ``on_resume``,
     ``on_end``), called after the built-in ones at every aggregation.  Bad input raises
     :class:`asyncfl.ConfigError` before anything is written."""
-    chosen = _scenario(scenario, list(overrides))
+    chosen = _scenario(scenario, override_list(overrides))
     for callback in callbacks:
         if not isinstance(callback, Callback):
             raise TypeError(f"callbacks: {callback!r} is not an asyncfl.Callback")
@@ -77,7 +78,7 @@ def run_study(
     ``seeds`` replaces the study's ``seeds:``; ``executor`` is ``local`` or ``ray``; ``out`` a new
     or empty sweep directory (default ``output.dir/<name>/<timestamp>/``).  A run that raised is
     listed in ``Study.failures`` (the others still ran)."""
-    raw, source = _raw(study, list(overrides))
+    raw, source = _raw(study, override_list(overrides))
     if seeds is not None:
         raw["seeds"] = list(seeds)
     spec = build_study(raw, source)
