@@ -18,7 +18,9 @@ Allowed = Mapping[str, Set[str]]  # module -> the names of it a pickle may name
 # Plain data: pickle writes dicts, lists, ints, floats and strings as opcodes that name no global; these
 # cover other writers of the same data (sets, tuples, an OrderedDict or defaultdict) and run no code.
 PLAIN: dict[str, frozenset[str]] = {
-    "builtins": frozenset({"dict", "list", "tuple", "set", "frozenset", "int", "float", "complex", "str", "bytes", "bool"}),
+    "builtins": frozenset(
+        {"dict", "list", "tuple", "set", "frozenset", "int", "float", "complex", "str", "bytes", "bool"}
+    ),
     "collections": frozenset({"OrderedDict", "defaultdict"}),
 }
 PLAIN["__builtin__"] = PLAIN["builtins"]  # Python 2 pickles (fix_imports maps them)
