@@ -56,8 +56,9 @@ def writing(directory: Path, kind: str = "run") -> Iterator[None]:
 
 def holder(directory: Path) -> str | None:
     """Who is writing ``directory`` now ('PID n'; this process too), or None when nobody is: a ``.lock``
-    left by a killed writer is not held.  A reader's test takes the lock for an instant (shared, so that
-    two readers never collide) and never waits."""
+    left by a killed writer is not held.  The test takes the lock for an instant (shared, so that two
+    readers never collide) and never waits; a writer starting in that instant is refused as if another
+    were writing (its message says so, and it changes nothing)."""
     if Path(os.path.abspath(directory)) in _held:
         return f"PID {os.getpid()}"
     try:
@@ -71,6 +72,7 @@ def holder(directory: Path) -> str | None:
             if free:
                 import msvcrt
 
+                os.lseek(fd, _WINDOWS_LOCK_BYTE, os.SEEK_SET)
                 msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
             return None if free else _holder(fd)
         try:
