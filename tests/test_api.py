@@ -157,6 +157,9 @@ def test_scenario_constructors_take_overrides_and_refuse_a_study(tmp_path):
         (lambda: asyncfl.run(SMALL, overrides="seed=2"), r"got str 'seed=2': wrap it in a list"),
         (lambda: asyncfl.run_study({**SMALL, "seeds": [0]}, overrides="seed=2"),
          r"got str 'seed=2': wrap it in a list"),
+        (lambda: asyncfl.run_study({**SMALL, "seeds": [0]}, seeds=3),
+         r"^seeds must be a list of ints .*, got int 3\.$"),
+        (lambda: asyncfl.run_study({**SMALL, "seeds": [0]}, seeds=["a"]), r"seeds"),
     ],
 )  # fmt: skip
 def test_wrong_python_types_are_config_errors_a_python_user_understands(call, message, tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from asyncfl.callbacks.base import Callback
 from asyncfl.config import Scenario, apply_override, read_scenario
 from asyncfl.config.runnable import check_runnable
 from asyncfl.config.yaml_files import override_list
+from asyncfl.errors import ConfigError
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.runner import run_scenario
 from asyncfl.study.spec import build_study
@@ -80,7 +81,9 @@ def run_study(
     listed in ``Study.failures`` (the others still ran)."""
     raw, source = _raw(study, override_list(overrides))
     if seeds is not None:
-        raw["seeds"] = list(seeds)
+        if isinstance(seeds, (str, bytes, Mapping)) or not isinstance(seeds, Iterable):
+            raise ConfigError(f"seeds must be a list of ints such as [0, 1, 2], got {type(seeds).__name__} {seeds!r}.")
+        raw["seeds"] = list(seeds)  # each checked by build_study as the study's seeds:
     spec = build_study(raw, source)
     for planned in spec.runs:  # every run checked before the first one starts
         check_runnable(planned.scenario)
