@@ -8,8 +8,10 @@ whose name starts with ``_`` are helpers, not entries.  Discovery imports the mo
 stay cheap to import (no torch at module level).  User code adds entries with
 :meth:`Registry.register` (from a module or a notebook), and installed plug-ins through the
 entry-point group ``asyncfl.plugins`` (:func:`load_plugins`, run once before the first scenario is
-validated).  The schema is built from the registries as they are when a scenario is validated
-(:func:`asyncfl.config.schema.scenario_model`, cached per :func:`state`).
+validated; a plug-in that cannot load is a :class:`ConfigError` naming its distribution and entry
+point, raised again at every later validation in the same process).  The schema is built from the
+registries as they are when a scenario is validated (:func:`asyncfl.config.schema.scenario_model`,
+cached per :func:`state`).
 """
 
 from __future__ import annotations
@@ -22,10 +24,17 @@ from operator import attrgetter
 from types import ModuleType
 from typing import Any
 
+from asyncfl.errors import ConfigError
+
 PLUGIN_GROUP = "asyncfl.plugins"
 
 ALL: list[Registry] = []  # every registry, in the order their packages were imported
 _plugins_loaded = False
+_plugin_problems: list[str] = []  # what went wrong loading each broken plug-in (repeated until fixed)
+
+
+class NameTaken(ValueError):
+    """A registration under a name its registry already holds."""
 
 
 class Registry(dict):
@@ -48,7 +57,7 @@ class Registry(dict):
         """Add ``entry`` under its name (and return it, so that it can decorate); a taken name is refused."""
         key = self._name(entry)
         if key in self:
-            raise ValueError(f"{self.axis}: the name {key!r} is already registered")
+            raise NameTaken(f"{self.axis}: the name {key!r} is already registered")
         entries = [*self.values(), entry]
         self.clear()
         self.update({self._name(e): e for e in sorted(entries, key=lambda e: (self._order(e), self._name(e)))})
@@ -85,7 +94,7 @@ def discover(
         entry = getattr(module, attribute, None)
         if entry is not None:
             if name(entry) in registry:
-                raise ValueError(f"{package}: two modules register the name {name(entry)!r}")
+                raise NameTaken(f"{package}: two modules register the name {name(entry)!r}")
             registry.register(entry)
     return registry
 
@@ -107,19 +116,52 @@ def register_object(entry: Any) -> None:
 
 def load_plugins(group: str = PLUGIN_GROUP) -> None:
     """Load the installed plug-ins once: each entry point of ``group`` names a module, whose import
-    registers its entries, a callable with no arguments that registers them, or a registration object."""
+    registers its entries, a callable with no arguments that registers them, or a registration object.
+    Every entry point is tried; those that fail (an import that raises, a module that is not there, a
+    name already taken, ...) are one :class:`ConfigError` naming each distribution and entry point."""
     global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for point in importlib.metadata.entry_points(group=group):
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        _plugin_problems.clear()
+        broken: dict[str, None] = {}  # the distributions at fault, in order
+        for point in importlib.metadata.entry_points(group=group):
+            dist = getattr(point, "dist", None)
+            name = dist.name if dist is not None else "an unnamed distribution"
+            problem = _load_entry_point(point)
+            if problem is not None:
+                _plugin_problems.append(f"{name} (entry point {point.name} = {point.value}): {problem}")
+                broken[name] = None
+        if _plugin_problems:
+            _plugin_problems.append(f"Fix the plug-in, or uninstall it (pip uninstall {' '.join(broken)}).")
+    if _plugin_problems:
+        raise ConfigError(
+            f"{len(_plugin_problems) - 1} installed plug-in(s) (entry-point group {group}) could not be loaded:\n  "
+            + "\n  ".join(_plugin_problems[:-1])
+            + f"\n{_plugin_problems[-1]}"
+        )
+
+
+def _load_entry_point(point: importlib.metadata.EntryPoint) -> str | None:
+    """Load one plug-in; what went wrong, in a sentence, or None."""
+    stage = "importing it"
+    try:
         loaded = point.load()
+        stage = "registering it"
         if isinstance(loaded, ModuleType):
-            continue  # importing it registered its entries
+            return None  # importing it registered its entries
         if callable(loaded) and not isinstance(loaded, type) and not any(r.accepts(loaded) for r in ALL):
             loaded()
         else:
             register_object(loaded)
+    except NameTaken as exc:
+        return f"{stage} registers a name already taken ({exc}); the plug-in must choose another name"
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (point.module == exc.name or point.module.startswith(exc.name + ".")):
+            return f"its module {point.module} is not installed ({exc})"
+        return f"{stage} needs a module that is not installed ({exc})"
+    except Exception as exc:  # noqa: BLE001 - a plug-in's own error: named, never a traceback
+        return f"{stage} raised {type(exc).__name__}: {exc}"
+    return None
 
 
 def or_list(names: Iterable[str]) -> str:

@@ -205,6 +205,7 @@ def test_last_quarter_of_a_metrics_column_by_hand(tmp_path):
         "time,round,test_accuracy,accuracy_class_9\n0,0,0.1,0.0\n10,1,0.5,0.1\n20,2,0.7,0.2\n"
         "35,3,,0.99\n30,3,0.8,0.4\n40,4,0.9,0.6\n"
     )
+    (tmp_path / "summary.json").write_text('{"status": "finished"}')  # a run that has ended (else: no measures)
     measures = run_measures(tmp_path, [], ["accuracy_class_9", "missing_column"])
     assert measures["last-quarter accuracy_class_9"] == pytest.approx(0.5)
     assert measures["last-quarter accuracy"] == pytest.approx(0.85)

@@ -188,6 +188,45 @@ def write_cifar10(root: Path, rng):
     return (np.concatenate([p[0] for p in parts[:5]]), np.concatenate([p[1] for p in parts[:5]]), *parts[5])
 
 
+class _RunsAShellCommand:
+    """What a malicious batch file holds: unpickling it calls os.system (here: create a marker file)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_cifar10_batch_that_would_run_code_is_refused_not_run(tmp_path):
+    write_cifar10(tmp_path, np.random.default_rng(0))
+    marker, batch = tmp_path / "executed", tmp_path / "cifar-10-batches-py" / "data_batch_3"
+    batch.write_bytes(pickle.dumps({"data": _RunsAShellCommand(marker), "labels": [1]}))
+    with pytest.raises(ConfigError) as err:
+        load_arrays(data(dataset="cifar10", data_dir=tmp_path, download=False), seed=0)
+    message = str(err.value)
+    assert message.startswith(f"data.dataset cifar10: {batch}: refused to unpickle the global ")
+    assert "posix.system" in message or "os.system" in message  # the global it names
+    assert "Nothing was executed" in message and "\n" not in message
+    assert not marker.exists()
+
+
+def test_a_python2_cifar10_batch_reads_as_the_real_files_are_written(tmp_path):
+    """The real batches: protocol 2, numpy 1's module names (numpy.core), byte strings read as latin1."""
+    x_train, y_train, x_test, y_test = write_cifar10(tmp_path, np.random.default_rng(1))
+    for path in (tmp_path / "cifar-10-batches-py").iterdir():
+        entry = pickle.loads(path.read_bytes())
+        written = pickle.dumps({**entry, "batch_label": b"training batch"}, protocol=2)
+        path.write_bytes(written.replace(b"numpy._core.multiarray", b"numpy.core.multiarray"))
+    assert b"numpy.core.multiarray\n_reconstruct" in path.read_bytes()
+    raw = load_arrays(data(dataset="cifar10", data_dir=tmp_path, download=False), seed=0)
+    np.testing.assert_array_equal(raw.y_train, y_train)
+    np.testing.assert_array_equal(raw.y_test, y_test)
+    assert raw.x_train.shape == (20, 3, 32, 32)
+
+
 def write_svhn(root: Path, rng):
     from scipy.io import savemat
 

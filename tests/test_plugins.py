@@ -6,8 +6,11 @@ registration is undone after its test, so that the other tests see only the buil
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import subprocess
 import sys
 import types
+from pathlib import Path
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -201,3 +204,73 @@ def test_an_installed_plugin_is_found_through_its_entry_point(monkeypatch):
 def test_the_public_contract_checks_pass_on_the_plugin(plugin):
     check_strategy("half_step")
     check_availability_kind(BLACKOUT)
+
+
+# --- installed plug-ins that cannot load: a fake distribution on sys.path ----------------------------
+
+BROKEN_POINTS = {  # entry point -> what it names
+    "raises": "asyncfl_broken_on_import",  # a module whose import raises
+    "missing": "asyncfl_not_installed",  # a module that is not there
+    "taken": "asyncfl_taken_name:register",  # a callable registering a name a built-in holds
+    "fine": "asyncfl_fine_plugin:BLACKOUT",  # a plug-in that loads (registered although the others fail)
+}
+
+
+def _broken_distribution(root):
+    """``asyncfl-broken-plugins`` 1.0 as pip would install it: a *.dist-info with entry_points.txt, and
+    the modules its entry points name (but one), in ``root`` (to be put on sys.path)."""
+    info = root / "asyncfl_broken_plugins-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: asyncfl-broken-plugins\nVersion: 1.0\n")
+    points = "".join(f"{name} = {target}\n" for name, target in BROKEN_POINTS.items())
+    (info / "entry_points.txt").write_text(f"[{asyncfl.registry.PLUGIN_GROUP}]\n{points}")
+    (root / "asyncfl_broken_on_import.py").write_text("raise RuntimeError('no licence file found')\n")
+    (root / "asyncfl_taken_name.py").write_text(
+        "from asyncfl.learn.datasets import REGISTRY, DataSet\n\n\ndef register():\n"
+        "    REGISTRY.register(DataSet('digits', None, input_shape=(1, 8, 8), classes=10))\n"
+    )
+    (root / "asyncfl_fine_plugin.py").write_text("from test_plugins import BLACKOUT\n")
+    return root
+
+
+def _says_what_went_wrong(message):
+    dist = "asyncfl-broken-plugins (entry point"
+    assert message.startswith(f"3 installed plug-in(s) (entry-point group {asyncfl.registry.PLUGIN_GROUP}) could not")
+    assert f"{dist} raises = asyncfl_broken_on_import): importing it raised RuntimeError: no licence file found" in (
+        message
+    )
+    assert f"{dist} missing = asyncfl_not_installed): its module asyncfl_not_installed is not installed" in message
+    assert (
+        f"{dist} taken = asyncfl_taken_name:register): registering it registers a name already taken "
+        "(data.dataset: the name 'digits' is already registered)" in message
+    )
+    assert "fine = " not in message and message.endswith("(pip uninstall asyncfl-broken-plugins).")
+
+
+def test_plugins_that_cannot_load_are_one_config_error_naming_each(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(_broken_distribution(tmp_path)))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # asyncfl_fine_plugin imports BLACKOUT from here
+    monkeypatch.setattr(asyncfl.registry, "_plugins_loaded", False)
+    monkeypatch.setattr(asyncfl.registry, "_plugin_problems", [])
+    digits = DATASETS["digits"]
+    try:
+        for _ in range(2):  # loaded once; the problem is raised again at the next validation
+            with pytest.raises(ConfigError) as err:
+                validate_scenario(BASE)
+            _says_what_went_wrong(str(err.value))
+        assert DATASETS["digits"] is digits and "blackout" in KINDS  # the working plug-in registered
+    finally:
+        KINDS.pop("blackout", None)
+
+
+@pytest.mark.slow
+def test_plugins_that_cannot_load_exit_2_from_the_command_line_without_a_traceback(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    _broken_distribution(tmp_path / "site")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("data: {dataset: digits, clients: 4}\nstop: {rounds: 1}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(root / "tests"), str(root)])}
+    done = subprocess.run([sys.executable, "-m", "asyncfl", "validate", str(scenario)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    _says_what_went_wrong(done.stderr.removeprefix("error: ").rstrip("\n"))

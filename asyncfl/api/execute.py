@@ -13,6 +13,8 @@ from asyncfl.api.results import Run, Study, read_run
 from asyncfl.callbacks.base import Callback
 from asyncfl.config import Scenario, apply_override, read_scenario
 from asyncfl.config.runnable import check_runnable
+from asyncfl.config.yaml_files import override_list
+from asyncfl.errors import ConfigError
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.runner import run_scenario
 from asyncfl.study.spec import build_study
@@ -52,7 +54,7 @@ def run(
     of :class:`asyncfl.Callback` (``on_start``, ``on_aggregation``, ``on_resume``,
     ``on_end``), called after the built-in ones at every aggregation.  Bad input raises
     :class:`asyncfl.ConfigError` before anything is written."""
-    chosen = _scenario(scenario, list(overrides))
+    chosen = _scenario(scenario, override_list(overrides))
     for callback in callbacks:
         if not isinstance(callback, Callback):
             raise TypeError(f"callbacks: {callback!r} is not an asyncfl.Callback")
@@ -77,9 +79,11 @@ def run_study(
     ``seeds`` replaces the study's ``seeds:``; ``executor`` is ``local`` or ``ray``; ``out`` a new
     or empty sweep directory (default ``output.dir/<name>/<timestamp>/``).  A run that raised is
     listed in ``Study.failures`` (the others still ran)."""
-    raw, source = _raw(study, list(overrides))
+    raw, source = _raw(study, override_list(overrides))
     if seeds is not None:
-        raw["seeds"] = list(seeds)
+        if isinstance(seeds, (str, bytes, Mapping)) or not isinstance(seeds, Iterable):
+            raise ConfigError(f"seeds must be a list of ints such as [0, 1, 2], got {type(seeds).__name__} {seeds!r}.")
+        raw["seeds"] = list(seeds)  # each checked by build_study as the study's seeds:
     spec = build_study(raw, source)
     for planned in spec.runs:  # every run checked before the first one starts
         check_runnable(planned.scenario)

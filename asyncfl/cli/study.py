@@ -49,6 +49,8 @@ def report_dir(sweep_dir: Path, baseline: str | None) -> int:
     from asyncfl.study.claims import study_claims
     from asyncfl.study.compare import STUDY_FILE, sweep_records
     from asyncfl.study.report import write_report
+    from asyncfl.study.seed_statistics import read_summary
+    from asyncfl.study.sweep import is_finished
 
     if not (sweep_dir / STUDY_FILE).is_file():
         raise ConfigError(f"{sweep_dir}: not a sweep directory (no {STUDY_FILE}); report needs a study's runs.")
@@ -56,6 +58,12 @@ def report_dir(sweep_dir: Path, baseline: str | None) -> int:
     records = sweep_records(sweep_dir)
     if not records:
         raise ConfigError(f"{sweep_dir}: no finished runs to report (no <variant>/seed<N>/metrics.csv).")
+    unfinished = [f"{r.label}/seed{r.seed} ({read_summary(r.path).get('status', 'no summary.json')})"
+                  for r in records if not is_finished(r.path)]  # fmt: skip
+    if unfinished:  # their measures are NaN (seed_statistics.run_measures): counted as missing seeds
+        print(f"warning: {sweep_dir}: {len(unfinished)} run(s) have not ended, so the report counts them as missing "
+              f"seeds: {', '.join(unfinished)}. Finish them with `python -m asyncfl run --resume {sweep_dir}`.",
+              file=sys.stderr)  # fmt: skip
     variants = list(dict.fromkeys(r.label for r in records))
     chosen = baseline if baseline is not None else raw.get("baseline")
     if chosen is not None and chosen not in variants:

@@ -30,7 +30,7 @@ from asyncfl.config.axes import (
 from asyncfl.config.clock import Clock
 from asyncfl.config.population import Population, population_model
 from asyncfl.config.problems import problems_message
-from asyncfl.config.yaml_files import apply_override, read_scenario
+from asyncfl.config.yaml_files import apply_override, override_list, read_scenario, scenario_keys
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.partition import REGISTRY as PARTITIONERS
@@ -145,8 +145,8 @@ class Scenario(Section):
     def from_dict(cls, data: Mapping[str, Any], overrides: Iterable[str] = (), source: str = "<dict>") -> Scenario:
         """A validated scenario from its keys (``overrides``: ``--set`` items such as ``server.k=5``); one
         :class:`ConfigError` names every bad YAML path and what is allowed there."""
-        raw = copy.deepcopy(dict(data))
-        for item in overrides:
+        raw = copy.deepcopy(scenario_keys(data, source))
+        for item in override_list(overrides):
             apply_override(raw, item)
         if "compare" in raw or "seeds" in raw:  # the study keys: not one scenario
             raise ConfigError(f"{source}: this is a study (compare: / seeds:); run it with asyncfl.run_study.")

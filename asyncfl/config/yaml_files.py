@@ -3,6 +3,8 @@ file names made relative to their file, and ``--set`` overrides.  Nothing here k
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,10 @@ def read_scenario(path: str | Path) -> dict[str, Any]:
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
+    if not isinstance(path, (str, PathLike)):
+        hint = "; for a dict of keys, use Scenario.from_dict" if isinstance(path, Mapping) else ""
+        raise ConfigError(f"expected the path of a YAML file (a str or pathlib.Path), got {type(path).__name__} "
+                          f"{_short(path)}{hint}.")  # fmt: skip
     path = Path(path)
     if not path.is_file():
         hint = " (it is a directory)" if path.is_dir() else ""
@@ -132,6 +138,41 @@ def _resolve_trace_paths(raw: dict[str, Any], folder: Path) -> None:
         value = section.get(key)
         if isinstance(value, str) and value and not Path(value).is_absolute():
             section[key] = str(folder / value)
+
+
+def override_list(overrides: Iterable[str], what: str = "overrides") -> list[str]:
+    """``--set`` items handed over from Python (``overrides=``), checked: a list of ``'key=value'``
+    strings.  One string alone would otherwise be read as a list of its characters."""
+    if isinstance(overrides, (str, bytes)):
+        return _not_a_list(what, f"got {type(overrides).__name__} {_short(overrides)}: wrap it in a list, "
+                                 f"[{_short(overrides)}]")  # fmt: skip
+    if isinstance(overrides, Mapping) or not isinstance(overrides, Iterable):
+        return _not_a_list(what, f"got {type(overrides).__name__} {_short(overrides)}")
+    items = list(overrides)
+    for item in items:
+        if not isinstance(item, str):
+            _not_a_list(what, f"but its item {_short(item)} is {type(item).__name__}, not str")
+    return items
+
+
+def _not_a_list(what: str, problem: str) -> list[str]:
+    raise ConfigError(f"{what} must be a list of 'key=value' strings such as ['server.k=5'], {problem}.")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def scenario_keys(data: Any, source: str = "<dict>", call: str = "Scenario.from_dict") -> dict[str, Any]:
+    """``data`` handed over from Python as a scenario's keys: a mapping of sections, copied."""
+    if not isinstance(data, Mapping):
+        hint = f"; for a YAML file, use Scenario.from_yaml({_short(data)})" if isinstance(data, (str, Path)) else ""
+        raise ConfigError(
+            f"{source}: {call} takes a dict of sections (name, data, server, ...), got "
+            f"{type(data).__name__} {_short(data)}{hint}."
+        )
+    return dict(data)
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:

@@ -54,6 +54,37 @@ def writing(directory: Path, kind: str = "run") -> Iterator[None]:
         _release(directory / LOCK_FILE, fd)
 
 
+def holder(directory: Path) -> str | None:
+    """Who is writing ``directory`` now ('PID n'; this process too), or None when nobody is: a ``.lock``
+    left by a killed writer is not held.  The test takes the lock for an instant (shared, so that two
+    readers never collide) and never waits; a writer starting in that instant is refused as if another
+    were writing (its message says so, and it changes nothing)."""
+    if Path(os.path.abspath(directory)) in _held:
+        return f"PID {os.getpid()}"
+    try:
+        mode = os.O_RDONLY if fcntl is not None else os.O_RDWR  # msvcrt locks need a writable handle
+        fd = os.open(directory / LOCK_FILE, mode | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # no lock file: no writer
+        return None
+    try:
+        if fcntl is None:
+            free = _try_lock(fd)
+            if free:
+                import msvcrt
+
+                os.lseek(fd, _WINDOWS_LOCK_BYTE, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+            return None if free else _holder(fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _acquire(directory: Path, kind: str) -> int:
     path = directory / LOCK_FILE
     while True:

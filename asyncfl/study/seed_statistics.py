@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from asyncfl.client_statistics import bias_stats
+from asyncfl.output.run_directory import ENDED
 from asyncfl.run_files import has_table, load_table
 from asyncfl.study.measures import column_label
 
@@ -165,13 +166,17 @@ def _number(value: object) -> float:
 
 
 def run_measures(run_dir: Path, targets: Sequence[float], columns: Sequence[str] = ()) -> dict[str, float]:
-    """Every measure of one run (NaN where it has none, e.g. a target not reached): final, last-quarter
+    """Every measure of one run (NaN where it has none, e.g. a target not reached; all NaN for a run that has
+    not ended, whose summary.json is missing or says running or interrupted): final, last-quarter
     and best accuracy, the virtual time and aggregations of the first evaluation >= each target, and the
     last-quarter mean of each metrics.csv column of ``columns`` (claims' ``last_quarter:<column>``)."""
     summary, rows = read_summary(run_dir), evaluations(run_dir)
+    ended = summary.get("status") in ENDED
+    if not ended:  # cut short (killed, interrupted, failed): its partial tables would enter some measures only
+        summary, rows = {}, rows.iloc[:0]
     out = {
         "final accuracy": _number(summary.get("final_accuracy")),
-        "last-quarter accuracy": tail_accuracy(run_dir),
+        "last-quarter accuracy": tail_accuracy(run_dir) if ended else math.nan,
         "best accuracy": _number(summary.get("best_accuracy")),
     }
     for target in targets:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +106,11 @@ def _load(layout: Layout, data: Any, seed: int) -> RawData:
             raise ConfigError(_missing_message(layout, data, root, why))
     try:
         x_tr, y_tr, x_te, y_te = layout.read(root / layout.folder)
-    except (OSError, ValueError, KeyError, EOFError, pickle.UnpicklingError) as exc:
+    except ConfigError as exc:  # a file its reader refused (a pickle naming code): the message names it
+        raise ConfigError(
+            f"data.dataset {layout.name}: {exc} Delete the file to download afresh, or replace it."
+        ) from None
+    except (OSError, ValueError, KeyError, EOFError) as exc:
         raise ConfigError(
             f"data.dataset {layout.name}: could not read the files under data.data_dir ({root}): "
             f"{type(exc).__name__}: {exc}. Delete them to download afresh, or replace them."
