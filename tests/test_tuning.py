@@ -14,12 +14,11 @@ import pytest
 import yaml
 
 from asyncfl.cli.study import validate_study
-from asyncfl.config import ConfigError
+from asyncfl.config import ConfigError, Scenario
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
 from asyncfl.study import jobs as jobs_module
 from asyncfl.study.sweep import run_sweep
-from asyncfl.config import Scenario
 from asyncfl.study.tuning import TUNABLE, UNTUNABLE, grid_points, point_id
 
 EVAL_SEEDS, TUNE_SEEDS = [0, 1], [100, 101]
