@@ -214,10 +214,36 @@ def test_last_quarter_of_a_metrics_column_by_hand(tmp_path):
 def test_a_claim_on_the_last_quarter_of_a_column(tmp_path):
     """last_quarter:<column> is read in points like the accuracies: differences 0.02, 0.04 -> 2 and 4 points."""
     fair = {**CLAIMS[0], "measure": "last_quarter:accuracy_class_9"}
-    parsed = build_study(study_raw(tmp_path, claims=[fair])).claims[0]
+    parsed = build_study(study_raw(tmp_path, claims=[fair], eval={"per_class": True})).claims[0]
     assert parsed.column == "last-quarter accuracy_class_9" and parsed.unit == "points"
     row = claim_rows([claim(measure=fair["measure"])], table([0.02, 0.04], measure=parsed.column))[0]
     assert row["pairs"] == 2 and row["diff_mean"] == pytest.approx(3.0)
     for bad in ("last_quarter:", "last_quarter:9class", "last_quarter:a-b"):
         with pytest.raises(ConfigError, match=r"claims\[0\].measure: allowed: final_accuracy"):
             build_study(study_raw(tmp_path, claims=[{**fair, "measure": bad}]))
+
+
+def test_a_claim_on_a_column_the_runs_do_not_write_is_refused(tmp_path):
+    """The columns come from the scenario (asyncfl.output.columns): digits has 10 classes, so with
+    eval.per_class accuracy_class_0 .. 9 exist and accuracy_class_10 does not; without it none does."""
+    def refused(measure: str, **extra) -> str:
+        with pytest.raises(ConfigError) as err:
+            build_study(study_raw(tmp_path, claims=[{**CLAIMS[0], "measure": measure}], **extra))
+        return str(err.value)
+
+    plain = "time, round, test_accuracy, test_loss, train_loss, updates, staleness_mean, wall_seconds"
+    text = refused("last_quarter:accuracy_class_9")
+    assert (
+        "claims[0].measure: 'last_quarter:accuracy_class_9': the runs of variant 'fast' write no column "
+        f"accuracy_class_9 to metrics.csv; allowed: {plain} (accuracy_class_<c> only with eval.per_class: true)."
+    ) in text and "the runs of versus 'slow' write no column" in text
+    text = refused("last_quarter:accuracy_class_10", eval={"per_class": True})
+    assert f"allowed: {plain}, accuracy_class_0 … accuracy_class_9." in text
+    assert "no column test_acuracy" in refused("last_quarter:test_acuracy")
+    # one variant evaluates per class, the other not: only the other is named
+    compare = [{"name": "slow", "set": {"eval.per_class": True}}, {"name": "fast"}]
+    text = refused("last_quarter:accuracy_class_3", compare=compare)
+    assert "the runs of variant 'fast' write no column" in text and "versus 'slow'" not in text
+    # utc_time is text: no mean of it (with clock.start_time it is written, but is no measure)
+    assert "no column utc_time" in refused("last_quarter:utc_time", clock={"start_time": "2024-01-01T00:00:00Z"})
+    assert build_study(study_raw(tmp_path, claims=[{**CLAIMS[0], "measure": "last_quarter:train_loss"}])).claims

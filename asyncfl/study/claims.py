@@ -14,6 +14,7 @@ from typing import Any, Literal, Mapping, Sequence
 from pydantic import Field, ValidationError
 
 from asyncfl.errors import ConfigError
+from asyncfl.output.columns import CLASS_ACCURACY
 from asyncfl.sections import Section
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 
@@ -62,8 +63,15 @@ class Claim(Section):
         return 1 if self.direction == "higher" else -1
 
 
-def parse_claims(value: Any, variants: Sequence[str], targets: Sequence[float]) -> tuple[list[Claim], list[str]]:
-    """The claims of a study file and every problem, each named by its path ``claims[i].<field>``."""
+def parse_claims(
+    value: Any,
+    variants: Sequence[str],
+    targets: Sequence[float],
+    columns: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[list[Claim], list[str]]:
+    """The claims of a study file and every problem, each named by its path ``claims[i].<field>``;
+    ``columns``: the numeric metrics.csv columns each variant's runs write (:func:`asyncfl.study.spec`
+    knows them from the scenarios), which a ``last_quarter:<column>`` measure must name."""
     if value is None:
         return [], []
     if not isinstance(value, list):
@@ -75,7 +83,7 @@ def parse_claims(value: Any, variants: Sequence[str], targets: Sequence[float]) 
         if not isinstance(item, dict):
             problems.append(f"{where}: expected a mapping {{family, variant, versus, measure, direction}}.")
             continue
-        found = _field_problems(item, where, variants, targets)
+        found = _field_problems(item, where, variants, targets) + _column_problems(item, where, columns or {})
         try:
             claim = Claim.model_validate(item)
         except ValidationError as exc:  # what the checks above do not say already (paper_effect, source)
@@ -131,6 +139,30 @@ def _field_problems(
     if not isinstance(item.get("family"), str) or not item.get("family"):
         out.append(f"{where}.family: required, a name for the group of claims Holm's correction runs over.")
     return out
+
+
+def _column_problems(item: Mapping[str, Any], where: str, columns: Mapping[str, Sequence[str]]) -> list[str]:
+    """A ``last_quarter:<column>`` measure naming a column that the runs of its variant or versus never write."""
+    column = column_of(item["measure"]) if isinstance(item.get("measure"), str) else None
+    out = []
+    for key in ("variant", "versus"):
+        written = columns.get(item.get(key))  # type: ignore[arg-type]
+        if column is None or written is None or column in written:
+            continue
+        no_classes = column.startswith(CLASS_ACCURACY) and not any(c.startswith(CLASS_ACCURACY) for c in written)
+        hint = f" ({CLASS_ACCURACY}<c> only with eval.per_class: true)" if no_classes else ""
+        out.append(
+            f"{where}.measure: {item['measure']!r}: the runs of {key} {item[key]!r} write no column {column} to "
+            f"metrics.csv; allowed: {_listed(written)}{hint}."
+        )
+    return out
+
+
+def _listed(columns: Sequence[str]) -> str:
+    """Columns as a list, the per-class ones shortened to their range (accuracy_class_0 … accuracy_class_9)."""
+    classes = [c for c in columns if c.startswith(CLASS_ACCURACY)]
+    plain = [c for c in columns if not c.startswith(CLASS_ACCURACY)]
+    return ", ".join(plain + ([f"{classes[0]} … {classes[-1]}"] if len(classes) > 2 else classes))
 
 
 def _target(measure: str) -> float | None:
