@@ -226,6 +226,7 @@ def test_a_claim_on_the_last_quarter_of_a_column(tmp_path):
 def test_a_claim_on_a_column_the_runs_do_not_write_is_refused(tmp_path):
     """The columns come from the scenario (asyncfl.output.columns): digits has 10 classes, so with
     eval.per_class accuracy_class_0 .. 9 exist and accuracy_class_10 does not; without it none does."""
+
     def refused(measure: str, **extra) -> str:
         with pytest.raises(ConfigError) as err:
             build_study(study_raw(tmp_path, claims=[{**CLAIMS[0], "measure": measure}], **extra))
