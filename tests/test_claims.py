@@ -18,7 +18,7 @@ from asyncfl.config import ConfigError
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_needed, sign_flip_p, verdict
-from asyncfl.study.claims import Claim
+from asyncfl.study.claims import Claim, smallest_holm_p, smallest_p, unreachable_families
 from asyncfl.study.seed_statistics import run_measures
 from asyncfl.study.sweep import run_sweep
 from tests.test_study import BASE as STUDY_BASE
@@ -101,7 +101,7 @@ def test_claim_row_interval_p_and_paper_effect_by_hand():
     assert inside["diff_ci_low"] == pytest.approx(1.15 - half) and inside["diff_ci_high"] == pytest.approx(1.15 + half)
     assert inside["p_sign_flip"] == 1 / 16 and inside["p_holm"] == 1 / 16  # 4 pairs: 1/16 at best, > 0.05
     assert inside["paper_effect_inside"] == "yes" and inside["verdict"] == "not shown"
-    assert outside["paper_effect_inside"] == "no" and outside["verdict"] == "not shown; excludes the paper's effect"
+    assert outside["paper_effect_inside"] == "no" and outside["verdict"] == "not shown; effect smaller than the paper's"
     assert inside["smallest_p"] == 1 / 16 and inside["unit"] == "points"
     assert inside["paper_numbers"] == "81.2 vs 80.0 %" and outside["paper_numbers"] == ""
     assert claim_markdown(rows)[0]["paper's numbers"] == "81.2 vs 80.0 %"
@@ -248,3 +248,63 @@ def test_a_claim_on_a_column_the_runs_do_not_write_is_refused(tmp_path):
     # utc_time is text: no mean of it (with clock.start_time it is written, but is no measure)
     assert "no column utc_time" in refused("last_quarter:utc_time", clock={"start_time": "2024-01-01T00:00:00Z"})
     assert build_study(study_raw(tmp_path, claims=[{**CLAIMS[0], "measure": "last_quarter:train_loss"}])).claims
+
+
+def test_a_paper_effect_outside_the_interval_says_on_which_side():
+    """Differences 1.0, 1.2, 1.1, 1.3 points: interval 1.15 ± 0.2054 = [0.945, 1.355] (see above), 4 pairs so
+    Holm p = 1/16: not shown.  Paper 0.5 lies below it: our effect is larger; 3.0 above: smaller.  For a
+    claim "lower" on differences -1.0 .. -1.3 the interval [-1.355, -0.945] is an effect of 0.945 .. 1.355
+    in the claim's direction: again larger than 0.5 and smaller than 3.0."""
+    higher = table([0.010, 0.012, 0.011, 0.013])
+    lower = table([-0.010, -0.012, -0.011, -0.013])
+    rows = claim_rows([claim(paper_effect=0.5), claim(family="g", paper_effect=3.0)], higher)
+    rows += claim_rows([claim(direction="lower", paper_effect=e, family=f"l{e}") for e in (0.5, 3.0)], lower)
+    assert [r["verdict"] for r in rows] == [
+        "not shown; effect larger than the paper's", "not shown; effect smaller than the paper's",
+    ] * 2  # fmt: skip
+    assert [r["paper_effect"] for r in rows] == [0.5, 3.0, -0.5, -3.0]
+
+
+def test_smallest_p_and_holm_by_hand():
+    # exact up to 16 pairs: only the observed pattern reaches its sum, 1 / 2^n; Monte Carlo above: 1 / 100,001
+    assert [smallest_p(n) for n in (0, 1, 4, 5, 16)] == [1.0, 0.5, 0.0625, 0.03125, 2**-16]
+    assert smallest_p(17) == 1 / 100_001
+    assert smallest_holm_p(5, 2) == 0.0625 and smallest_holm_p(6, 3) == 3 / 64 and smallest_holm_p(1, 3) == 1.0
+
+
+def test_validate_warns_of_a_family_that_cannot_reach_significance(tmp_path):
+    def family(size: int, name: str = "f") -> list[Claim]:
+        return [claim(family=name, variant=f"v{i}") for i in range(size)]
+
+    # 4 seeds, one claim: p >= 1/16 = 0.0625; 5 seeds reach 1/32 = 0.03125
+    (four,) = unreachable_families(family(1), 4)
+    assert four == (
+        "claims: family 'f' (1 claim(s)) cannot reach significance with 4 seed(s): the sign-flip p is at least "
+        "0.0625, and 0.0625 after Holm's correction over 1 claim(s), not below 0.05, so no claim of it can be "
+        "supported: use at least 5 seeds, or fewer claims in the family."
+    )
+    assert unreachable_families(family(1), 5) == []
+    # 5 seeds, two claims: 2/32 = 0.0625 (6 seeds: 2/64 = 0.03125); 6 seeds, three: 3/64 = 0.047 passes, four
+    # 4/64 = 0.0625 does not (7 seeds: 4/128 = 0.03125); each family on its own
+    assert "use at least 6 seeds" in unreachable_families(family(2), 5)[0]
+    assert unreachable_families(family(3, "a") + family(4, "b"), 6) == [
+        "claims: family 'b' (4 claim(s)) cannot reach significance with 6 seed(s): the sign-flip p is at least "
+        "0.01562, and 0.0625 after Holm's correction over 4 claim(s), not below 0.05, so no claim of it can be "
+        "supported: use at least 7 seeds, or fewer claims in the family."
+    ]
+    # above 16 pairs the Monte Carlo floor 1/100,001: 5,001 claims cannot pass (0.050009), more seeds do not help
+    (many,) = unreachable_families(family(5001), 17)
+    assert "at least 1e-05, and 0.05001 after" in many and many.endswith("supported: fewer claims in the family.")
+    assert unreachable_families(family(5000), 17) == []
+
+
+def test_cli_validate_prints_the_warning_and_passes(tmp_path):
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study_raw(tmp_path, claims=CLAIMS)))  # 2 seeds, a family of 2 claims
+    done = subprocess.run([sys.executable, "-m", "asyncfl", "validate", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0 and "valid study" in done.stdout
+    assert (
+        "warning: claims: family 'lr' (2 claim(s)) cannot reach significance with 2 seed(s): the sign-flip p is at "
+        "least 0.25, and 0.5 after Holm's correction over 2 claim(s), not below 0.05, so no claim of it can be "
+        "supported: use at least 6 seeds, or fewer claims in the family."
+    ) in done.stderr

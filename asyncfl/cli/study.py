@@ -11,6 +11,7 @@ from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
 from asyncfl.config.runnable import check_runnable
 from asyncfl.output.folders import make_directory
 from asyncfl.output.run_directory import refuse_used_out
+from asyncfl.study.claims import unreachable_families
 from asyncfl.study.spec import Study, build_study, is_study
 
 
@@ -107,7 +108,14 @@ def validate_study(study: Study, source: str) -> int:
             f"  and first {len(plan.runs)} tuning runs: {len(plan.points)} grid point(s) x "
             f"{len(plan.spec.seeds)} tuning seed(s) for each of {', '.join(plan.variants)}"
         )
+    warn_study(study)
     return 0
+
+
+def warn_study(study: Study) -> None:
+    """What is valid but cannot work as meant: a claim family no seed count here can support."""
+    for warning in unreachable_families(study.claims, len(study.seeds)):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def run_study(study: Study, args: argparse.Namespace) -> int:
@@ -115,6 +123,7 @@ def run_study(study: Study, args: argparse.Namespace) -> int:
 
     if args.out is not None and args.resume is not None:
         raise ConfigError("--out and --resume: give one of them (--resume names the sweep directory).")
+    warn_study(study)
     result = run_sweep(
         study,
         resume=args.resume,

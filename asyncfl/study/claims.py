@@ -24,6 +24,9 @@ MEASURE_RULE = (
     " or time_to:<target> with <target> one of targets:"
 )
 DIRECTIONS = ("higher", "lower")
+ALPHA = 0.05  # the level of every verdict
+EXACT_UP_TO = 16  # pairs: the sign-flip test enumerates all 2^n sign patterns up to here (2^16 = 65,536) ...
+MONTE_CARLO_FLIPS = 100_000  # ... and draws this many above
 
 
 class Claim(Section):
@@ -99,6 +102,43 @@ def parse_claims(
         seen.add(key)
         claims.append(claim)
     return claims, problems
+
+
+def smallest_p(pairs: int) -> float:
+    """The least p-value the paired sign-flip test (:func:`asyncfl.study.claim_tests.sign_flip_p`) can give
+    with ``pairs`` pairs: 2^-n when it enumerates every sign pattern (only the observed one, all differences
+    on the claimed side, reaches the observed sum), 1 / (1 + 100,000) when it draws them (no draw reaches
+    it), 1 with no pair."""
+    if pairs <= 0:
+        return 1.0
+    return 2.0**-pairs if pairs <= EXACT_UP_TO else 1 / (1 + MONTE_CARLO_FLIPS)
+
+
+def smallest_holm_p(pairs: int, family_size: int) -> float:
+    """The least Holm-adjusted p in a family of ``family_size`` claims: the smallest p ranks first and is
+    multiplied by the family size."""
+    return min(1.0, family_size * smallest_p(pairs))
+
+
+def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
+    """A warning per family no claim of which can be supported with ``seeds`` evaluation seeds (the most
+    pairs a claim can have): its smallest Holm-adjusted p is not below 0.05."""
+    sizes: dict[str, int] = {}
+    for claim in claims:
+        sizes[claim.family] = sizes.get(claim.family, 0) + 1
+    out = []
+    for family, size in sizes.items():
+        best = smallest_holm_p(seeds, size)
+        if best < ALPHA:
+            continue
+        enough = next((n for n in range(seeds + 1, EXACT_UP_TO + 2) if smallest_holm_p(n, size) < ALPHA), None)
+        fix = f"use at least {enough} seeds, or fewer claims in the family" if enough else "fewer claims in the family"
+        out.append(
+            f"claims: family {family!r} ({size} claim(s)) cannot reach significance with {seeds} seed(s): the "
+            f"sign-flip p is at least {smallest_p(seeds):.4g}, and {best:.4g} after Holm's correction over {size} "
+            f"claim(s), not below {ALPHA}, so no claim of it can be supported: {fix}."
+        )
+    return out
 
 
 def study_claims(raw: Mapping[str, Any], source: str) -> list[Claim]:
