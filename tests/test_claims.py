@@ -5,9 +5,11 @@ study whose report carries the claims; a resumed sweep may not change its claims
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from asyncfl.cli.study import report_dir
 from asyncfl.config import ConfigError
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
+from asyncfl.study import jobs as jobs_module
 from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_needed, sign_flip_p, verdict
 from asyncfl.study.claims import Claim, smallest_holm_p, smallest_p, unreachable_families
 from asyncfl.study.seed_statistics import run_measures
@@ -308,3 +311,54 @@ def test_cli_validate_prints_the_warning_and_passes(tmp_path):
         "least 0.25, and 0.5 after Holm's correction over 2 claim(s), not below 0.05, so no claim of it can be "
         "supported: use at least 6 seeds, or fewer claims in the family."
     ) in done.stderr
+
+
+@pytest.fixture
+def instant_runs(monkeypatch):
+    """Runs replaced by a run directory written at once: variant fast ends at 0.6 + seed / 100, slow at 0.5."""
+
+    def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
+        acc = (0.6 if scenario["training"]["lr"] == 0.1 else 0.5) + scenario["seed"] / 100
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(scenario))
+        (run_dir / "metrics.csv").write_text(f"time,round,test_accuracy\n0,0,0.1\n10,1,{acc}\n")
+        summary = {"status": "finished", "final_accuracy": acc, "best_accuracy": acc}
+        (run_dir / "summary.json").write_text(json.dumps(summary))
+        return summary
+
+    monkeypatch.setattr(jobs_module, "run_job", run_job)
+
+
+def test_report_tests_the_claims_the_sweep_was_run_with(tmp_path, instant_runs, capsys):
+    """Editing study.yaml's claims after the runs changes nothing the report says: it tests the claims
+    recorded at the sweep's start (declared_claims.yaml), says that the file differs, and a resume with the
+    edited file is refused."""
+    claims = [{k: v for k, v in CLAIMS[0].items() if k != "paper_effect"}]
+    sweep_dir = run_sweep(build_study(study_raw(tmp_path, claims=claims)), quiet=True).sweep_dir
+    assert yaml.safe_load((sweep_dir / "declared_claims.yaml").read_text()) == {"claims": claims}
+    assert [r["direction"] for r in read_csv(sweep_dir / "claims.csv")] == ["higher"]
+    raw = yaml.safe_load((sweep_dir / "study.yaml").read_text())
+    edited = [{**claims[0], "direction": "lower", "family": "edited"}]
+    (sweep_dir / "study.yaml").write_text(yaml.safe_dump({**raw, "claims": edited}))
+    capsys.readouterr()
+    assert report_dir(sweep_dir, None) == 0
+    rows = read_csv(sweep_dir / "claims.csv")  # fast - slow = +10, +10 points: "higher" as recorded
+    assert [(r["family"], r["direction"], r["pairs"], r["diff_mean"]) for r in rows] == [("lr", "higher", "2", "10.0")]
+    warning = (
+        f"warning: the claims: in {sweep_dir / 'study.yaml'} differ from those this sweep was run with "
+        "(declared_claims.yaml); the report tests the claims recorded at its start"
+    )
+    assert warning in capsys.readouterr().err
+    assert (sweep_dir / "claims.md").read_text().startswith(f"**Note:** the claims: in {sweep_dir / 'study.yaml'}")
+    with pytest.raises(ConfigError, match=r"differ from those in .*declared_claims.yaml, declared before its runs"):
+        run_sweep(build_study({**raw, "claims": edited}), resume=sweep_dir, quiet=True)
+    assert yaml.safe_load((sweep_dir / "declared_claims.yaml").read_text()) == {"claims": claims}  # kept
+    # claims added to a sweep that had none are as post hoc: the record says none
+    bare = run_sweep(build_study(study_raw(tmp_path)), quiet=True).sweep_dir
+    assert yaml.safe_load((bare / "declared_claims.yaml").read_text()) == {"claims": None}
+    (bare / "study.yaml").write_text(yaml.safe_dump({**raw, "claims": claims}))
+    assert report_dir(bare, None) == 0 and not (bare / "claims.csv").exists()
+    # a sweep from before the record: its study.yaml's claims, as before
+    (sweep_dir / "declared_claims.yaml").unlink()
+    assert report_dir(sweep_dir, None) == 0
+    assert [(r["family"], r["direction"]) for r in read_csv(sweep_dir / "claims.csv")] == [("edited", "lower")]

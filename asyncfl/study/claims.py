@@ -9,12 +9,15 @@ is the size of the effect in the claim's direction, in those units (positive).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
+import yaml
 from pydantic import Field, ValidationError
 
 from asyncfl.errors import ConfigError
 from asyncfl.output.columns import CLASS_ACCURACY
+from asyncfl.output.files import write_atomic
 from asyncfl.sections import Section
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 
@@ -24,6 +27,7 @@ MEASURE_RULE = (
     " or time_to:<target> with <target> one of targets:"
 )
 DIRECTIONS = ("higher", "lower")
+DECLARED_FILE = "declared_claims.yaml"  # in a sweep directory: the claims: the sweep was started with
 ALPHA = 0.05  # the level of every verdict
 EXACT_UP_TO = 16  # pairs: the sign-flip test enumerates all 2^n sign patterns up to here (2^16 = 65,536) ...
 MONTE_CARLO_FLIPS = 100_000  # ... and draws this many above
@@ -139,6 +143,27 @@ def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
             f"claim(s), not below {ALPHA}, so no claim of it can be supported: {fix}."
         )
     return out
+
+
+def record_claims(sweep_dir: Path, claims: Any) -> None:
+    """Write the claims a sweep starts with (none is a record too: claims added later are as post hoc) into
+    :data:`DECLARED_FILE`, once: a resumed sweep keeps the first record."""
+    path = sweep_dir / DECLARED_FILE
+    if not path.is_file():
+        note = "# the claims: this sweep was started with; report tests these, whatever study.yaml says later\n"
+        write_atomic(path, note + yaml.safe_dump({"claims": claims}, sort_keys=False))
+
+
+def declared_claims(sweep_dir: Path) -> tuple[bool, Any]:
+    """(whether the sweep has a record, the claims: recorded at its start); a sweep from before the record
+    existed has none."""
+    path = sweep_dir / DECLARED_FILE
+    if not path.is_file():
+        return False, None
+    try:
+        return True, (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("claims")
+    except (yaml.YAMLError, AttributeError) as exc:
+        raise ConfigError(f"{path}: unreadable ({exc}); it records the claims the sweep was run with.") from None
 
 
 def study_claims(raw: Mapping[str, Any], source: str) -> list[Claim]:
