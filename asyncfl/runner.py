@@ -34,7 +34,7 @@ from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
 from asyncfl.loop_guards import RunInterrupted, collections_per_aggregation, interrupts_deferred
-from asyncfl.output.columns import class_accuracy_columns, rounds_extra_columns
+from asyncfl.output.columns import class_accuracy_columns, metrics_extra_columns, rounds_extra_columns
 from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
@@ -114,7 +114,7 @@ class Simulation:
         offsets = resume["offsets"] if resume else None
         timeline = timeline_sample(self.clients.speeds())  # read without building every client
         reasons = added_failure_reasons(s)
-        extra_metrics = class_columns + (["utc_time"] if start is not None else [])
+        extra_metrics = metrics_extra_columns(len(class_columns), start is not None)
         extra_rounds = rounds_extra_columns(reasons)
         self.out = RunDirectory(
             run_dir,

@@ -5,9 +5,11 @@ study whose report carries the claims; a resumed sweep may not change its claims
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +19,9 @@ from asyncfl.cli.study import report_dir
 from asyncfl.config import ConfigError
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
+from asyncfl.study import jobs as jobs_module
 from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_needed, sign_flip_p, verdict
-from asyncfl.study.claims import Claim
+from asyncfl.study.claims import Claim, smallest_holm_p, smallest_p, unreachable_families
 from asyncfl.study.seed_statistics import run_measures
 from asyncfl.study.sweep import run_sweep
 from tests.test_study import BASE as STUDY_BASE
@@ -101,7 +104,7 @@ def test_claim_row_interval_p_and_paper_effect_by_hand():
     assert inside["diff_ci_low"] == pytest.approx(1.15 - half) and inside["diff_ci_high"] == pytest.approx(1.15 + half)
     assert inside["p_sign_flip"] == 1 / 16 and inside["p_holm"] == 1 / 16  # 4 pairs: 1/16 at best, > 0.05
     assert inside["paper_effect_inside"] == "yes" and inside["verdict"] == "not shown"
-    assert outside["paper_effect_inside"] == "no" and outside["verdict"] == "not shown; excludes the paper's effect"
+    assert outside["paper_effect_inside"] == "no" and outside["verdict"] == "not shown; effect smaller than the paper's"
     assert inside["smallest_p"] == 1 / 16 and inside["unit"] == "points"
     assert inside["paper_numbers"] == "81.2 vs 80.0 %" and outside["paper_numbers"] == ""
     assert claim_markdown(rows)[0]["paper's numbers"] == "81.2 vs 80.0 %"
@@ -215,10 +218,148 @@ def test_last_quarter_of_a_metrics_column_by_hand(tmp_path):
 def test_a_claim_on_the_last_quarter_of_a_column(tmp_path):
     """last_quarter:<column> is read in points like the accuracies: differences 0.02, 0.04 -> 2 and 4 points."""
     fair = {**CLAIMS[0], "measure": "last_quarter:accuracy_class_9"}
-    parsed = build_study(study_raw(tmp_path, claims=[fair])).claims[0]
+    parsed = build_study(study_raw(tmp_path, claims=[fair], eval={"per_class": True})).claims[0]
     assert parsed.column == "last-quarter accuracy_class_9" and parsed.unit == "points"
     row = claim_rows([claim(measure=fair["measure"])], table([0.02, 0.04], measure=parsed.column))[0]
     assert row["pairs"] == 2 and row["diff_mean"] == pytest.approx(3.0)
     for bad in ("last_quarter:", "last_quarter:9class", "last_quarter:a-b"):
         with pytest.raises(ConfigError, match=r"claims\[0\].measure: allowed: final_accuracy"):
             build_study(study_raw(tmp_path, claims=[{**fair, "measure": bad}]))
+
+
+def test_a_claim_on_a_column_the_runs_do_not_write_is_refused(tmp_path):
+    """The columns come from the scenario (asyncfl.output.columns): digits has 10 classes, so with
+    eval.per_class accuracy_class_0 .. 9 exist and accuracy_class_10 does not; without it none does."""
+
+    def refused(measure: str, **extra) -> str:
+        with pytest.raises(ConfigError) as err:
+            build_study(study_raw(tmp_path, claims=[{**CLAIMS[0], "measure": measure}], **extra))
+        return str(err.value)
+
+    plain = "time, round, test_accuracy, test_loss, train_loss, updates, staleness_mean, wall_seconds"
+    text = refused("last_quarter:accuracy_class_9")
+    assert (
+        "claims[0].measure: 'last_quarter:accuracy_class_9': the runs of variant 'fast' write no column "
+        f"accuracy_class_9 to metrics.csv; allowed: {plain} (accuracy_class_<c> only with eval.per_class: true)."
+    ) in text and "the runs of versus 'slow' write no column" in text
+    text = refused("last_quarter:accuracy_class_10", eval={"per_class": True})
+    assert f"allowed: {plain}, accuracy_class_0 … accuracy_class_9." in text
+    assert "no column test_acuracy" in refused("last_quarter:test_acuracy")
+    # one variant evaluates per class, the other not: only the other is named
+    compare = [{"name": "slow", "set": {"eval.per_class": True}}, {"name": "fast"}]
+    text = refused("last_quarter:accuracy_class_3", compare=compare)
+    assert "the runs of variant 'fast' write no column" in text and "versus 'slow'" not in text
+    # utc_time is text: no mean of it (with clock.start_time it is written, but is no measure)
+    assert "no column utc_time" in refused("last_quarter:utc_time", clock={"start_time": "2024-01-01T00:00:00Z"})
+    assert build_study(study_raw(tmp_path, claims=[{**CLAIMS[0], "measure": "last_quarter:train_loss"}])).claims
+
+
+def test_a_paper_effect_outside_the_interval_says_on_which_side():
+    """Differences 1.0, 1.2, 1.1, 1.3 points: interval 1.15 ± 0.2054 = [0.945, 1.355] (see above), 4 pairs so
+    Holm p = 1/16: not shown.  Paper 0.5 lies below it: our effect is larger; 3.0 above: smaller.  For a
+    claim "lower" on differences -1.0 .. -1.3 the interval [-1.355, -0.945] is an effect of 0.945 .. 1.355
+    in the claim's direction: again larger than 0.5 and smaller than 3.0."""
+    higher = table([0.010, 0.012, 0.011, 0.013])
+    lower = table([-0.010, -0.012, -0.011, -0.013])
+    rows = claim_rows([claim(paper_effect=0.5), claim(family="g", paper_effect=3.0)], higher)
+    rows += claim_rows([claim(direction="lower", paper_effect=e, family=f"l{e}") for e in (0.5, 3.0)], lower)
+    assert [r["verdict"] for r in rows] == [
+        "not shown; effect larger than the paper's", "not shown; effect smaller than the paper's",
+    ] * 2  # fmt: skip
+    assert [r["paper_effect"] for r in rows] == [0.5, 3.0, -0.5, -3.0]
+
+
+def test_smallest_p_and_holm_by_hand():
+    # exact up to 16 pairs: only the observed pattern reaches its sum, 1 / 2^n; Monte Carlo above: 1 / 100,001
+    assert [smallest_p(n) for n in (0, 1, 4, 5, 16)] == [1.0, 0.5, 0.0625, 0.03125, 2**-16]
+    assert smallest_p(17) == 1 / 100_001
+    assert smallest_holm_p(5, 2) == 0.0625 and smallest_holm_p(6, 3) == 3 / 64 and smallest_holm_p(1, 3) == 1.0
+
+
+def test_validate_warns_of_a_family_that_cannot_reach_significance(tmp_path):
+    def family(size: int, name: str = "f") -> list[Claim]:
+        return [claim(family=name, variant=f"v{i}") for i in range(size)]
+
+    # 4 seeds, one claim: p >= 1/16 = 0.0625; 5 seeds reach 1/32 = 0.03125
+    (four,) = unreachable_families(family(1), 4)
+    assert four == (
+        "claims: family 'f' (1 claim(s)) cannot reach significance with 4 seed(s): the sign-flip p is at least "
+        "0.0625, and 0.0625 after Holm's correction over 1 claim(s), not below 0.05, so no claim of it can be "
+        "supported: use at least 5 seeds, or fewer claims in the family."
+    )
+    assert unreachable_families(family(1), 5) == []
+    # 5 seeds, two claims: 2/32 = 0.0625 (6 seeds: 2/64 = 0.03125); 6 seeds, three: 3/64 = 0.047 passes, four
+    # 4/64 = 0.0625 does not (7 seeds: 4/128 = 0.03125); each family on its own
+    assert "use at least 6 seeds" in unreachable_families(family(2), 5)[0]
+    assert unreachable_families(family(3, "a") + family(4, "b"), 6) == [
+        "claims: family 'b' (4 claim(s)) cannot reach significance with 6 seed(s): the sign-flip p is at least "
+        "0.01562, and 0.0625 after Holm's correction over 4 claim(s), not below 0.05, so no claim of it can be "
+        "supported: use at least 7 seeds, or fewer claims in the family."
+    ]
+    # above 16 pairs the Monte Carlo floor 1/100,001: 5,001 claims cannot pass (0.050009), more seeds do not help
+    (many,) = unreachable_families(family(5001), 17)
+    assert "at least 1e-05, and 0.05001 after" in many and many.endswith("supported: fewer claims in the family.")
+    assert unreachable_families(family(5000), 17) == []
+
+
+def test_cli_validate_prints_the_warning_and_passes(tmp_path):
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study_raw(tmp_path, claims=CLAIMS)))  # 2 seeds, a family of 2 claims
+    done = subprocess.run([sys.executable, "-m", "asyncfl", "validate", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0 and "valid study" in done.stdout
+    assert (
+        "warning: claims: family 'lr' (2 claim(s)) cannot reach significance with 2 seed(s): the sign-flip p is at "
+        "least 0.25, and 0.5 after Holm's correction over 2 claim(s), not below 0.05, so no claim of it can be "
+        "supported: use at least 6 seeds, or fewer claims in the family."
+    ) in done.stderr
+
+
+@pytest.fixture
+def instant_runs(monkeypatch):
+    """Runs replaced by a run directory written at once: variant fast ends at 0.6 + seed / 100, slow at 0.5."""
+
+    def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
+        acc = (0.6 if scenario["training"]["lr"] == 0.1 else 0.5) + scenario["seed"] / 100
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(scenario))
+        (run_dir / "metrics.csv").write_text(f"time,round,test_accuracy\n0,0,0.1\n10,1,{acc}\n")
+        summary = {"status": "finished", "final_accuracy": acc, "best_accuracy": acc}
+        (run_dir / "summary.json").write_text(json.dumps(summary))
+        return summary
+
+    monkeypatch.setattr(jobs_module, "run_job", run_job)
+
+
+def test_report_tests_the_claims_the_sweep_was_run_with(tmp_path, instant_runs, capsys):
+    """Editing study.yaml's claims after the runs changes nothing the report says: it tests the claims
+    recorded at the sweep's start (declared_claims.yaml), says that the file differs, and a resume with the
+    edited file is refused."""
+    claims = [{k: v for k, v in CLAIMS[0].items() if k != "paper_effect"}]
+    sweep_dir = run_sweep(build_study(study_raw(tmp_path, claims=claims)), quiet=True).sweep_dir
+    assert yaml.safe_load((sweep_dir / "declared_claims.yaml").read_text()) == {"claims": claims}
+    assert [r["direction"] for r in read_csv(sweep_dir / "claims.csv")] == ["higher"]
+    raw = yaml.safe_load((sweep_dir / "study.yaml").read_text())
+    edited = [{**claims[0], "direction": "lower", "family": "edited"}]
+    (sweep_dir / "study.yaml").write_text(yaml.safe_dump({**raw, "claims": edited}))
+    capsys.readouterr()
+    assert report_dir(sweep_dir, None) == 0
+    rows = read_csv(sweep_dir / "claims.csv")  # fast - slow = +10, +10 points: "higher" as recorded
+    assert [(r["family"], r["direction"], r["pairs"], r["diff_mean"]) for r in rows] == [("lr", "higher", "2", "10.0")]
+    warning = (
+        f"warning: the claims: in {sweep_dir / 'study.yaml'} differ from those this sweep was run with "
+        "(declared_claims.yaml); the report tests the claims recorded at its start"
+    )
+    assert warning in capsys.readouterr().err
+    assert (sweep_dir / "claims.md").read_text().startswith(f"**Note:** the claims: in {sweep_dir / 'study.yaml'}")
+    with pytest.raises(ConfigError, match=r"differ from those in .*declared_claims.yaml, declared before its runs"):
+        run_sweep(build_study({**raw, "claims": edited}), resume=sweep_dir, quiet=True)
+    assert yaml.safe_load((sweep_dir / "declared_claims.yaml").read_text()) == {"claims": claims}  # kept
+    # claims added to a sweep that had none are as post hoc: the record says none
+    bare = run_sweep(build_study(study_raw(tmp_path)), quiet=True).sweep_dir
+    assert yaml.safe_load((bare / "declared_claims.yaml").read_text()) == {"claims": None}
+    (bare / "study.yaml").write_text(yaml.safe_dump({**raw, "claims": claims}))
+    assert report_dir(bare, None) == 0 and not (bare / "claims.csv").exists()
+    # a sweep from before the record: its study.yaml's claims, as before
+    (sweep_dir / "declared_claims.yaml").unlink()
+    assert report_dir(sweep_dir, None) == 0
+    assert [(r["family"], r["direction"]) for r in read_csv(sweep_dir / "claims.csv")] == [("edited", "lower")]

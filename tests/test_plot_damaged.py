@@ -104,3 +104,27 @@ def test_plot_on_a_sweep_with_one_damaged_run_draws_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{sweep / 'b' / 'seed1' / 'updates.csv'}, line" in err and "Traceback" not in err
     assert _pictures(sweep) == before
+
+
+@pytest.mark.slow
+def test_plot_on_a_sweep_lists_every_file_it_writes(tmp_path, capsys):
+    """Every figure of every run is redrawn, and listed, with the sweep's own files: what is printed is
+    exactly what changed on disk."""
+    study = tmp_path / "study.yaml"
+    study.write_text(
+        "name: listed\ntiming_only: true\ndata: {dataset: digits, clients: 6}\nmodel: {name: logreg}\n"
+        "stop: {rounds: 3}\nseeds: [0, 1]\ncompare: [{name: a}, {name: b}]\n"
+        f"output: {{dir: {tmp_path / 'runs'}}}\n"
+    )
+    assert main([str(study), "--quiet"]) == 0
+    sweep = next((tmp_path / "runs" / "listed").iterdir())
+    capsys.readouterr()
+    before = {p: p.stat().st_mtime_ns for p in sweep.rglob("*") if p.is_file()}
+    assert main(["plot", str(sweep)]) == 0
+    listed = [Path(line) for line in capsys.readouterr().out.splitlines()]
+    changed = {p for p in sweep.rglob("*") if p.is_file() and p.stat().st_mtime_ns != before.get(p)}
+    assert len(listed) == len(set(listed)) and set(listed) == changed
+    figures = {p.relative_to(sweep).as_posix() for p in listed if p.suffix == ".png"}
+    for one in ("a/seed0", "a/seed1", "b/seed0", "b/seed1"):
+        assert {f"{one}/timeline.png", f"{one}/updates_vs_time.png"} <= figures
+    assert {sweep / "runs.csv", sweep / "comparison.csv"} <= set(listed)

@@ -14,12 +14,12 @@ import pytest
 import yaml
 
 from asyncfl.cli.study import validate_study
-from asyncfl.config import ConfigError
+from asyncfl.config import ConfigError, Scenario
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
 from asyncfl.study import jobs as jobs_module
 from asyncfl.study.sweep import run_sweep
-from asyncfl.study.tuning import grid_points, point_id
+from asyncfl.study.tuning import TUNABLE, UNTUNABLE, grid_points, point_id
 
 EVAL_SEEDS, TUNE_SEEDS = [0, 1], [100, 101]
 
@@ -82,6 +82,43 @@ def test_study_is_refused_with_the_reason(tmp_path):
     assert "tune.variants: 'nope' is not a variant; allowed: plain, longer." in variant
     clash = problems(tiny(tmp_path, compare=[{"name": "tuning"}]))
     assert "compare: a variant named 'tuning' would share the tuning runs' directory." in clash
+
+
+@pytest.mark.parametrize(
+    ("key", "values", "reason"),
+    [
+        ("seed", [1, 2], "tune.seeds and seeds: set it"),
+        ("name", ["a", "b"], "it names the run directory"),
+        ("output.dir", ["x", "y"], "it says what a run writes, not what it learns"),
+        ("stop.rounds", [2, 3], "it is the run's budget"),
+        ("eval.every_rounds", [1, 2], "it changes how the criterion is measured"),
+    ],
+)
+def test_a_grid_key_that_cannot_be_tuned_is_refused_with_the_tunable_sections(tmp_path, key, values, reason):
+    message = problems(tiny(tmp_path, {"grid": {key: values}, "seeds": TUNE_SEEDS}))
+    head = key.split(".")[0]
+    expected = f"tune.grid.{key}: {head} cannot be tuned ({reason}"
+    assert expected in message and "tunable sections: algorithm, clock, data, model, population, server, training." \
+        in message  # fmt: skip
+    assert message.count("\n  ") == 1  # one problem, not one per variant and point
+
+
+def test_every_scenario_section_is_either_tunable_or_refused_with_a_reason():
+    assert set(TUNABLE) | set(UNTUNABLE) == set(Scenario.model_fields) and not set(TUNABLE) & set(UNTUNABLE)
+
+
+def test_distinct_values_get_distinct_point_directories(tmp_path):
+    assert point_id({"training.lr": 0.1}) == "lr0.1" and point_id({"training.lr": 0.1000000001}) == "lr0.1000000001"
+    assert [point_id({"x.e": v}) for v in (1e6, 1e-6, 1.0, 2.5e-7)] == ["e1e06", "e1e-06", "e1", "e2.5e-07"]
+    plan = build_study(tiny(tmp_path, {"grid": {"training.lr": [0.1, 0.1000000001]}, "seeds": TUNE_SEEDS})).tuning
+    assert plan.ids == ("lr0.1", "lr0.1000000001")
+    equal = problems(tiny(tmp_path, {"grid": {"training.lr": [0.1, 0.1]}, "seeds": TUNE_SEEDS}))
+    assert "tune.grid.training.lr: the values 0.1 and 0.1 both name the grid point's directory 'lr0.1'" not in equal
+    assert "tune.grid.training.lr: the values 0.1 and 0.1 both name the grid point's directory '0.1', because they " \
+        "are equal; list each value once" in equal  # fmt: skip
+    slash = problems(tiny(tmp_path, {"grid": {"population.compute.dist": ["a/b", "a-b"]}, "seeds": TUNE_SEEDS}))
+    assert "the values 'a/b' and 'a-b' both name the grid point's directory 'a-b', because a directory name keeps " \
+        "only letters, digits" in slash  # fmt: skip
 
 
 @pytest.mark.slow

@@ -19,9 +19,10 @@ def add_plot_parser(sub) -> None:
 
 
 def plot_dir(path: Path, window: str | None = None, clients: str | None = None) -> int:
-    """Re-render a run's figures, or a sweep's comparison (and every run's figures); ``window`` and
-    ``clients`` choose what the timeline shows (see asyncfl.figures.timeline.draw_timeline; it is then
-    written beside timeline.png).  Every file the figures read is checked first: a damaged one is an
+    """Re-render a run's figures, or a sweep's comparison and every run's figures (each redrawn: a figure
+    depends on the code that draws it as much as on the files), printing every file as it is written;
+    ``window`` and ``clients`` choose what the timeline shows (see asyncfl.figures.timeline.draw_timeline;
+    it is then written beside timeline.png).  Every file the figures read is checked first: a damaged one is an
     error naming it, and no figure is redrawn."""
     from asyncfl.figures import render_run_figures
     from asyncfl.run_files import check_run_files, has_table
@@ -38,10 +39,9 @@ def plot_dir(path: Path, window: str | None = None, clients: str | None = None) 
             check_run_files(run_dir)
     except ConfigError as damaged:
         raise ConfigError(f"{damaged} No figure was drawn.") from None
-    for run_dir in run_dirs:
-        written = render_run_figures(run_dir, span, rows, timeline)
-        if not sweep:
-            print(*written, sep="\n")
+    for run_dir in run_dirs:  # every file written is listed, a sweep's runs' figures too
+        for figure in render_run_figures(run_dir, span, rows, timeline):
+            print(figure, flush=True)
     if sweep:
         for written in write_comparison(
             path, sweep_records(path), raw.get("targets") or (), title=str(raw.get("name", ""))

@@ -11,6 +11,7 @@ from asyncfl.config import ConfigError, apply_override, read_scenario, read_yaml
 from asyncfl.config.runnable import check_runnable
 from asyncfl.output.folders import make_directory
 from asyncfl.output.run_directory import refuse_used_out
+from asyncfl.study.claims import unreachable_families
 from asyncfl.study.spec import Study, build_study, is_study
 
 
@@ -46,7 +47,6 @@ def add_report_parser(sub) -> None:
 
 def report_dir(sweep_dir: Path, baseline: str | None) -> int:
     """Write report.csv / report.md of a sweep directory and print the table."""
-    from asyncfl.study.claims import study_claims
     from asyncfl.study.compare import STUDY_FILE, sweep_records
     from asyncfl.study.report import write_report
     from asyncfl.study.seed_statistics import read_summary
@@ -69,12 +69,32 @@ def report_dir(sweep_dir: Path, baseline: str | None) -> int:
     if chosen is not None and chosen not in variants:
         where = "--baseline" if baseline is not None else f"{sweep_dir / STUDY_FILE}: baseline"
         raise ConfigError(f"{where}: {chosen!r} is not a variant with finished runs; allowed: {', '.join(variants)}.")
-    claims = study_claims(raw, str(sweep_dir / STUDY_FILE))
-    written = write_report(sweep_dir, records, chosen, raw.get("targets") or (), claims)
+    claims, note = sweep_claims(sweep_dir, raw)
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    written = write_report(sweep_dir, records, chosen, raw.get("targets") or (), claims, note)
     print(written[1].read_text(encoding="utf-8"), end="")
     for path in written:
         print(path)
     return 0
+
+
+def sweep_claims(sweep_dir: Path, raw: dict) -> tuple[list, str]:
+    """The claims a sweep was run with (recorded at its start) and, when its study.yaml now says otherwise,
+    a note saying so: claims are fixed before the runs, so the report tests the recorded ones.  A sweep
+    from before the record existed is read from its study.yaml."""
+    from asyncfl.study.claims import DECLARED_FILE, declared_claims, study_claims
+    from asyncfl.study.compare import STUDY_FILE
+
+    recorded, claims = declared_claims(sweep_dir)
+    if not recorded:
+        return study_claims(raw, str(sweep_dir / STUDY_FILE)), ""
+    note = "" if claims == raw.get("claims") else (
+        f"the claims: in {sweep_dir / STUDY_FILE} differ from those this sweep was run with ({DECLARED_FILE}); "
+        "the report tests the claims recorded at its start, since claims are fixed before the runs (a new "
+        "question belongs in a new study, visibly asked after the fact)."
+    )  # fmt: skip
+    return study_claims({**raw, "claims": claims}, str(sweep_dir / DECLARED_FILE)), note
 
 
 def load_raw(path: Path | None, overrides: list[str], resume: Path | None) -> tuple[dict, str]:
@@ -115,7 +135,14 @@ def validate_study(study: Study, source: str) -> int:
             f"  and first {len(plan.runs)} tuning runs: {len(plan.points)} grid point(s) x "
             f"{len(plan.spec.seeds)} tuning seed(s) for each of {', '.join(plan.variants)}"
         )
+    warn_study(study)
     return 0
+
+
+def warn_study(study: Study) -> None:
+    """What is valid but cannot work as meant: a claim family no seed count here can support."""
+    for warning in unreachable_families(study.claims, len(study.seeds)):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def run_study(study: Study, args: argparse.Namespace) -> int:
@@ -123,6 +150,7 @@ def run_study(study: Study, args: argparse.Namespace) -> int:
 
     if args.out is not None and args.resume is not None:
         raise ConfigError("--out and --resume: give one of them (--resume names the sweep directory).")
+    warn_study(study)
     result = run_sweep(
         study,
         resume=args.resume,

@@ -241,6 +241,12 @@ def scenario_model() -> type[Scenario]:
     return _ASSEMBLED[now][0]
 
 
+def dataset_classes(data: Data) -> int:
+    """The number of classes of ``data.dataset`` for the ``data`` section, from its registration (nothing is
+    loaded): what the analysis needs to know a run's per-class columns."""
+    return DATASET_REGISTRY[data.dataset].shape_and_classes(data)[1]
+
+
 def data_problems(data: Data) -> list[str]:
     """What loading and partitioning ``data`` would fail on, found from the registrations alone
     (asyncfl/learn/datasets, asyncfl/learn/partition): nothing is loaded."""
@@ -253,8 +259,7 @@ def data_problems(data: Data) -> list[str]:
                 f"data.clients ({data.clients}) is larger than the training pool of data.dataset {data.dataset} "
                 f"({pool} samples): every client needs at least one sample; allowed: 1 to {pool}"
             )
-        classes = entry.shape_and_classes(data)[1]
-        problems.append(PARTITIONERS[data.partition.kind].problem(data.partition, data.clients, classes))
+        problems.append(PARTITIONERS[data.partition.kind].problem(data.partition, data.clients, dataset_classes(data)))
     return [problem for problem in problems if problem]
 
 

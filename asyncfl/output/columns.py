@@ -124,9 +124,18 @@ TIME_BREAKDOWN_COLUMNS = tuple(TIME_BREAKDOWN)
 WEIGHTS_COLUMNS = tuple(WEIGHTS)
 
 
+CLASS_ACCURACY = "accuracy_class_"
+
+
 def class_accuracy_columns(num_classes: int) -> list[str]:
     """metrics.csv's per-class accuracies (eval.per_class)."""
-    return [f"accuracy_class_{c}" for c in range(num_classes)]
+    return [f"{CLASS_ACCURACY}{c}" for c in range(num_classes)]
+
+
+def metrics_extra_columns(per_class: int, utc_time: bool) -> list[str]:
+    """metrics.csv's columns after :data:`METRICS_COLUMNS` in a run: the accuracy of each of ``per_class``
+    classes (eval.per_class: the data set's classes, else 0), then utc_time (with clock.start_time)."""
+    return class_accuracy_columns(per_class) + (["utc_time"] if utc_time else [])
 
 
 def failure_columns(reasons: Sequence[str]) -> list[str]:

@@ -16,8 +16,8 @@ the paper says it does.  ``report`` tests each claim on the differences variant 
   ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j));
 - the verdict at alpha = 0.05: ``supported`` when the adjusted p < 0.05 and the t interval lies on the
   claimed side of 0; ``contradicted`` when the t interval lies on the other side of 0 (whatever p says);
-  ``not shown`` otherwise, with "excludes the paper's effect" added when the interval leaves out the
-  paper's effect size;
+  ``not shown`` otherwise, with "effect larger than the paper's" or "effect smaller than the paper's"
+  added when the interval leaves out the paper's effect size (which side, in the claim's direction);
 - the seeds a study needs to resolve the effect at stake (the paper's effect, else the observed mean
   difference) with 80 % power in a two-sided 5 % test, normal approximation:
   n = ceil(((z_0.975 + z_0.8) · s / effect)²), s the observed paired standard deviation (at least 2).
@@ -35,13 +35,10 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from asyncfl.study.claims import Claim
+from asyncfl.study.claims import ALPHA, EXACT_UP_TO, MONTE_CARLO_FLIPS, Claim, smallest_holm_p, smallest_p
 from asyncfl.study.seed_statistics import CONFIDENCE, paired_values, t_interval
 
-ALPHA = 0.05
 POWER = 0.8
-EXACT_UP_TO = 16  # pairs: 2^16 = 65,536 sign patterns enumerated
-MONTE_CARLO_FLIPS = 100_000
 MONTE_CARLO_SEED = 0
 
 
@@ -96,6 +93,14 @@ def verdict(adjusted_p: float, low: float, high: float, sign: int) -> str:
     return "contradicted" if other_side else "not shown"
 
 
+def beside_paper(low: float, high: float, sign: int, paper_effect: float) -> str:
+    """Which side of the paper's effect an interval that leaves it out lies on, in the claim's direction:
+    [low, high] is the interval of variant − versus, ``paper_effect`` > 0 the paper's size in the direction
+    ``sign``."""
+    nearest = min(sign * low, sign * high)  # the interval's end nearest to no effect, in the claim's direction
+    return "effect larger than the paper's" if nearest > paper_effect else "effect smaller than the paper's"
+
+
 @dataclass(frozen=True)
 class Tested:
     """One claim with its paired differences (in the claim's unit) and p-value before correction."""
@@ -133,7 +138,7 @@ def _row(t: Tested, adjusted: float, family_size: int) -> dict:
     word = verdict(adjusted, interval.low, interval.high, claim.sign) if known else "not shown"
     inside = "" if paper is None or not known else ("yes" if interval.low <= paper <= interval.high else "no")
     if word == "not shown" and inside == "no":
-        word = "not shown; excludes the paper's effect"
+        word += "; " + beside_paper(interval.low, interval.high, claim.sign, claim.paper_effect)
     sd = float(np.std(t.differences, ddof=1)) if n >= 2 else math.nan
     return {
         "family": claim.family, "variant": claim.variant, "versus": claim.versus, "measure": claim.measure,
@@ -142,7 +147,7 @@ def _row(t: Tested, adjusted: float, family_size: int) -> dict:
         "p_method": t.method, "family_size": family_size, "p_holm": adjusted, "verdict": word,
         "paper_effect": paper, "paper_effect_inside": inside,
         "seeds_needed": seeds_needed(sd, paper if paper is not None else interval.mean),
-        "smallest_p": 2.0**-n if n else 1.0, "smallest_p_holm": min(1.0, family_size * 2.0**-n) if n else 1.0,
+        "smallest_p": smallest_p(n), "smallest_p_holm": smallest_holm_p(n, family_size),
         "source": claim.source or "", "paper_numbers": claim.paper_numbers or "",
     }  # fmt: skip
 
@@ -177,8 +182,9 @@ CLAIMS_INTRO = (
     " one-sided in the claim's direction, exact over all 2^n sign patterns for n <= 16 pairs, else 100,000"
     " random patterns from a fixed seed (MC). Holm p: Holm's step-down correction within the family. Verdict at"
     " 0.05 after Holm: supported (Holm p < 0.05 and the interval on the claimed side), contradicted (the"
-    " interval on the other side), else not shown. Seeds needed: pairs for 80 % power at two-sided 5 % to"
+    " interval on the other side), else not shown (and, when the interval leaves out the paper's effect, whether"
+    " ours is larger or smaller). Seeds needed: pairs for 80 % power at two-sided 5 % to"
     " detect the paper's effect (else the observed one) given the observed paired SD (normal approximation)."
-    " Smallest p: the least a sign-flip test with these pairs can give (2^-n), and after Holm when the claim"
-    " ranks first in its family."
+    " Smallest p: the least a sign-flip test with these pairs can give (2^-n; 1/100,001 for MC), and after Holm"
+    " when the claim ranks first in its family."
 )

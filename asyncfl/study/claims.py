@@ -9,11 +9,15 @@ is the size of the effect in the claim's direction, in those units (positive).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
+import yaml
 from pydantic import Field, ValidationError
 
 from asyncfl.errors import ConfigError
+from asyncfl.output.columns import CLASS_ACCURACY
+from asyncfl.output.files import write_atomic
 from asyncfl.sections import Section
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 
@@ -23,6 +27,10 @@ MEASURE_RULE = (
     " or time_to:<target> with <target> one of targets:"
 )
 DIRECTIONS = ("higher", "lower")
+DECLARED_FILE = "declared_claims.yaml"  # in a sweep directory: the claims: the sweep was started with
+ALPHA = 0.05  # the level of every verdict
+EXACT_UP_TO = 16  # pairs: the sign-flip test enumerates all 2^n sign patterns up to here (2^16 = 65,536) ...
+MONTE_CARLO_FLIPS = 100_000  # ... and draws this many above
 
 
 class Claim(Section):
@@ -62,8 +70,15 @@ class Claim(Section):
         return 1 if self.direction == "higher" else -1
 
 
-def parse_claims(value: Any, variants: Sequence[str], targets: Sequence[float]) -> tuple[list[Claim], list[str]]:
-    """The claims of a study file and every problem, each named by its path ``claims[i].<field>``."""
+def parse_claims(
+    value: Any,
+    variants: Sequence[str],
+    targets: Sequence[float],
+    columns: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[list[Claim], list[str]]:
+    """The claims of a study file and every problem, each named by its path ``claims[i].<field>``;
+    ``columns``: the numeric metrics.csv columns each variant's runs write (:func:`asyncfl.study.spec`
+    knows them from the scenarios), which a ``last_quarter:<column>`` measure must name."""
     if value is None:
         return [], []
     if not isinstance(value, list):
@@ -75,7 +90,7 @@ def parse_claims(value: Any, variants: Sequence[str], targets: Sequence[float]) 
         if not isinstance(item, dict):
             problems.append(f"{where}: expected a mapping {{family, variant, versus, measure, direction}}.")
             continue
-        found = _field_problems(item, where, variants, targets)
+        found = _field_problems(item, where, variants, targets) + _column_problems(item, where, columns or {})
         try:
             claim = Claim.model_validate(item)
         except ValidationError as exc:  # what the checks above do not say already (paper_effect, source)
@@ -91,6 +106,64 @@ def parse_claims(value: Any, variants: Sequence[str], targets: Sequence[float]) 
         seen.add(key)
         claims.append(claim)
     return claims, problems
+
+
+def smallest_p(pairs: int) -> float:
+    """The least p-value the paired sign-flip test (:func:`asyncfl.study.claim_tests.sign_flip_p`) can give
+    with ``pairs`` pairs: 2^-n when it enumerates every sign pattern (only the observed one, all differences
+    on the claimed side, reaches the observed sum), 1 / (1 + 100,000) when it draws them (no draw reaches
+    it), 1 with no pair."""
+    if pairs <= 0:
+        return 1.0
+    return 2.0**-pairs if pairs <= EXACT_UP_TO else 1 / (1 + MONTE_CARLO_FLIPS)
+
+
+def smallest_holm_p(pairs: int, family_size: int) -> float:
+    """The least Holm-adjusted p in a family of ``family_size`` claims: the smallest p ranks first and is
+    multiplied by the family size."""
+    return min(1.0, family_size * smallest_p(pairs))
+
+
+def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
+    """A warning per family no claim of which can be supported with ``seeds`` evaluation seeds (the most
+    pairs a claim can have): its smallest Holm-adjusted p is not below 0.05."""
+    sizes: dict[str, int] = {}
+    for claim in claims:
+        sizes[claim.family] = sizes.get(claim.family, 0) + 1
+    out = []
+    for family, size in sizes.items():
+        best = smallest_holm_p(seeds, size)
+        if best < ALPHA:
+            continue
+        enough = next((n for n in range(seeds + 1, EXACT_UP_TO + 2) if smallest_holm_p(n, size) < ALPHA), None)
+        fix = f"use at least {enough} seeds, or fewer claims in the family" if enough else "fewer claims in the family"
+        out.append(
+            f"claims: family {family!r} ({size} claim(s)) cannot reach significance with {seeds} seed(s): the "
+            f"sign-flip p is at least {smallest_p(seeds):.4g}, and {best:.4g} after Holm's correction over {size} "
+            f"claim(s), not below {ALPHA}, so no claim of it can be supported: {fix}."
+        )
+    return out
+
+
+def record_claims(sweep_dir: Path, claims: Any) -> None:
+    """Write the claims a sweep starts with (none is a record too: claims added later are as post hoc) into
+    :data:`DECLARED_FILE`, once: a resumed sweep keeps the first record."""
+    path = sweep_dir / DECLARED_FILE
+    if not path.is_file():
+        note = "# the claims: this sweep was started with; report tests these, whatever study.yaml says later\n"
+        write_atomic(path, note + yaml.safe_dump({"claims": claims}, sort_keys=False))
+
+
+def declared_claims(sweep_dir: Path) -> tuple[bool, Any]:
+    """(whether the sweep has a record, the claims: recorded at its start); a sweep from before the record
+    existed has none."""
+    path = sweep_dir / DECLARED_FILE
+    if not path.is_file():
+        return False, None
+    try:
+        return True, (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("claims")
+    except (yaml.YAMLError, AttributeError) as exc:
+        raise ConfigError(f"{path}: unreadable ({exc}); it records the claims the sweep was run with.") from None
 
 
 def study_claims(raw: Mapping[str, Any], source: str) -> list[Claim]:
@@ -131,6 +204,30 @@ def _field_problems(
     if not isinstance(item.get("family"), str) or not item.get("family"):
         out.append(f"{where}.family: required, a name for the group of claims Holm's correction runs over.")
     return out
+
+
+def _column_problems(item: Mapping[str, Any], where: str, columns: Mapping[str, Sequence[str]]) -> list[str]:
+    """A ``last_quarter:<column>`` measure naming a column that the runs of its variant or versus never write."""
+    column = column_of(item["measure"]) if isinstance(item.get("measure"), str) else None
+    out = []
+    for key in ("variant", "versus"):
+        written = columns.get(item.get(key))  # type: ignore[arg-type]
+        if column is None or written is None or column in written:
+            continue
+        no_classes = column.startswith(CLASS_ACCURACY) and not any(c.startswith(CLASS_ACCURACY) for c in written)
+        hint = f" ({CLASS_ACCURACY}<c> only with eval.per_class: true)" if no_classes else ""
+        out.append(
+            f"{where}.measure: {item['measure']!r}: the runs of {key} {item[key]!r} write no column {column} to "
+            f"metrics.csv; allowed: {_listed(written)}{hint}."
+        )
+    return out
+
+
+def _listed(columns: Sequence[str]) -> str:
+    """Columns as a list, the per-class ones shortened to their range (accuracy_class_0 … accuracy_class_9)."""
+    classes = [c for c in columns if c.startswith(CLASS_ACCURACY)]
+    plain = [c for c in columns if not c.startswith(CLASS_ACCURACY)]
+    return ", ".join(plain + ([f"{classes[0]} … {classes[-1]}"] if len(classes) > 2 else classes))
 
 
 def _target(measure: str) -> float | None:

@@ -6,9 +6,11 @@ chooses between the two, so the imports go one way: sweep -> ray_executor -> job
 from __future__ import annotations
 
 import gc
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from asyncfl.study.seed_statistics import read_summary
 
@@ -36,20 +38,49 @@ def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
 
 
 def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, str]]:
+    """Run ``jobs`` one after the other; a run that fails is reported and the next one runs, Ctrl-C stops
+    the sweep (also one that a finalizer swallowed: see :func:`interrupts_in_finalizers`)."""
     failures = []
-    for i, job in enumerate(jobs, start=1):
-        try:
-            summary = run_job(job.scenario, job.run_dir, job.resume)
-        except Exception as exc:  # one broken run must not lose the others
-            failures.append((job, f"{type(exc).__name__}: {exc}"))
-            log(f"[{i}/{len(jobs)}] {job.variant} seed{job.seed}: FAILED: {exc}")
-            continue
-        finally:
-            # A run leaves ~30 MB of objects in reference cycles that the automatic collector rarely reaches
-            # between runs: 110 runs in one process grew to 3.7 GB.  Collecting here keeps the sweep flat.
-            gc.collect()
-        log(f"[{i}/{len(jobs)}] {describe(job, summary)}")
+    with interrupts_in_finalizers() as swallowed:
+        for i, job in enumerate(jobs, start=1):
+            summary = None
+            try:
+                summary = run_job(job.scenario, job.run_dir, job.resume)
+            except Exception as exc:  # one broken run must not lose the others
+                failures.append((job, f"{type(exc).__name__}: {exc}"))
+                log(f"[{i}/{len(jobs)}] {job.variant} seed{job.seed}: FAILED: {exc}")
+            finally:
+                # A run leaves ~30 MB of objects in reference cycles that the automatic collector rarely reaches
+                # between runs: 110 runs in one process grew to 3.7 GB.  Collecting here keeps the sweep flat.
+                gc.collect()
+            if swallowed:
+                raise KeyboardInterrupt
+            if summary is not None:
+                log(f"[{i}/{len(jobs)}] {describe(job, summary)}")
     return failures
+
+
+@contextmanager
+def interrupts_in_finalizers() -> Iterator[list[BaseException]]:
+    """Collect the Ctrl-C that Python prints as "Exception ignored" and drops: one that lands while a
+    finalizer runs (a ``__del__``, e.g. tqdm's, which the collector above calls for a finished run's
+    objects) cannot propagate, so the sweep went on and exited 0.  The list it yields holds them; the
+    sweep raises KeyboardInterrupt once the run at hand is written.  Other unraisable exceptions are
+    reported as Python would."""
+    swallowed: list[BaseException] = []
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            swallowed.append(unraisable.exc_value)
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield swallowed
+    finally:
+        sys.unraisablehook = previous
 
 
 def describe(job: Job, summary: dict) -> str:

@@ -189,9 +189,11 @@ def write_report(
     baseline: str | None,
     targets: Sequence[float] = (),
     claims: Sequence[Claim] = (),
+    claims_note: str = "",
 ) -> list[Path]:
     """report.csv and report.md for ``records`` (every run of a study) into ``out_dir``; with declared
-    ``claims`` also claims.csv and claims.md (:mod:`asyncfl.study.claims`), whose table ends report.md."""
+    ``claims`` also claims.csv and claims.md (:mod:`asyncfl.study.claims`), whose table ends report.md and
+    which opens with ``claims_note`` (e.g. that study.yaml's claims were edited after the sweep started)."""
     columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))  # last_quarter:<c>
     table = measure_table(records, targets, columns)
     rows = report_rows(table, baseline)
@@ -208,7 +210,8 @@ def write_report(
     written.append(report_md)
     if claims:
         tested = claim_rows(claims, table)
-        claims_md = write_markdown(out_dir / "claims.md", claim_markdown(tested), CLAIMS_INTRO)
+        intro = (f"**Note:** {claims_note}\n\n" if claims_note else "") + CLAIMS_INTRO
+        claims_md = write_markdown(out_dir / "claims.md", claim_markdown(tested), intro)
         append_section(report_md, "## Declared claims\n\n" + claims_md.read_text("utf-8"))
         written += [write_csv(out_dir / "claims.csv", tested), claims_md]
     append_section(report_md, tuning_section(out_dir))  # tune: what was tuned, on which seeds, the choice

@@ -37,8 +37,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario, validate_scenario
-from asyncfl.config.schema import directory_name_problem
+from asyncfl.config.schema import dataset_classes, directory_name_problem
 from asyncfl.config.yaml_files import dotted_parent
+from asyncfl.output.columns import METRICS_COLUMNS, metrics_extra_columns
+from asyncfl.output.files import TEXT_COLUMNS
 from asyncfl.study.claims import Claim, parse_claims
 from asyncfl.study.tuning import TuningPlan, parse_tune
 
@@ -95,11 +97,12 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
     targets = _targets(spec["targets"], problems)
     variants = _variants(spec["compare"], problems)
     baseline = _baseline(spec["baseline"], [name for name, _ in variants], problems)
-    claims, claim_problems = parse_claims(spec["claims"], [name for name, _ in variants], targets)
-    problems += claim_problems
     runs: list[RunSpec] = []
     for index, (name, changes) in enumerate(variants):
         runs.extend(_expand(base, index, name, changes, seeds, problems))
+    columns = {run.variant: metrics_columns(run.scenario) for run in runs}  # every seed writes the same
+    claims, claim_problems = parse_claims(spec["claims"], [name for name, _ in variants], targets, columns)
+    problems += claim_problems
     tuning = parse_tune(spec["tune"], _merged_variants(base, variants), seeds, targets, problems)
     if problems:
         unique = list(dict.fromkeys(problems))
@@ -117,6 +120,14 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
         tuning=tuning,
         claims=tuple(claims),
     )
+
+
+def metrics_columns(scenario: Scenario) -> list[str]:
+    """The numeric columns of metrics.csv in a run of ``scenario`` (:mod:`asyncfl.output.columns`): the
+    per-class accuracies need eval.per_class, and the data set's number of classes (known without loading)."""
+    classes = dataset_classes(scenario.data) if scenario.eval.per_class else 0
+    written = METRICS_COLUMNS + tuple(metrics_extra_columns(classes, bool(scenario.clock.start_time)))
+    return [column for column in written if column not in TEXT_COLUMNS]
 
 
 def _merged_variants(base: Mapping[str, Any], variants: list[tuple[str, dict]]) -> dict[str, tuple[dict, set[str]]]:

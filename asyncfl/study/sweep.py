@@ -4,6 +4,7 @@ Layout (the same whichever executor ran it)::
 
     <output.dir>/<name>/<timestamp>/      the sweep directory
         study.yaml                        the study as run (compare, seeds, targets, base keys)
+        declared_claims.yaml              the claims: the sweep started with (report tests these)
         <variant>/seed<N>/                one ordinary run directory per variant x seed
         tuning/<variant>/<point>/seed<K>/ with tune: the tuning runs (run first), tuning.csv, tuned.yaml
         comparison.csv, runs.csv, time_to_target.csv/.md, client_accuracy.csv/.md, *.png
@@ -16,8 +17,8 @@ that has a checkpoint continues from it (``asyncfl.checkpoint``), every other on
 partial directory is deleted first).  Ray tasks write a run directory only when it is complete.
 A finished run whose config.yaml disagrees with the study is an error, so a resumed sweep never
 mixes two settings under one variant name; nor may it change the study's ``claims:``, which were
-declared before the runs.  One process at a time writes a sweep directory (and
-each of its runs): see :func:`asyncfl.output.lock.writing`.
+declared before the runs and are recorded in declared_claims.yaml when the sweep starts.  One process
+at a time writes a sweep directory (and each of its runs): see :func:`asyncfl.output.lock.writing`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from asyncfl.output.run_directory import CHECKPOINT_FILE as CHECKPOINT
 from asyncfl.output.run_directory import ENDED, new_run_dir, refuse_used_out
 from asyncfl.run_files import has_table
 from asyncfl.sections import resolved_dump
+from asyncfl.study.claims import DECLARED_FILE, declared_claims, record_claims
 from asyncfl.study.compare import STUDY_FILE, write_comparison
 from asyncfl.study.jobs import Job, run_locally
 from asyncfl.study.report import write_report
@@ -152,17 +154,23 @@ def _prepare(study: Study, resume: Path | None, out: Path | None) -> Iterator[Pa
             remove_empty(made)
             raise
         if resume is not None:
-            _refuse_changed_claims(sweep_dir / STUDY_FILE, study.raw.get("claims"))
+            _refuse_changed_claims(sweep_dir, study.raw.get("claims"))
+        record_claims(sweep_dir, study.raw.get("claims"))  # what report tests, whatever study.yaml says later
         write_atomic(sweep_dir / STUDY_FILE, yaml.safe_dump(study.raw, sort_keys=False))
         yield sweep_dir
 
 
-def _refuse_changed_claims(study_file: Path, claims: object) -> None:
+def _refuse_changed_claims(sweep_dir: Path, claims: object) -> None:
     """Claims are fixed before the runs: a resumed sweep may not change them, since claims chosen after
     seeing results would make the multiplicity correction and the verdicts meaningless (a new question
-    for finished runs belongs in a new study file, where it is visibly declared after the fact)."""
-    before = yaml.safe_load(study_file.read_text(encoding="utf-8")) if study_file.is_file() else {}
-    if (before or {}).get("claims") != claims:
+    for finished runs belongs in a new study file, where it is visibly declared after the fact).  They are
+    compared with the record made at the sweep's start (a sweep from before it: with its study.yaml)."""
+    recorded, before = declared_claims(sweep_dir)
+    study_file = sweep_dir / (DECLARED_FILE if recorded else STUDY_FILE)
+    if not recorded:
+        before = (yaml.safe_load(study_file.read_text(encoding="utf-8")) or {}).get("claims") if study_file.is_file() \
+            else None  # fmt: skip
+    if before != claims:
         raise ConfigError(
             f"--resume: the claims: of this study differ from those in {study_file}, declared before its runs; "
             "claims cannot change once a sweep has started (resume with the study file as it was, or start a "

@@ -7,6 +7,10 @@ tuning seeds disjoint from the evaluation seeds, and the evaluation runs use it:
       criterion: final_accuracy    # or last_quarter_accuracy, or time_to_target (the first of targets:)
       variants: [fedavg, fedbuff]  # optional; default every variant
 
+A grid key must lie in a section that changes what a run learns or the world it runs in
+(:data:`TUNABLE`); the others are refused with the reason (:data:`UNTUNABLE`): a point must differ
+from the next by a setting, not by its name, seed, outputs or measuring.
+
 Every tuned variant runs every grid point x tuning seed (its own ``set`` applied, then the point:
 each grid value replaces that key's value) into ``tuning/<variant>/<point id>/seed<k>/``.  The
 point with the best mean criterion over the tuning seeds wins (highest accuracy; shortest time to
@@ -36,6 +40,21 @@ from asyncfl.sections import Section
 TUNING_DIR, TUNING_CSV, TUNED_FILE = "tuning", "tuning.csv", "tuned.yaml"
 PATH_LINE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*): (.*)$")
 Criterion = Literal["final_accuracy", "last_quarter_accuracy", "time_to_target"]
+
+# the scenario's top-level keys a grid key may start with: what a run learns and the world it runs in
+TUNABLE = ("algorithm", "clock", "data", "model", "population", "server", "training")
+# the others, with why tuning them would make no sense (or an unfair choice)
+UNTUNABLE = {
+    "name": "it names the run directory",
+    "seed": "tune.seeds and seeds: set it",
+    "output": "it says what a run writes, not what it learns",
+    "checkpoint": "it says when a run saves, not what it learns",
+    "device": "it says where a run computes, not what it learns",
+    "trainer": "it says how a run computes (the same results), not what it learns",
+    "eval": "it changes how the criterion is measured, so the points would not be comparable",
+    "stop": "it is the run's budget: the longest point would win by running longest; set it in the study",
+    "timing_only": "a timing-only run learns nothing the criterion could measure",
+}
 
 
 class Tune(Section):
@@ -101,10 +120,49 @@ def point_id(point: Mapping[str, Any]) -> str:
     parts = []
     for key, last in zip(point, lasts):
         name = last if lasts.count(last) == 1 else key.replace(".", "-")
-        value = point[key]
-        text = f"{value:g}" if isinstance(value, float) else str(value)
-        parts.append(name + re.sub(r"[^A-Za-z0-9_.-]", "-", text))
+        parts.append(name + value_text(point[key]))
     return "_".join(parts)
+
+
+def value_text(value: Any) -> str:
+    """A grid value as it appears in a directory name: a float in its short form (``1e-05``, ``1e06``,
+    ``1`` for 1.0) where that form reads back as the same float, else in full (``0.1000000001``: Python's shortest
+    text that reads back exactly), so distinct floats get distinct names; any character other than a
+    letter, digit, '_', '.' or '-' becomes '-'."""
+    if isinstance(value, float):
+        short = f"{value:g}"
+        text = (short if float(short) == value else repr(value)).replace("e+", "e")  # 1e+06 -> 1e06, not 1e-06
+    else:
+        text = str(value)
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", text)
+
+
+def id_collision(grid: Mapping[str, Sequence[Any]]) -> str | None:
+    """Why two values of one grid key would name the same directory (1 and 1.0; 'a/b' and 'a-b'), or None."""
+    for key, values in grid.items():
+        named: dict[str, Any] = {}
+        for value in values:
+            text = value_text(value)
+            if text in named:
+                first = named[text]
+                why = (
+                    "they are equal" if first == value else
+                    "a directory name keeps only letters, digits, '_', '.' and '-' (any other character becomes "
+                    "'-')"
+                )  # fmt: skip
+                return (
+                    f"tune.grid.{key}: the values {first!r} and {value!r} both name the grid point's directory "
+                    f"{text!r}, because {why}; list each value once, or give values that differ in the name."
+                )
+            named[text] = value
+    return None
+
+
+def untunable_problem(key: str) -> str:
+    """The refusal of a grid key outside :data:`TUNABLE`."""
+    head = key.split(".")[0]
+    reason = UNTUNABLE.get(head, "it is not among the sections a grid may tune")
+    return f"tune.grid.{key}: {head} cannot be tuned ({reason}); tunable sections: {', '.join(TUNABLE)}."
 
 
 def apply_point(raw: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,6 +207,8 @@ def parse_tune(
     for key, values in spec.grid.items():
         if not key or not all(key.split(".")) or not values:
             problems.append(f"tune.grid.{key}: expected a dotted key with a non-empty list of values.")
+        elif key.split(".")[0] not in TUNABLE and key.split(".")[0] in Scenario.model_fields:
+            problems.append(untunable_problem(key))  # (an unknown section is named by the validation below)
     for name in tuned:
         for key in spec.grid:
             hit = [t for t in variants.get(name, ({}, set()))[1] if _overlap(t, key)]
@@ -156,9 +216,13 @@ def parse_tune(
                 problems.append(f"compare: variant {name!r} sets {hit[0]}, which tune.grid.{key} tunes; remove one.")
     if len(problems) > before:
         return None
+    collision = id_collision(spec.grid)
+    if collision:
+        problems.append(collision)
+        return None
     points = grid_points(spec.grid)
     ids = [point_id(p) for p in points]
-    if len(set(ids)) != len(ids):
+    if len(set(ids)) != len(ids):  # two keys' names and values that run together alike
         problems.append(f"tune.grid: two grid points get the same directory name ({ids}); use distinct values.")
         return None
     runs, seen = [], set()
