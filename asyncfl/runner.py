@@ -186,7 +186,7 @@ class Simulation:
         process = env.process(SERVER_MODES[s.server.mode].process(context))
         try:
             with collections_per_aggregation():
-                env.run(until=process)
+                self.state.stalled = env.run(until=process)  # why the server gave up, if it did
             if self.progress.status == "running":
                 self.progress.status = "finished"
         except KeyboardInterrupt:
