@@ -29,7 +29,7 @@ from asyncfl.errors import ConfigError
 from asyncfl.learn.compression import upload_bytes
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import make_trainer, training_threads
-from asyncfl.learn.federation import build_federation
+from asyncfl.learn.federation import build_federation, client_train_sizes
 from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
@@ -92,9 +92,12 @@ class Simulation:
         self.clients = build_clients(s.population, s.data.clients, s.seed, histograms, clusters, start_s_of_day)
         self.probabilities = participation_probabilities(s.population.availability, s.data.clients, s.seed, histograms)
         self.learner.participation = tuple(self.probabilities)
-        for client, idx in zip(self.clients, self.federation.client_train if self.federation else []):
-            client.train_samples = len(idx)  # timing_only: every client does full batches
-        samples = [len(idx) for idx in self.federation.client_train] if self.federation else None
+        if self.federation is not None:
+            samples = [len(idx) for idx in self.federation.client_train]
+        else:  # timing_only: the clients' sample counts as a training run deals them, where that is cheap
+            samples = client_train_sizes(s.data, s.seed)
+        for client, size in zip(self.clients, samples or []):  # None: every client does full batches
+            client.train_samples = size
         self.selection_feedback = FeedbackRecorder(s, self.learner, samples)  # what server.selection reads
         battery = s.population.battery
         self.work = Work(
@@ -106,8 +109,7 @@ class Simulation:
             upload_bytes=compressed_upload_bytes(s, self.learner.model_bytes),
             **s.training.local_work.work_limits(),
         )
-        sizes = [len(idx) for idx in self.federation.client_train] if self.federation else None
-        problem = time_budget_problem(self.work, self.clients.speeds(), sizes)
+        problem = time_budget_problem(self.work, self.clients.speeds(), samples)
         if problem:
             raise ConfigError(problem)
         class_columns = class_accuracy_columns(num_classes) if s.eval.per_class else []
