@@ -24,6 +24,7 @@ from asyncfl.callbacks.round_log import RoundLog
 from asyncfl.callbacks.stop_rules import StopRules
 from asyncfl.checkpoint import CheckpointWriter
 from asyncfl.config.clock import start_datetime
+from asyncfl.config.runnable import scenario_warnings
 from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.learn.compression import upload_bytes
@@ -248,6 +249,7 @@ class Simulation:
     def finish(self, now: float) -> None:
         """Close the bar; write clients.csv, offline_periods.csv, summary.json and the figures for
         whatever has run (:func:`asyncfl.callbacks.end_of_run.end_of_run`)."""
+        self.state.scenario_warnings = scenario_warnings(self.scenario)
         for callback in self.callbacks:
             callback.on_end(self.state, now)
 
