@@ -132,20 +132,10 @@ def sync_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None
         if ctx.close_round(info) or env.now >= ctx.time_limit:
             return None
         rnd += 1
-        if (
-            close_at == t0
-        ):  # every asked client failed at once: the next round would be the same until something changes
-            wake = _next_change(clients, busy_until, t0)
-            if math.isinf(wake):
-                stalled = nobody_can_work(t0, len(clients), ctx.time_limit)
-                if math.isinf(ctx.time_limit):
-                    return stalled
-                yield env.timeout(ctx.time_limit - t0)  # the world sits idle up to stop.virtual_time_s
+        if close_at == t0:  # every asked client failed at once: the next round would be the same
+            stalled = yield from _wait_for_change(env, clients, busy_until, t0, ctx.time_limit)
+            if stalled is not None or env.now >= ctx.time_limit:
                 return stalled
-            if wake > t0:
-                yield env.timeout(min(wake, ctx.time_limit) - t0)
-                if env.now >= ctx.time_limit:
-                    return None
 
 
 def _cancel_after_target(clients, plans: list[TaskPlan], target: int, close_at: float) -> float:
@@ -176,6 +166,15 @@ def _next_check_in(clients, idle: np.ndarray, t0: float) -> float:
             t = usable_from(client, t0)
         wake = min(wake, t)
     return wake
+
+
+def _wait_for_change(env, clients, busy_until: np.ndarray, t0: float, time_limit: float):
+    """Sleep until the next moment something can change (:func:`_next_change`), at most to the time limit;
+    when nothing ever can, to the time limit (if any) and return :func:`nobody_can_work`'s sentence."""
+    wake = _next_change(clients, busy_until, t0)
+    if wake > t0 and math.isfinite(min(wake, time_limit)):
+        yield env.timeout(min(wake, time_limit) - t0)
+    return nobody_can_work(t0, len(clients), time_limit) if math.isinf(wake) else None
 
 
 def _next_change(clients, busy_until: np.ndarray, t0: float) -> float:
