@@ -24,12 +24,13 @@ from asyncfl.callbacks.round_log import RoundLog
 from asyncfl.callbacks.stop_rules import StopRules
 from asyncfl.checkpoint import CheckpointWriter
 from asyncfl.config.clock import start_datetime
+from asyncfl.config.runnable import scenario_warnings
 from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.learn.compression import upload_bytes
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.executors import float32_precision, make_trainer, training_threads
-from asyncfl.learn.federation import build_federation
+from asyncfl.learn.federation import build_federation, client_train_sizes
 from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
@@ -92,9 +93,12 @@ class Simulation:
         self.clients = build_clients(s.population, s.data.clients, s.seed, histograms, clusters, start_s_of_day)
         self.probabilities = participation_probabilities(s.population.availability, s.data.clients, s.seed, histograms)
         self.learner.participation = tuple(self.probabilities)
-        for client, idx in zip(self.clients, self.federation.client_train if self.federation else []):
-            client.train_samples = len(idx)  # timing_only: every client does full batches
-        samples = [len(idx) for idx in self.federation.client_train] if self.federation else None
+        if self.federation is not None:
+            samples = [len(idx) for idx in self.federation.client_train]
+        else:  # timing_only: the clients' sample counts as a training run deals them, where that is cheap
+            samples = client_train_sizes(s.data, s.seed)
+        for client, size in zip(self.clients, samples or []):  # None: every client does full batches
+            client.train_samples = size
         self.selection_feedback = FeedbackRecorder(s, self.learner, samples)  # what server.selection reads
         battery = s.population.battery
         self.work = Work(
@@ -106,8 +110,7 @@ class Simulation:
             upload_bytes=compressed_upload_bytes(s, self.learner.model_bytes),
             **s.training.local_work.work_limits(),
         )
-        sizes = [len(idx) for idx in self.federation.client_train] if self.federation else None
-        problem = time_budget_problem(self.work, self.clients.speeds(), sizes)
+        problem = time_budget_problem(self.work, self.clients.speeds(), samples)
         if problem:
             raise ConfigError(problem)
         class_columns = class_accuracy_columns(num_classes) if s.eval.per_class else []
@@ -188,7 +191,7 @@ class Simulation:
         process = env.process(SERVER_MODES[s.server.mode].process(context))
         try:
             with collections_per_aggregation():
-                env.run(until=process)
+                self.state.stalled = env.run(until=process)  # why the server gave up, if it did
             if self.progress.status == "running":
                 self.progress.status = "finished"
         except KeyboardInterrupt:
@@ -248,6 +251,7 @@ class Simulation:
     def finish(self, now: float) -> None:
         """Close the bar; write clients.csv, offline_periods.csv, summary.json and the figures for
         whatever has run (:func:`asyncfl.callbacks.end_of_run.end_of_run`)."""
+        self.state.scenario_warnings = scenario_warnings(self.scenario)
         for callback in self.callbacks:
             callback.on_end(self.state, now)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -164,3 +165,22 @@ def test_bad_grid_from_the_command_line_has_no_traceback(tmp_path):
     command = [sys.executable, "-m", "asyncfl", "advise", str(path), "--deadline", "0:5:1"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2 and "--deadline" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_horizon_of_k_async_yaml_is_the_training_runs_time(tmp_path, capsys):
+    """Issue 29, item 23: advise said k_async.yaml's 200 rounds need 549.65 virtual s, timing full batches of
+    32 while the median client holds 18 samples; the training run reaches round 200 at 320.5 s.  Timing-only
+    runs now deal the data like the training run, so the horizon is the training run's time, to the bit."""
+    from asyncfl.runner import run_scenario
+    from tests.conftest import scenario
+
+    path, out = Path(__file__).parents[1] / "scenarios" / "k_async.yaml", tmp_path / "advice"
+    code, _ = _advise(tmp_path, capsys, path, "--k", "10", "--concurrency", "20", "--out", out)
+    assert code == 0
+    reference = float(yaml.safe_load((out / "scenario_setting" / "summary.json").read_text())["virtual_time_s"])
+    raw = {**yaml.safe_load(path.read_text()), "output": {"plot": False}, "eval": {"every_rounds": 200}}
+    trained = run_scenario(scenario(**raw), tmp_path / "t")
+    assert reference == float(yaml.safe_load((trained / "summary.json").read_text())["virtual_time_s"])
+    assert reference == pytest.approx(320.5, abs=0.1)
+    assert float(table(out / "advice.csv")[0]["virtual_time_s"]) == 321.0  # 320.507 rounded up to 3 digits

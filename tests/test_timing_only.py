@@ -16,7 +16,7 @@ import torch
 import asyncfl.sim.servers.sync as sync_server
 from asyncfl.config.loading import validate_scenario
 from asyncfl.learn.datasets import dataset_spec
-from asyncfl.learn.federation import build_federation
+from asyncfl.learn.federation import build_federation, client_train_sizes
 from asyncfl.learn.models import build_model
 from asyncfl.output.files import read_csv
 from asyncfl.runner import run_scenario, timing_model_bytes
@@ -142,3 +142,32 @@ def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path):
     before = gc.get_threshold()
     _run(tmp_path, "clock", BASE, timing_only=True)
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_timing_only_deals_the_data_so_small_clients_take_small_batches(tmp_path):
+    """Issue 29, item 23: 60 digits clients under Dirichlet(0.5) hold 18 samples at the median, fewer than
+    a batch of 32; timing-only used to time full batches (k_async.yaml's 200 rounds: 549.65 s against the
+    training run's 320.5 s).  It now deals the data as the training run does: the same events, line for line."""
+    raw = {
+        **BASE,
+        "data": {"dataset": "digits", "clients": 60, "partition": {"kind": "dirichlet", "alpha": 0.5}},
+        "training": {"local_steps": 3, "batch_size": 32},
+        **K_ASYNC,
+    }
+    full = _run(tmp_path, "full", raw)
+    clock = _run(tmp_path, "clock", raw, timing_only=True)
+    assert (full / "events.jsonl").read_text() == (clock / "events.jsonl").read_text()
+    assert (full / "rounds.csv").read_text() == (clock / "rounds.csv").read_text()
+    sizes = [int(r["train_samples"]) for r in read_csv(full / "clients.csv")]
+    assert sorted(sizes)[len(sizes) // 2] < 32  # the case that differed: most clients hold less than a batch
+    compute = [float(r["compute_s"]) for r in read_csv(clock / "clients.csv")]
+    assert compute == [float(r["compute_s"]) for r in read_csv(full / "clients.csv")]
+
+
+def test_timing_only_beyond_the_training_pool_times_full_batches(tmp_path):
+    """5,000 digits clients cannot be dealt (1,438 samples in the pool): no sizes, full batches, as before."""
+    many = validate_scenario({**BASE, "data": {"dataset": "digits", "clients": 5000}, "timing_only": True})
+    assert client_train_sizes(many.data, many.seed) is None
+    few = validate_scenario({**BASE, "data": {"dataset": "digits", "clients": 10}, "timing_only": True})
+    dealt = build_federation(few.data, few.seed, torch.device("cpu")).client_train
+    assert client_train_sizes(few.data, few.seed) == [len(t) for t in dealt]

@@ -295,3 +295,29 @@ def test_plain_data_written_by_other_tools_still_loads(tmp_path, capsys):
         assert code == 0, err
         speeds = [float(r["samples_per_s"]) for r in table(out)]
         assert speeds == pytest.approx([1000 / (3 * v["computation"]) for v in CAPACITY.values()])
+
+
+def test_a_tiny_period_is_refused_with_the_reason_not_unrolled_forever(tmp_path, capsys):
+    """Issue 29, item 2: finish_time 1e-6 s over the default week is 6e11 window copies (it hung).  Alone in
+    its file: exit 2 naming the file and the entry; beside a usable entry: skipped with the reason."""
+    tiny = {"duration": 1, "active": [0.0], "inactive": [5e-7], "finish_time": 1e-6, "model": "x"}
+    src = _pickle(tmp_path, "tiny", {9: tiny})
+    code, _, err = _convert(tmp_path, capsys, src, "--from", "fedscale-behavior", "--out", tmp_path / "o.csv")
+    assert code == 2 and "Traceback" not in err
+    assert f"{src}: no usable fedscale-behavior entry (1 entries, e.g. 9: its 1 online window(s) repeat" in err
+    assert "repeat every 1e-06 s, " in err
+    assert "6.05e+11 window copies over --horizon 604800 s (at most 100,000 per entry" in err
+    assert not (tmp_path / "o.csv").exists()
+    src = _pickle(tmp_path, "mixed", {**BEHAVIOR, 9: tiny})
+    out = ["--out", tmp_path / "o.csv", "--horizon", 220]
+    code, _, err = _convert(tmp_path, capsys, src, "--from", "fedscale-behavior", *out)
+    assert code == 0 and "2 usable fedscale-behavior entries (1 skipped)" in err and "skipped 9: its 1 online" in err
+    assert [r["trace_key"] for r in table(tmp_path / "o.mapping.csv")] == ["3", "7"]
+
+
+def test_unroll_bounds_its_work():
+    # a whole period online is online throughout, whatever the period: one interval, no walk
+    assert unroll([(0.0, 5e-7), (5e-7, 1e-6)], 1e-6, 604800.0) == [(0.0, 604800.0)]
+    with pytest.raises(ValueError, match="repeat every 1e-06 s"):
+        unroll([(0.0, 5e-7)], 1e-6, 604800.0)
+    assert len(unroll([(0.0, 0.5)], 1.0, 99_998.0)) == 99_998  # (99,998 + 0.5) / 1 + 1 copies: within the bound

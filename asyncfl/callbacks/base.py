@@ -67,11 +67,15 @@ class Progress:
 @dataclass
 class RunState:
     """What the callbacks share: the progress record, the wall-clock start (moved back on resume by
-    the time the run had already taken) and whether the latest aggregation ends the run."""
+    the time the run had already taken), whether the latest aggregation ends the run, and ``stalled``:
+    the server's sentence when it stopped because no client can ever take work again (None otherwise), and
+    what the scenario itself warns about (set as the run ends, for summary.json)."""
 
     progress: Progress = field(default_factory=Progress)
     started: float = field(default_factory=time.perf_counter)
     stop: bool = False
+    stalled: str | None = None
+    scenario_warnings: list[str] = field(default_factory=list)  # asyncfl.config.runnable.scenario_warnings
 
     def wall_seconds(self) -> float:
         return time.perf_counter() - self.started

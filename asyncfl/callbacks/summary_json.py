@@ -51,21 +51,28 @@ class SummaryJson(Callback):
         }
 
     def warnings(self, state: RunState, now: float) -> list[str]:
-        """What makes the run's results meaningless though it ran (the CLI prints them on stderr):
-        today, a run that aggregated no update at all (e.g. a deadline no task can meet)."""
+        """What the scenario warns about (TiFL tiers smaller than a round, training work past its bound), and
+        what makes the run's results meaningless though it ran (the CLI prints them on stderr): a run whose
+        server stopped because no client can ever take work again, and a run that aggregated no
+        update at all (e.g. a deadline no task can meet)."""
         p = state.progress
+        stalled = [state.stalled] if state.stalled and p.status != "interrupted" else []
         if p.staleness or p.status == "interrupted":
-            return []
+            return state.scenario_warnings + stalled
         failed: dict[str, int] = {}
         for client in self.clients.built():
             for reason, count in client.stats.failures.items():
                 failed[reason] = failed.get(reason, 0) + count
         failures = ", ".join(f"{reason} {count:,}" for reason, count in failed.items() if count) or "none"
-        return [
-            f"no update was aggregated in the whole run ({p.rounds:,} aggregation(s), {now:,.1f} virtual s; "
-            f"failed tasks by reason: {failures}): the model never changed and every result is that of the "
-            "initial model. Check server.deadline_s, the population's speeds and availability, and stop."
-        ]
+        return (
+            state.scenario_warnings
+            + stalled
+            + [
+                f"no update was aggregated in the whole run ({p.rounds:,} aggregation(s), {now:,.1f} virtual s; "
+                f"failed tasks by reason: {failures}): the model never changed and every result is that of the "
+                "initial model. Check server.deadline_s, the population's speeds and availability, and stop."
+            ]
+        )
 
 
 def _json_float(x: float) -> float | None:

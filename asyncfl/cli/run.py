@@ -9,7 +9,8 @@ from pathlib import Path
 
 from asyncfl.cli.study import route
 from asyncfl.config import ConfigError, load_scenario
-from asyncfl.config.runnable import check_runnable
+from asyncfl.config.runnable import check_runnable, scenario_warnings
+from asyncfl.config.training_work import training_work
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -25,10 +26,15 @@ def run_command(args: argparse.Namespace) -> int:
         return routed
     scenario = load_scenario(args.scenario, overrides)
     check_runnable(scenario)
+    work = training_work(scenario).sentence()
     if args.command == "validate":
         s = scenario
         print(f"{args.scenario}: valid ({s.server.mode}, {s.algorithm.name}, {s.data.clients} clients)")
+        print(work)
+        _warn(scenario_warnings(scenario))
         return 0
+    print(work, file=sys.stderr)  # stdout's last line is the run directory
+    _warn(scenario_warnings(scenario))
     if args.out is not None:
         from asyncfl.output.run_directory import refuse_used_out
 
@@ -64,6 +70,11 @@ def resume_run_command(args: argparse.Namespace, overrides: list[str]) -> int:
     except RunInterrupted as exc:
         return _interrupted(exc.run_dir)
     return _finished(run_dir)
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _announce(run_dir: Path) -> None:

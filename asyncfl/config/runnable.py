@@ -1,5 +1,6 @@
 """What ``validate`` and a run's start check beyond the schema, on this machine: the files a run reads
-(trace files, the data set's files) and the memory its population needs.  Every problem is
+(trace files, the data set's files), the memory its population needs and the training work it implies
+(:mod:`asyncfl.config.training_work`); and what they warn about (:func:`scenario_warnings`).  Every problem is
 reported at once, and nothing is loaded or allocated to find it."""
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ from collections.abc import Callable
 
 from asyncfl.config.loading import check_trace_files
 from asyncfl.config.schema import Scenario
+from asyncfl.config.training_work import training_work_problem, training_work_warning
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASETS
 from asyncfl.sim.population import bytes_per_client, population_bytes
+from asyncfl.sim.selection import KINDS as SELECTION_KINDS
+from asyncfl.sim.servers.sync import asked
 
 
 def check_runnable(scenario: Scenario) -> None:
@@ -84,4 +88,17 @@ CHECKS: tuple[Callable[[Scenario], str | None], ...] = (
     check_trace_files,
     data_files_problem,
     population_memory_problem,
+    training_work_problem,
 )
+
+
+def scenario_warnings(scenario: Scenario) -> list[str]:
+    """What a valid scenario's user should know before its run (``validate`` and ``run`` print it on
+    stderr, summary.json keeps it): the selection policy's warning (e.g. TiFL tiers smaller than a round)
+    and training work past :data:`asyncfl.config.training_work.WARN_CLIENT_STEPS` client-steps."""
+    server = scenario.server
+    kind = SELECTION_KINDS[server.selection.kind]
+    count = asked(server.clients_per_round, server.over_selection) if server.mode == "sync" else None
+    found = [kind.warning(server.selection, scenario.data.clients, count) if kind.warning else None]
+    found.append(training_work_warning(scenario))
+    return [w for w in found if w]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from asyncfl.learn.datasets import RawData, load_arrays
+from asyncfl.learn.datasets import REGISTRY, RawData, load_arrays
 from asyncfl.learn.partition import partition, split_train_test
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import seeded_rng
@@ -58,11 +58,7 @@ def build_federation(data: Section, seed: int, device: torch.device) -> Federati
     ``data.test_fraction``.  The global test set is the data set's test split (for ``synthetic``:
     the union of the clients' test splits).  Same ``data`` and ``seed`` => identical federation.
     """
-    raw = load_arrays(data, seed)
-    if raw.client_of_train is not None:
-        train, test = _natural_clients(raw, data.clients)
-    else:
-        train, test = _partitioned_clients(raw, data, seed)
+    raw, train, test = _deal(data, seed)
     n_train = len(raw.y_train)
     features = torch.from_numpy(np.concatenate([raw.x_train, raw.x_test])).to(device)
     labels = torch.from_numpy(np.concatenate([raw.y_train, raw.y_test]).astype(np.int64)).to(device)
@@ -79,6 +75,26 @@ def build_federation(data: Section, seed: int, device: torch.device) -> Federati
         num_classes=raw.num_classes,
         input_shape=raw.input_shape,
     )
+
+
+def client_train_sizes(data: Section, seed: int) -> list[int] | None:
+    """Every client's training-split size as :func:`build_federation` deals it (same ``data`` and
+    ``seed``: the same numbers), without a device or a model, for timing-only runs; None when the data
+    set is read from files (``check_files``: a timing-only run downloads and reads nothing) or
+    ``data.clients`` exceeds its training pool (no training run could deal it)."""
+    spec = REGISTRY[data.dataset]
+    pool = spec.pool_size(data)
+    if spec.check_files is not None or (pool is not None and data.clients > pool):
+        return None
+    return [len(split) for split in _deal(data, seed)[1]]
+
+
+def _deal(data: Section, seed: int) -> tuple[RawData, list[np.ndarray], list[np.ndarray]]:
+    """The data set and every client's (train, test) indices into its training pool / test part."""
+    raw = load_arrays(data, seed)
+    if raw.client_of_train is not None:
+        return raw, *_natural_clients(raw, data.clients)
+    return raw, *_partitioned_clients(raw, data, seed)
 
 
 def _natural_clients(raw: RawData, clients: int) -> tuple[list[np.ndarray], list[np.ndarray]]:

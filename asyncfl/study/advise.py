@@ -1,11 +1,11 @@
 """``python -m asyncfl advise``: pick a sync deadline or a K-async K before training anything.
 
-The scenario runs once per grid value in ``timing_only`` mode (the clock world alone: no data set,
-no model, no training) through the sweep's job runner (:func:`asyncfl.study.jobs.run_locally`), each
-into an ordinary run directory.
+The scenario runs once per grid value in ``timing_only`` mode (the clock world alone: no model, no
+training; a data set that needs no files is dealt, for each client's sample count) through the sweep's
+job runner (:func:`asyncfl.study.jobs.run_locally`), each into an ordinary run directory.
 
 Every setting runs for the same virtual time (the *horizon*: ``stop.virtual_time_s``, with
-``stop.rounds`` lifted), because a fixed number of rounds lasts 72 virtual seconds with K = 1 and
+``stop.rounds`` lifted), because a fixed number of rounds lasts 42 virtual seconds with K = 1 and
 thousands with K = 50, and a share like "never heard from" would then mostly measure the run's length.
 The horizon is ``--horizon`` if given, else the scenario's own ``stop.virtual_time_s``, else the virtual
 time the scenario's own setting needs for its ``stop.rounds`` (one more timing-only run, kept as

@@ -7,6 +7,11 @@ with ``numpy.random.default_rng(seed)``: without replacement when the trace has 
 entries, with replacement otherwise.  The mapping is written beside the output as
 ``<out>.mapping.csv`` (``client,trace_key``) so that the trace files themselves keep the exact
 headers the scenario readers require.
+
+An availability entry (fedscale-behavior, flash) whose online windows would repeat more than
+``MAX_REPETITIONS`` (100,000) times over ``--horizon`` (a period of a fraction of a second, or a period
+crowded with windows) is left out with that reason, like an unusable entry: unrolling it would take
+unbounded time and write millions of rows.  A file left with no usable entry is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from asyncfl.errors import ConfigError
 from asyncfl.traces.fedscale import behavior_windows, capacity_profile
 from asyncfl.traces.flash import flash_windows
 from asyncfl.traces.unpickle import load_pickle
-from asyncfl.traces.windows import unroll
+from asyncfl.traces.windows import unroll, unroll_problem
 
 FORMATS = ("fedscale-capacity", "fedscale-behavior", "flash")
 DEVICE_HEADER = ("client", "samples_per_s", "uplink_mbps", "downlink_mbps", "latency_s")
@@ -92,11 +97,11 @@ def convert(
         header = DEVICE_HEADER
     elif fmt == "fedscale-behavior":
         data = load_pickle(path, "{client_id: {'active': [...], 'inactive': [...], 'finish_time': s, ...}}")
-        usable, skipped = _usable(data, behavior_windows)
+        usable, skipped = _usable(data, lambda e: _bounded(behavior_windows(e), horizon_s))
         header = AVAILABILITY_HEADER
     elif fmt == "flash":
         data = load_json(path, "{guid: {'messages': 'time<TAB>state lines', ...}}")
-        usable, skipped = _usable(data, flash_windows)
+        usable, skipped = _usable(data, lambda e: _bounded(flash_windows(e), horizon_s))
         header = AVAILABILITY_HEADER
     else:
         raise ConfigError(f"--from {fmt!r}: allowed: {', '.join(FORMATS)}.")
@@ -111,14 +116,27 @@ def convert(
         mapping.append((client, key))
         if fmt == "fedscale-capacity":
             rows.append((client, *parsed))
-        elif fmt == "fedscale-behavior":
-            windows, period = parsed
-            rows += [(client, s, e) for s, e in unroll(windows, period, horizon_s)]
         else:
-            windows, start, end = parsed
-            period = float(int(end - start))  # FLASH takes the period as a whole number of seconds
+            windows, period = _windows_and_period(parsed)
             rows += [(client, s, e) for s, e in unroll(windows, period, horizon_s)]
     return Converted(header, rows, mapping, skipped, len(usable))
+
+
+def _windows_and_period(parsed: tuple) -> tuple[list[tuple[float, float]], float]:
+    """(online windows, period) of a parsed availability entry: FedScale's (windows, finish_time), or
+    FLASH's (windows, trace_start, trace_end), whose period is a whole number of seconds as FLASH takes it."""
+    if len(parsed) == 2:
+        return parsed
+    windows, start, end = parsed
+    return windows, float(int(end - start))
+
+
+def _bounded(parsed: Any, horizon_s: float) -> Any:
+    """A parsed availability entry, or why it is left out: one whose windows would unroll into more copies
+    than :data:`asyncfl.traces.windows.MAX_REPETITIONS` over the horizon (a tiny period: unbounded work)."""
+    if isinstance(parsed, str):
+        return parsed
+    return unroll_problem(*_windows_and_period(parsed), horizon_s) or parsed
 
 
 def mapping_path(out: Path) -> Path:

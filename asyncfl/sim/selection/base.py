@@ -113,6 +113,9 @@ class SelectionKind:
     test split - an extra evaluation only the kinds that ask for it pay.
     ``fills_count``: always chooses ``min(count, len(candidates))`` clients; False: may choose fewer (TiFL
     asks one tier, which may hold fewer than ``count``), and the contract suite checks "at most".
+    ``warning(spec, clients, count)``: what a user should know about this policy in a scenario of ``clients``
+    clients whose rounds ask ``count`` (None: everyone), or None; ``validate`` and the run print it, and
+    summary.json keeps it (TiFL: tiers too small to fill a round).
     ``checked_in_only``: the server narrows the candidates to the clients that checked in (:func:`checked_in`)
     before asking the policy, as FedScale hands Oort only its feasible (online) clients; a ranking policy
     would otherwise keep asking the same offline clients, round after round at the same instant.
@@ -129,6 +132,7 @@ class SelectionKind:
     reads_accuracy: bool = False
     fills_count: bool = True
     checked_in_only: bool = False
+    warning: Callable[[Any, int, int | None], str | None] | None = None
 
     @property
     def name(self) -> str:

@@ -26,7 +26,9 @@ clients are drawn uniformly within it.
 Where this differs from the paper, and why:
 
 - A tier with fewer candidates than ``count`` gives them all: the round asks fewer clients
-  (TiFL never mixes tiers in a round).  ``count`` null (``clients_per_round: null``: ask
+  (TiFL never mixes tiers in a round).  When even a full tier, ceil(clients / tiers), is smaller than
+  ``count`` (the default 5 tiers over 20 clients: 4 < 10), every round is short, and ``validate``, the
+  run and summary.json say so (:func:`small_tiers`).  ``count`` null (``clients_per_round: null``: ask
   everyone) asks every candidate; there is no tier to choose, and no credit is spent.
 - Tiers are cut from the current candidates, so in a round where some clients are still busy
   (``late_updates: next_round``) the tiers are those of the idle ones; without carried-over tasks
@@ -52,14 +54,19 @@ from pydantic import Field
 from asyncfl.sections import Section
 from asyncfl.sim.selection.base import SelectionKind, SelectionRequest
 
-__all__ = ["KIND", "TiFL", "TiFLSelection", "change_probabilities", "task_times"]
+__all__ = ["KIND", "TiFL", "TiFLSelection", "change_probabilities", "small_tiers", "task_times"]
 
 
 class TiFLSelection(Section):
     """TiFL (Chai et al. 2020): tiers by task time, one tier per round by the adaptive credit rule."""
 
     kind: Literal["tifl"]
-    tiers: int = Field(default=5, ge=1, description="number of tiers the candidates are cut into by task time")
+    tiers: int = Field(
+        default=5,
+        ge=1,
+        description="number of tiers the candidates are cut into by task time; a round asks one tier, so with "
+        "fewer than clients_per_round clients in a tier (ceil(data.clients / tiers)) rounds are short: validate warns",
+    )
     interval: int = Field(
         default=10, ge=1, description="rounds between updates of the tier probabilities from tier accuracy (paper: I)"
     )
@@ -151,6 +158,20 @@ def _mean_accuracy(request: SelectionRequest, group: np.ndarray) -> float:
     return float(values.mean()) if len(values) else float("nan")
 
 
+def small_tiers(spec: TiFLSelection, clients: int, count: int | None) -> str | None:
+    """The warning when even the largest tier, ceil(clients / tiers), holds fewer clients than a round asks:
+    every round then asks fewer than ``count`` (the default 5 tiers over 20 clients: at most 4 of 10)."""
+    largest = -(-clients // spec.tiers)
+    if count is None or largest >= count:
+        return None
+    return (
+        f"server.selection.tiers ({spec.tiers}) cuts the {clients:,} clients into tiers of at most {largest:,}, fewer "
+        f"than the {count:,} a round asks (server.clients_per_round): TiFL asks one tier a round, so its rounds ask at "
+        f"most {largest:,} clients (fewer when some have not checked in), and a comparison with another policy "
+        f"compares smaller rounds; tiers: {max(1, clients // count)} or fewer lets a round fill when everyone is online"
+    )
+
+
 def _build(spec: TiFLSelection, num_clients: int, seed: int) -> TiFL:
     return TiFL(spec)
 
@@ -164,6 +185,7 @@ KIND = SelectionKind(
     reads_accuracy=True,
     fills_count=False,
     modes=frozenset({"sync"}),
+    warning=small_tiers,
     examples=(
         ("tifl_default", {"kind": "tifl"}),
         ("tifl_small", {"kind": "tifl", "tiers": 2, "interval": 2, "credits": 3}),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator
 
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.sim.clients import ClientDevice, EventSink, TaskPlan, Work, phase_seconds
@@ -79,6 +79,17 @@ class ServerContext:
     feedback: ClientFeedback | None = None
 
 
+def nobody_can_work(now: float, clients: int, time_limit: float) -> str:
+    """What a server process returns when, from ``now`` on, no client can ever take work again (every
+    availability over for good, every battery flat with no charging): the run's warning (summary.json)."""
+    end = "the run ended there" if math.isinf(time_limit) else f"the run sat idle from there to {time_limit:,.6g} s"
+    return (
+        f"from {now:,.6g} virtual s on, none of the {clients:,} clients could ever take work again (none comes "
+        f"online again, or none that does can charge its battery to population.battery.min_level): {end}. "
+        "Check population.availability and population.battery."
+    )
+
+
 def no_check(scenario: Section) -> None:
     """A mode that imposes nothing on the rest of the scenario."""
 
@@ -91,15 +102,17 @@ class ServerMode:
     ``server`` section, in order; set under another mode they are refused).  ``check(scenario)`` raises
     ValueError for a scenario this mode cannot run.  ``rounds``: whether aggregations are rounds every
     selected client is asked to join (round-indexed availability needs them).  ``order``: position in
-    ``server.mode``'s allowed values; the first mode is the default.  ``examples``: (name, scenario
-    sections, what the run must exercise) triples the contract checks (asyncfl.testing) run: the events
-    (``fail:<reason>``, ``drop_stale``) and ``late`` (a stale update) the example is built to produce.
+    ``server.mode``'s allowed values; the first mode is the default.  ``process(ctx)`` returns None, or
+    :func:`nobody_can_work`'s sentence when it stopped because no client can ever take work again.
+    ``examples``: (name, scenario sections, what the run must exercise) triples the contract checks
+    (asyncfl.testing) run: the events (``fail:<reason>``, ``drop_stale``) and ``late`` (a stale update)
+    the example is built to produce.
     """
 
     name: str
     summary: str  # "synchronous rounds": joins server.mode's description
     keys: type[Section]
-    process: Callable[[ServerContext], Iterator[simpy.Event]]
+    process: Callable[[ServerContext], Generator[simpy.Event, Any, str | None]]  # value: nobody_can_work's or None
     default_algorithm: str  # algorithm.name when the scenario names none
     rounds: bool
     check: Callable[[Section], None] = no_check

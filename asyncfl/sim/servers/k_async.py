@@ -6,7 +6,7 @@ kind other than ``uniform`` that serves K-async, that policy's choice of one amo
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from typing import Generator
 
 from pydantic import Field
 
@@ -16,7 +16,14 @@ from asyncfl.sim.clients import ClientDevice, TaskPlan, plan_task, run_task
 from asyncfl.sim.dispatch import make_dispatcher
 from asyncfl.sim.engine import simpy
 from asyncfl.sim.selection import SelectionRequest, build_policy, feedback_for
-from asyncfl.sim.servers.base import EXAMPLE_BATTERY, EXAMPLE_MARKOV, RoundInfo, ServerContext, ServerMode
+from asyncfl.sim.servers.base import (
+    EXAMPLE_BATTERY,
+    EXAMPLE_MARKOV,
+    RoundInfo,
+    ServerContext,
+    ServerMode,
+    nobody_can_work,
+)
 
 
 class KAsyncKeys(Section):
@@ -31,8 +38,9 @@ def check(scenario: Section) -> None:
         raise ValueError(f"server.k ({k}) is larger than the population (data.clients = {clients})")
 
 
-def k_async_server(ctx: ServerContext) -> Iterator[simpy.Event]:
-    """K-async buffered aggregation: keep ``concurrency`` clients busy, aggregate every K updates."""
+def k_async_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None]:
+    """K-async buffered aggregation: keep ``concurrency`` clients busy, aggregate every K updates; returns
+    why (:func:`nobody_can_work`) when it stopped because no client can ever take work again."""
     env, cfg, time_limit = ctx.env, ctx.server, ctx.time_limit
     inbox = simpy.Store(env)
     rng = stream(ctx.seed, "dispatch")
@@ -42,6 +50,7 @@ def k_async_server(ctx: ServerContext) -> Iterator[simpy.Event]:
     version, in_flight, last_aggregation = 0, 0, 0.0
     buffer: list[TaskPlan] = []
     info = RoundInfo(0, 0.0, 0.0)
+    stalled: str | None = None  # set once nobody can ever work again
 
     def task(client: ClientDevice, plan: TaskPlan):
         yield from run_task(env, client, plan, ctx.log)
@@ -70,11 +79,13 @@ def k_async_server(ctx: ServerContext) -> Iterator[simpy.Event]:
             wake = dispatcher.wake_time(env.now)
             if math.isfinite(wake):
                 waits.append(env.timeout(wake - env.now))
-            elif in_flight == 0 and math.isinf(time_limit):  # nobody can ever work again: nothing to simulate
-                return
+            elif in_flight == 0:  # nobody can ever work again: the world sits idle up to the time limit, if any
+                stalled = stalled or nobody_can_work(env.now, len(ctx.clients), time_limit)
+                if math.isinf(time_limit):
+                    return stalled
         yield env.any_of(waits)
         if env.now >= time_limit and not arrival.triggered:
-            return
+            return stalled
         if not arrival.triggered:
             continue
         plan, arrival = arrival.value, inbox.get()
@@ -90,7 +101,7 @@ def k_async_server(ctx: ServerContext) -> Iterator[simpy.Event]:
             info.round, info.started, info.time = version, last_aggregation, env.now
             info.received, buffer = buffer[: cfg.k], buffer[cfg.k :]
             if ctx.close_round(info):
-                return
+                return None
             version, last_aggregation = version + 1, env.now
             info = RoundInfo(version, env.now, env.now)
 

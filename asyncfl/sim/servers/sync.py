@@ -20,7 +20,7 @@ training job is never submitted nor computed.
 from __future__ import annotations
 
 import math
-from typing import Iterator, Literal
+from typing import Generator, Literal
 
 import numpy as np
 from pydantic import Field
@@ -28,11 +28,18 @@ from pydantic import Field
 from asyncfl.sections import OPT_IN, Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import LazyStream
 from asyncfl.sim.clients import TaskPlan, cancel_task, plan_task, play_tasks
-from asyncfl.sim.dispatch import usable_from
+from asyncfl.sim.dispatch import RECHECK_S, usable_from
 from asyncfl.sim.engine import simpy
 from asyncfl.sim.selection import KINDS as SELECTION_KINDS
 from asyncfl.sim.selection import SelectionRequest, build_policy, checked_in, feedback_for
-from asyncfl.sim.servers.base import EXAMPLE_BATTERY, EXAMPLE_MARKOV, RoundInfo, ServerContext, ServerMode
+from asyncfl.sim.servers.base import (
+    EXAMPLE_BATTERY,
+    EXAMPLE_MARKOV,
+    RoundInfo,
+    ServerContext,
+    ServerMode,
+    nobody_can_work,
+)
 
 
 class SyncKeys(Section):
@@ -77,8 +84,10 @@ def asked(per_round: int | None, over_selection: float) -> int | None:
     return math.ceil(round((1 + over_selection) * per_round, 9))
 
 
-def sync_server(ctx: ServerContext) -> Iterator[simpy.Event]:
-    """Synchronous rounds: select, wait until everybody answered or the deadline, aggregate."""
+def sync_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None]:
+    """Synchronous rounds: select, wait until everybody answered or the deadline, aggregate.  A round
+    in which every asked client failed at its start takes no time: the next one starts when something
+    can change (:func:`_next_change`), and when nothing ever can the process returns why (the run's warning)."""
     env, clients, cfg = ctx.env, ctx.clients, ctx.server
     pending: list[TaskPlan] = []  # tasks of earlier rounds still running (late_updates: next_round)
     drop_late = cfg.late_updates == "drop"
@@ -108,7 +117,7 @@ def sync_server(ctx: ServerContext) -> Iterator[simpy.Event]:
                 ctx.submit(plan)
         play_tasks(env, clients, plans, ctx.log, ctx.logs_client)  # same events as one run_task process per plan
         if math.isinf(close_at):  # nobody can ever answer: nothing left to simulate
-            return
+            return nobody_can_work(t0, len(clients), ctx.time_limit)
         yield env.timeout(close_at - t0)
         info = RoundInfo(rnd, t0, close_at, selected=selected)
         still_running = []
@@ -125,8 +134,12 @@ def sync_server(ctx: ServerContext) -> Iterator[simpy.Event]:
             if plan.round == rnd:
                 clients[plan.client].stats.late_spans.append((close_at, plan.end))
         if ctx.close_round(info) or env.now >= ctx.time_limit:
-            return
+            return None
         rnd += 1
+        if close_at == t0:  # every asked client failed at once: the next round would be the same
+            stalled = yield from _wait_for_change(env, clients, busy_until, t0, ctx.time_limit)
+            if stalled is not None or env.now >= ctx.time_limit:
+                return stalled
 
 
 def _cancel_after_target(clients, plans: list[TaskPlan], target: int, close_at: float) -> float:
@@ -157,6 +170,43 @@ def _next_check_in(clients, idle: np.ndarray, t0: float) -> float:
             t = usable_from(client, t0)
         wake = min(wake, t)
     return wake
+
+
+def _wait_for_change(env, clients, busy_until: np.ndarray, t0: float, time_limit: float):
+    """Sleep until the next moment something can change (:func:`_next_change`), at most to the time limit;
+    when nothing ever can, to the time limit (if any) and return :func:`nobody_can_work`'s sentence."""
+    wake = _next_change(clients, busy_until, t0)
+    if wake > t0 and math.isfinite(min(wake, time_limit)):
+        yield env.timeout(min(wake, time_limit) - t0)
+    return nobody_can_work(t0, len(clients), time_limit) if math.isinf(wake) else None
+
+
+def _next_change(clients, busy_until: np.ndarray, t0: float) -> float:
+    """After a round that closed at its start (every asked client failed at once): the first time >= t0
+    at which the next round may go differently: a busy client finishes, or an idle one can take work
+    (t0 when one can now, e.g. one the policy did not ask); inf: never."""
+    busy = busy_until[busy_until > t0]
+    wake = float(busy.min()) if len(busy) else math.inf
+    for i in np.flatnonzero(busy_until <= t0):
+        wake = min(wake, _usable_at(clients[int(i)], t0))
+        if wake <= t0:
+            return t0
+    return wake
+
+
+def _usable_at(client, t0: float) -> float:
+    """The first time >= t0 at which the idle ``client`` may take work: online and charged (a battery's
+    ``ready_at``; inf when it never recharges).  A round-indexed model draws again each round, so it may
+    be online in the next one.  Read without side effects (``can_accept`` would move the battery's
+    recorded level); ``t0 + RECHECK_S`` where ``next_online`` and ``online`` disagree in the last bit."""
+    battery, availability = client.battery, client.availability
+    ready = t0 if battery is None else max(t0, battery.ready_at())
+    if availability.round_indexed or math.isinf(ready):
+        return ready
+    t = availability.next_online(ready)
+    if t <= t0 and not availability.online(t0, 0):
+        return t0 + RECHECK_S
+    return t
 
 
 def _all_done_at(plans: list[TaskPlan], pending: list[TaskPlan], t0: float) -> float:
