@@ -72,6 +72,7 @@ class RunState:
     progress: Progress = field(default_factory=Progress)
     started: float = field(default_factory=time.perf_counter)
     stop: bool = False
+    failed_stage: str | None = None  # where the run ran out of memory: simulation, output or figures
 
     def wall_seconds(self) -> float:
         return time.perf_counter() - self.started
@@ -79,6 +80,8 @@ class RunState:
 
 class Callback:
     """The four hooks of the run loop; a callback overrides the ones it needs (the others do nothing)."""
+
+    stage = "output"  # what summary.json's failed_stage says when its on_end runs out of memory
 
     def on_start(self, state: RunState) -> None:
         """A fresh run, before the clock starts (a resumed run never hears it)."""

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure  # (object API: no pyplot, no global backen
 from matplotlib.patches import Patch
 
 from asyncfl.errors import ConfigError
-from asyncfl.figures.common import COLORS, read_clients, run_label, time_of_day_axis
+from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label, time_of_day_axis
 from asyncfl.figures.timeline_files import aggregation_times, offline_periods, task_segments, timeline_clients
 
 FAIL_MARKERS = {"offline": "x", "battery": "v", "deadline": "|", "charging": "^", "network": "s", "cancelled": "o"}
@@ -30,15 +30,15 @@ def spread_by_speed(speed: dict[int, float], count: int) -> list[int]:
     return [c for _, c in reversed(ranked)]
 
 
-def recorded_speeds(run_dir: Path) -> dict[int, float]:
-    """Device speed of each timeline client (clients.csv), picked out with numpy: a dict of all 10^6
-    clients' speeds cost half a second."""
-    table = read_clients(run_dir)
-    if not len(table):
+def recorded_speeds(run_dir: Path, table: ClientTable | None = None) -> dict[int, float]:
+    """Device speed of each timeline client (clients.csv, or its columns in ``table``), picked out
+    with numpy: a dict of all 10^6 clients' speeds cost half a second."""
+    table = read_clients(run_dir) if table is None else table
+    if not table.rows:
         return {}
-    ids = table["client"].to_numpy(dtype=np.int64)
+    ids = table["client"].astype(np.int64)
     rows = np.flatnonzero(np.isin(ids, timeline_clients(run_dir)))
-    return dict(zip(ids[rows].tolist(), table["samples_per_s"].to_numpy(dtype=float)[rows].tolist()))
+    return dict(zip(ids[rows].tolist(), table["samples_per_s"].astype(float)[rows].tolist()))
 
 
 def timeline_rows(run_dir: Path, speed: dict[int, float], clients: int | list[int] | None) -> list[int]:
@@ -58,16 +58,20 @@ def timeline_rows(run_dir: Path, speed: dict[int, float], clients: int | list[in
 
 
 def draw_timeline(
-    run_dir: Path, window: tuple[float, float | None] | None = None, clients: int | list[int] | None = None
+    run_dir: Path,
+    window: tuple[float, float | None] | None = None,
+    clients: int | list[int] | None = None,
+    table: ClientTable | None = None,
 ) -> Figure | None:
     """Timeline of the recorded clients' tasks.  ``window``: (start, end) virtual seconds (end None:
     the last recorded moment; default: from 0 to the 30th aggregation).  ``clients``: how many of the
-    recorded clients (default 16) or which ones."""
+    recorded clients (default 16) or which ones.  ``table``: clients.csv's columns (default: read from
+    ``run_dir``)."""
     timeline_clients(run_dir)  # names every file an older run directory lacks
     segments, failures = task_segments(run_dir)
     if not segments and not failures:
         return None
-    speed = recorded_speeds(run_dir)
+    speed = recorded_speeds(run_dir, table)
     chosen = timeline_rows(run_dir, speed, clients)
     aggregations = aggregation_times(run_dir)
     last = max([s.end for s in segments] + [f.time for f in failures] + aggregations)
