@@ -27,6 +27,7 @@ last-bit differences grow over 20 rounds, so final accuracies differ by up to a 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -42,7 +43,10 @@ from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Trainer, Training
 
 STEPS = 10  # local steps per job
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "trainer.md"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+RESULTS = ROOT / "docs" / "results" / "trainer.md"
 WHOLE_RESULTS = RESULTS.with_name("trainer_whole_runs.md")  # --whole-runs
 
 
@@ -90,10 +94,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--whole-runs", action="store_true", help="whole runs per executor instead (see above)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    add_force_argument(parser)
     args = parser.parse_args()
     if args.child:
         whole_run(*args.child)
         return
+    args.load = check_load(args.force, str((WHOLE_RESULTS if args.whole_runs else RESULTS).relative_to(ROOT)))
     if args.whole_runs:
         whole_runs(args)
         return
@@ -131,7 +137,7 @@ def main() -> None:
             f"{r['auto_is']} | {r['auto'] / r['sequential']:.1f}× |"
         )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    RESULTS.write_text("\n".join(lines) + "\n" + args.load.note(), encoding="utf-8")
 
 
 WHOLE_RUNS = {  # model -> --set overrides of scenarios/sync_deadline.yaml
@@ -218,7 +224,7 @@ def whole_runs(args) -> None:
             rows.append(f"| {model} | {executor} | {r['run_s']:.2f} | {seq['run_s'] / r['run_s']:.1f}x | "
                         f"{r['train_s']:.2f} | {seq['train_s'] / r['train_s']:.1f}x | {r['accuracy']:.3f} | "
                         f"{r['trainer']} |")  # fmt: skip
-    WHOLE_RESULTS.write_text(title + "\n\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    WHOLE_RESULTS.write_text(title + "\n\n" + "\n".join(rows) + "\n" + args.load.note(), encoding="utf-8")
 
 
 if __name__ == "__main__":
