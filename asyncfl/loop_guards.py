@@ -28,8 +28,11 @@ class RunOutOfMemory(MemoryError):
         super().__init__(
             f"out of memory in the {stage} stage of the run in {run_dir}: the files written before it are whole and "
             f"summary.json says failed_stage: {stage}. Run it with fewer clients (data.clients), "
-            + ("or with output.plot: false (the figures can be drawn later with `python -m asyncfl plot RUN_DIR`), "
-               if stage == "figures" else "")
+            + (
+                "or with output.plot: false (the figures can be drawn later with `python -m asyncfl plot RUN_DIR`), "
+                if stage == "figures"
+                else ""
+            )
             + "or on a machine with more memory."
         )
         self.run_dir, self.stage = run_dir, stage

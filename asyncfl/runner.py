@@ -39,7 +39,7 @@ from asyncfl.output.columns import class_accuracy_columns, rounds_extra_columns
 from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
-from asyncfl.output.run_directory import RunDirectory, new_run_dir, timeline_sample
+from asyncfl.output.run_directory import RunDirectory, new_run_dir, speed_bins, speed_order, timeline_sample
 from asyncfl.sections import resolved_dump
 from asyncfl.seeding import stream
 from asyncfl.selection_feedback import FeedbackRecorder
@@ -113,7 +113,8 @@ class Simulation:
             raise ConfigError(problem)
         class_columns = class_accuracy_columns(num_classes) if s.eval.per_class else []
         offsets = resume["offsets"] if resume else None
-        timeline = timeline_sample(self.clients.speeds())  # read without building every client
+        order = speed_order(self.clients.speeds())  # read without building every client
+        timeline = timeline_sample(self.clients.speeds(), order=order)
         reasons = added_failure_reasons(s)
         extra_metrics = class_columns + (["utc_time"] if start is not None else [])
         extra_rounds = rounds_extra_columns(reasons)
@@ -126,6 +127,7 @@ class Simulation:
             timeline,
             extra_rounds,
             format=s.output.format,
+            speed_bins=speed_bins(order),
         )
         self.round_spans: list[tuple[float, float, int]] = []  # (start, close, round) for offline_periods.csv
         self.callbacks = self._callbacks(quiet, class_columns, start, reasons) + list(callbacks)  # users' last

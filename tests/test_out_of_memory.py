@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 from conftest import table
 
@@ -119,7 +118,12 @@ def test_a_run_draws_its_figures_from_the_columns_it_holds_not_from_clients_csv(
     draws the same pictures (the columns are rounded as the file holds them)."""
     read = []
     real_read_table = figures_common.read_table
-    monkeypatch.setattr(figures_common, "read_table", lambda path, *a, **k: read.append(path) or real_read_table(path, *a, **k))
+
+    def read_table(path, *args, **kwargs):
+        read.append(path)
+        return real_read_table(path, *args, **kwargs)
+
+    monkeypatch.setattr(figures_common, "read_table", read_table)
     code, done, _ = _run(tmp_path, "done", capsys)
     assert code == 0
     assert read == []  # clients.csv was not read back

@@ -106,14 +106,14 @@ class ClientTable:
         self._columns, self.rows, self._rounded = columns, rows, rounded
 
     @classmethod
-    def from_run(cls, columns: Mapping[str, Any]) -> "ClientTable":
+    def from_run(cls, columns: Mapping[str, Any]) -> ClientTable:
         """The columns a run wrote to clients.csv (numpy arrays, or objects with ``dense()`` for the
         columns most clients share a value of); floats are read as the file holds them (6 decimals)."""
         rows = len(next(iter(columns.values()))) if columns else 0
         return cls(columns, rows, rounded=True)
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> "ClientTable":
+    def from_frame(cls, frame: pd.DataFrame) -> ClientTable:
         return cls({name: frame[name].to_numpy() for name in frame.columns}, len(frame))
 
     def __contains__(self, name: object) -> bool:

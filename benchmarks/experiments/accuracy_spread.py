@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RESULT = ROOT / "docs" / "results" / "accuracy_spread.csv"
 
 # another machine, as far as this one can play it: (name, environment, trainer.threads)

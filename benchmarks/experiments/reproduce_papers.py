@@ -63,6 +63,7 @@ from asyncfl.tables import markdown, write_csv  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RUNS = ROOT / "runs" / "papers"
 RESULTS = ROOT / "docs" / "results" / "papers"
 PLOTS = ROOT / "docs" / "figures"

@@ -38,6 +38,7 @@ from asyncfl.tables import markdown
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 STUDY_FILE = ROOT / "scenarios" / "straggler_mitigation.yaml"
 NAME = "straggler_mitigation"
 SHOWN = ("final accuracy", "last-quarter accuracy", "time to ")  # the report measures in the docs table

@@ -45,6 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RESULTS = ROOT / "docs" / "results" / "flgo.md"
 CLIENT_STEPS = 100 * 5 * 30
 

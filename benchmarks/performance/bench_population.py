@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 SCENARIO = ROOT / "benchmarks" / "scenarios" / "population.yaml"
 RESULT = ROOT / "docs" / "results" / "population.md"
 GIB = 2**30

@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RESULT = ROOT / "docs" / "results" / "threads.md"
 BUSY_LOOP = "while True: pass"
 

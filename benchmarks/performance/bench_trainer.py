@@ -46,6 +46,7 @@ STEPS = 10  # local steps per job
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RESULTS = ROOT / "docs" / "results" / "trainer.md"
 WHOLE_RESULTS = RESULTS.with_name("trainer_whole_runs.md")  # --whole-runs
 

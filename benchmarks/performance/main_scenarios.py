@@ -33,6 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 SCENARIOS = ("scenarios/k_async.yaml", "scenarios/sync_deadline.yaml")
 RESULT = ROOT / "docs" / "results" / "main_scenarios.md"
 WARM_RUNS = 3
