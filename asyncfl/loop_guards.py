@@ -20,6 +20,24 @@ class RunInterrupted(KeyboardInterrupt):
         self.run_dir = run_dir
 
 
+class RunOutOfMemory(MemoryError):
+    """The run ran out of memory in ``stage`` (simulation, output or figures); every file it had
+    written is whole and summary.json names the stage (``failed_stage``)."""
+
+    def __init__(self, run_dir: Path, stage: str) -> None:
+        super().__init__(
+            f"out of memory in the {stage} stage of the run in {run_dir}: the files written before it are whole and "
+            f"summary.json says failed_stage: {stage}. Run it with fewer clients (data.clients), "
+            + (
+                "or with output.plot: false (the figures can be drawn later with `python -m asyncfl plot RUN_DIR`), "
+                if stage == "figures"
+                else ""
+            )
+            + "or on a machine with more memory."
+        )
+        self.run_dir, self.stage = run_dir, stage
+
+
 @contextmanager
 def interrupts_deferred():
     """Hold back Ctrl-C (SIGINT) for the duration of the block and raise it afterwards, so that an

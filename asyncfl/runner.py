@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import math
 import time
 from contextlib import ExitStack
@@ -34,12 +35,12 @@ from asyncfl.learn.federation import build_federation, client_train_sizes
 from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
-from asyncfl.loop_guards import RunInterrupted, collections_per_aggregation, interrupts_deferred
+from asyncfl.loop_guards import RunInterrupted, RunOutOfMemory, collections_per_aggregation, interrupts_deferred
 from asyncfl.output.columns import class_accuracy_columns, metrics_extra_columns, rounds_extra_columns
 from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
-from asyncfl.output.run_directory import RunDirectory, new_run_dir, timeline_sample
+from asyncfl.output.run_directory import RunDirectory, new_run_dir, speed_bins, speed_order, timeline_sample
 from asyncfl.sections import resolved_dump
 from asyncfl.seeding import stream
 from asyncfl.selection_feedback import FeedbackRecorder
@@ -115,7 +116,8 @@ class Simulation:
             raise ConfigError(problem)
         class_columns = class_accuracy_columns(num_classes) if s.eval.per_class else []
         offsets = resume["offsets"] if resume else None
-        timeline = timeline_sample(self.clients.speeds())  # read without building every client
+        order = speed_order(self.clients.speeds())  # read without building every client
+        timeline = timeline_sample(self.clients.speeds(), order=order)
         reasons = added_failure_reasons(s)
         extra_metrics = metrics_extra_columns(len(class_columns), start is not None)
         extra_rounds = rounds_extra_columns(reasons)
@@ -128,6 +130,7 @@ class Simulation:
             timeline,
             extra_rounds,
             format=s.output.format,
+            speed_bins=speed_bins(order),
         )
         self.round_spans: list[tuple[float, float, int]] = []  # (start, close, round) for offline_periods.csv
         self.callbacks = self._callbacks(quiet, class_columns, start, reasons) + list(callbacks)  # users' last
@@ -197,6 +200,9 @@ class Simulation:
         except KeyboardInterrupt:
             self.progress.status = "interrupted"  # summary and figures for what has run, then re-raise
             raise RunInterrupted(self.out.path) from None
+        except MemoryError:  # the files of what has run are written; finish() raises RunOutOfMemory
+            self.progress.status = "out_of_memory"  # not ended: it resumes from its last checkpoint
+            self.state.failed_stage = "simulation"
         finally:
             self.finish(env.now)
         return self.progress
@@ -250,10 +256,31 @@ class Simulation:
 
     def finish(self, now: float) -> None:
         """Close the bar; write clients.csv, offline_periods.csv, summary.json and the figures for
-        whatever has run (:func:`asyncfl.callbacks.end_of_run.end_of_run`)."""
-        self.state.scenario_warnings = scenario_warnings(self.scenario)
+        whatever has run (:func:`asyncfl.callbacks.end_of_run.end_of_run`).  Out of memory in one of
+        them: the others still write their files (but no figure is drawn), summary.json names the
+        stage that failed, and :class:`RunOutOfMemory` is raised."""
+        state = self.state
+        state.scenario_warnings = scenario_warnings(self.scenario)
         for callback in self.callbacks:
-            callback.on_end(self.state, now)
+            if state.failed_stage is not None and callback.stage == "figures":
+                continue  # memory is short: drawing would fail too, and nothing else needs them
+            try:
+                callback.on_end(state, now)
+            except MemoryError:
+                state.failed_stage = state.failed_stage or callback.stage
+        if state.failed_stage is not None:
+            self._record_failure(state)
+            raise RunOutOfMemory(self.out.path, state.failed_stage) from None
+
+    def _record_failure(self, state: RunState) -> None:
+        """summary.json with ``failed_stage`` (written whole, over the one the run wrote, if any)."""
+        path = self.out.path / "summary.json"
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # the summary's own stage failed: say what is known
+            summary = {"status": state.progress.status, "rounds": state.progress.rounds}
+        error = f"out of memory in the {state.failed_stage} stage"
+        self.out.write_json("summary.json", {**summary, "failed_stage": state.failed_stage, "error": error})
 
 
 def timing_model_bytes(s: Scenario) -> int:

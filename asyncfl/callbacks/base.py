@@ -76,6 +76,7 @@ class RunState:
     stop: bool = False
     stalled: str | None = None
     scenario_warnings: list[str] = field(default_factory=list)  # asyncfl.config.runnable.scenario_warnings
+    failed_stage: str | None = None  # where the run ran out of memory: simulation, output or figures
 
     def wall_seconds(self) -> float:
         return time.perf_counter() - self.started
@@ -83,6 +84,8 @@ class RunState:
 
 class Callback:
     """The four hooks of the run loop; a callback overrides the ones it needs (the others do nothing)."""
+
+    stage = "output"  # what summary.json's failed_stage says when its on_end runs out of memory
 
     def on_start(self, state: RunState) -> None:
         """A fresh run, before the clock starts (a resumed run never hears it)."""

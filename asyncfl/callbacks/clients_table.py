@@ -68,6 +68,13 @@ class ClientsTable(Callback):
         ``reasons``: the failure reasons ``population.eligibility`` adds (failed_* columns)."""
         self.scenario, self.out, self.clients, self.probabilities = scenario, out, clients, probabilities
         self.learner, self.round_spans, self.reasons = learner, round_spans, reasons
+        self.columns: dict[str, np.ndarray | Sparse] | None = None  # what was written, for the figures (take_columns)
+
+    def take_columns(self) -> dict[str, np.ndarray | Sparse] | None:
+        """clients.csv's columns as written (None before, or when writing them failed); given once, so
+        that they are freed as soon as the figures are drawn."""
+        columns, self.columns = self.columns, None
+        return columns
 
     def on_end(self, state: RunState, now: float) -> None:
         s, clients, learner = self.scenario, self.clients, self.learner
@@ -91,6 +98,8 @@ class ClientsTable(Callback):
             self.out.write_columns("clients.csv", dense)
         else:  # CSV in blocks of rows: the text of one block only is held
             write_table(self.out.path / "clients.csv", columns)
+        if self.scenario.output.plot:  # the figures draw from them (RunFigures), then they are freed
+            self.columns = columns
 
 
 def time_breakdown_columns(
@@ -199,12 +208,16 @@ def write_table(path: Path, columns: dict[str, np.ndarray | Sparse]) -> None:
         else:
             groups.append([column])
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle).writerow(list(columns))
-        for start in range(0, n, ROWS_PER_BLOCK):
-            stop = min(n, start + ROWS_PER_BLOCK)
-            fields = [_group_texts(group, start, stop) for group in groups]
-            handle.write("\r\n".join(map(",".join, zip(*fields))) + "\r\n")
+    try:
+        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+            csv.writer(handle).writerow(list(columns))
+            for start in range(0, n, ROWS_PER_BLOCK):
+                stop = min(n, start + ROWS_PER_BLOCK)
+                fields = [_group_texts(group, start, stop) for group in groups]
+                handle.write("\r\n".join(map(",".join, zip(*fields))) + "\r\n")
+    except BaseException:  # out of memory, Ctrl-C: no half-written file is left beside the run's
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
 
 

@@ -29,14 +29,15 @@ def end_of_run(
     has run (a finished, diverged or interrupted run alike).  ``round_spans``: (start, close, round) of
     every aggregation, filled in during the run; ``reasons``: the failure reasons
     ``population.eligibility`` adds."""
+    clients_table = ClientsTable(scenario, out, clients, probabilities, learner, round_spans, reasons)
     return [
         SettleFormat(out),
-        ClientsTable(scenario, out, clients, probabilities, learner, round_spans, reasons),
+        clients_table,
         StrategyTables(out, learner),
         CloseLogs(out),
         OfflinePeriods(out, clients, round_spans),
         SummaryJson(scenario, out, clients, learner, device),
-        *([RunFigures(out)] if scenario.output.plot else []),
+        *([RunFigures(out, clients_table)] if scenario.output.plot else []),
         CheckpointCleanup(out.path),
         DropConvertedLogs(out),
     ]

@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except MemoryError as exc:  # a run's (RunOutOfMemory) names its stage and directory; plot, loading: say so
+        said = str(exc) if hasattr(exc, "stage") else f"out of memory ({exc or 'MemoryError'}): {args.command} stopped"
+        print(f"error: {said}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as SIGPIPE would
         import os
 

@@ -6,40 +6,42 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from asyncfl.client_statistics import bias_stats
-from asyncfl.figures.common import read_clients, run_label, spread_ties
+from asyncfl.figures.common import ClientTable, read_clients, run_label, spread_ties
 from asyncfl.tables import write_csv, write_markdown
 
 
-def _client_accuracies(run_dir: Path) -> tuple[pd.DataFrame, dict[str, float]]:
-    """The clients with an accuracy (clients.csv) and FedAR's Table 3 statistics of them (in %)."""
-    clients = read_clients(run_dir)
+def _client_accuracies(
+    run_dir: Path, clients: ClientTable | None = None
+) -> tuple[np.ndarray, np.ndarray | None, dict[str, float]]:
+    """The accuracies of the clients that have one (clients.csv), the sizes of their test splits
+    (None: the file has no test_samples) and FedAR's Table 3 statistics of them (in %)."""
+    clients = read_clients(run_dir) if clients is None else clients
     if "accuracy" not in clients:
-        return clients.iloc[:0], {}
-    scored = clients[clients["accuracy"].notna()]
-    return scored, bias_stats(scored["accuracy"].to_numpy(dtype=float))
+        return np.zeros(0), None, {}
+    accuracies = clients["accuracy"].astype(float)
+    scored = ~np.isnan(accuracies)
+    sizes = clients["test_samples"].astype(float)[scored] if "test_samples" in clients else None
+    return accuracies[scored], sizes, bias_stats(accuracies[scored])
 
 
-def write_client_accuracy_tables(run_dir: Path) -> None:
+def write_client_accuracy_tables(run_dir: Path, clients: ClientTable | None = None) -> None:
     """client_accuracy.csv and .md: the statistics in percent, as in FedAR's Table 3."""
-    _, stats = _client_accuracies(run_dir)
+    _, _, stats = _client_accuracies(run_dir, clients)
     write_csv(run_dir / "client_accuracy.csv", [stats])
     write_markdown(run_dir / "client_accuracy.md", [bias_table_row(run_label(run_dir), stats)])
 
 
-def draw_client_accuracy(run_dir: Path) -> Figure | None:
+def draw_client_accuracy(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:
     """The final model's accuracy over clients in fractions, like every other accuracy axis (left),
     and against the size of each client's local test split (right): a client with 6 test samples
     can only score 0, 1/6, ..., 1, so a spike at 1.0 is often small splits, not good models."""
-    scored, stats = _client_accuracies(run_dir)
+    accuracies, sizes, stats = _client_accuracies(run_dir, clients)
     if not stats:
         return None
-    accuracies = scored["accuracy"].to_numpy(dtype=float)
-    sizes = scored["test_samples"].to_numpy(dtype=float) if "test_samples" in scored else None
     fig = Figure(figsize=(11, 4) if sizes is not None else (6, 4), layout="constrained")
     axes = fig.subplots(1, 2 if sizes is not None else 1, squeeze=False)[0]
     ax = axes[0]

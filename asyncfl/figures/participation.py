@@ -7,28 +7,28 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from asyncfl.figures.aggregate import SCATTER_ALL_UP_TO, group_sums, speed_groups, speed_label, visible_points
-from asyncfl.figures.common import COLORS, read_clients, run_label, spread_ties
+from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label, spread_ties
 
 
-def draw_participation(run_dir: Path) -> Figure | None:
-    clients = read_clients(run_dir)
-    if not len(clients):
+def draw_participation(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:
+    """``clients``: clients.csv's columns (default: read from ``run_dir``)."""
+    clients = read_clients(run_dir) if clients is None else clients
+    if not clients.rows:
         return None
-    speed = clients["samples_per_s"].to_numpy(dtype=float)
-    delivered = clients["participations"].to_numpy(dtype=float)
-    p = clients["availability_p"].to_numpy(dtype=float)
+    speed = clients["samples_per_s"].astype(float)
+    delivered = clients["participations"].astype(float)
+    p = clients["availability_p"].astype(float)
     fig = Figure(figsize=(12, 4.2), layout="constrained")
     (left, right) = fig.subplots(1, 2, width_ratios=(1, 1.15))
     varied = np.isfinite(p).all() and np.ptp(p) > 0
     speed_shown = spread_ties(speed)
-    size = 24 if len(clients) <= 2000 else 2  # 10^5 clients: small dots
+    size = 24 if clients.rows <= 2000 else 2  # 10^5 clients: small dots
     shown = slice(None)
-    if len(clients) > SCATTER_ALL_UP_TO:  # 10^6 dots cost seconds to draw; most lie under others
+    if clients.rows > SCATTER_ALL_UP_TO:  # 10^6 dots cost seconds to draw; most lie under others
         shown = visible_points(speed_shown, delivered, log_x=bool(speed_shown.min() > 0))
     if varied:
         dots = left.scatter(speed_shown[shown], delivered[shown], c=p[shown], cmap="viridis", s=size,
@@ -50,7 +50,7 @@ def draw_participation(run_dir: Path) -> Figure | None:
     return fig
 
 
-def _outcomes_by_speed(ax, clients: pd.DataFrame, speed: np.ndarray) -> None:
+def _outcomes_by_speed(ax, clients: ClientTable, speed: np.ndarray) -> None:
     """Stacked share of attempts per outcome, clients grouped by speed (slowest left): one group per
     distinct speed when there are at most five (speed tiers), speed quintiles otherwise."""
     labels_of, names = speed_groups(speed)
@@ -61,10 +61,10 @@ def _outcomes_by_speed(ax, clients: pd.DataFrame, speed: np.ndarray) -> None:
                               ("failed_network", "failed: left unmetered network", "#da8bc3")):  # fmt: skip
         if key in clients:  # population.eligibility
             outcomes.append(key), labels.append(label), colors.append(color)
-    attempts = group_sums(labels_of, clients["attempts"].to_numpy(), len(names))
+    attempts = group_sums(labels_of, clients["attempts"], len(names))
     bottom = np.zeros(len(names))
     for key, label, color in zip(outcomes, labels, colors):
-        counts = group_sums(labels_of, clients[key].to_numpy(), len(names))
+        counts = group_sums(labels_of, clients[key], len(names))
         share = np.divide(counts, attempts, out=np.zeros_like(counts), where=attempts > 0)
         ax.bar(range(len(names)), share, bottom=bottom, color=color, label=label)
         bottom += share

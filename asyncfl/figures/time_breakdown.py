@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
 from asyncfl.figures.aggregate import group_means, speed_groups
-from asyncfl.figures.common import COLORS, read_clients, run_label
+from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label
 
 BREAKDOWN = (
     ("download_s", "downloading", COLORS["download"]),
@@ -23,24 +23,24 @@ BREAKDOWN = (
 TIME_COLUMNS = ("download_s", "compute_s", "upload_s", "idle_s", "offline_s")  # clients.csv: they add up to the run
 
 
-def draw_time_breakdown(run_dir: Path) -> Figure | None:
+def draw_time_breakdown(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:
     """Mean share of the run each speed group spent downloading, computing (the part of it whose
     task then failed apart, in red: work thrown away), uploading, idle and offline (clients.csv's time
     columns, which add up to the run's virtual length per client), and the same in virtual seconds
-    per client on the right axis."""
-    clients = read_clients(run_dir)
-    if not len(clients) or any(key not in clients for key in TIME_COLUMNS):
+    per client on the right axis.  ``clients``: clients.csv's columns (default: read from ``run_dir``)."""
+    clients = read_clients(run_dir) if clients is None else clients
+    if not clients.rows or any(key not in clients for key in TIME_COLUMNS):
         return None  # a run directory from before these columns
-    speed = clients["samples_per_s"].to_numpy(dtype=float)
+    speed = clients["samples_per_s"].astype(float)
     groups, names = speed_groups(speed)
     count = len(names)
-    seconds = {key: clients[key].to_numpy(dtype=float) for key in TIME_COLUMNS}
+    seconds = {key: clients[key].astype(float) for key in TIME_COLUMNS}
     length = float(np.median(sum(seconds.values())))
     if not length > 0:
         return None
     parts = BREAKDOWN
     if "lost_compute_s" in clients:  # computing: what was kept apart from what was thrown away
-        seconds["lost_compute_s"] = clients["lost_compute_s"].to_numpy(dtype=float)
+        seconds["lost_compute_s"] = clients["lost_compute_s"].astype(float)
         seconds["compute_s"] = seconds["compute_s"] - seconds["lost_compute_s"]
     else:  # a run directory from before lost_compute_s: computing as one part
         parts = [(key, "computing", color) if key == "compute_s" else (key, label, color)

@@ -1,6 +1,6 @@
 """``timeline.png``: per-client timeline (download / compute / upload / offline / failed) for a
-readable subset of the recorded clients, spread over the range of device speeds (the files it reads:
-:mod:`asyncfl.figures.timeline_files`)."""
+readable subset of the recorded clients that worked (started at least one task), spread over the range
+of their device speeds (the files it reads: :mod:`asyncfl.figures.timeline_files`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from matplotlib.figure import Figure  # (object API: no pyplot, no global backen
 from matplotlib.patches import Patch
 
 from asyncfl.errors import ConfigError
-from asyncfl.figures.common import COLORS, read_clients, run_label, time_of_day_axis
+from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label, time_of_day_axis
 from asyncfl.figures.timeline_files import aggregation_times, offline_periods, task_segments, timeline_clients
 
 FAIL_MARKERS = {"offline": "x", "battery": "v", "deadline": "|", "charging": "^", "network": "s", "cancelled": "o"}
@@ -30,18 +30,23 @@ def spread_by_speed(speed: dict[int, float], count: int) -> list[int]:
     return [c for _, c in reversed(ranked)]
 
 
-def recorded_speeds(run_dir: Path) -> dict[int, float]:
-    """Device speed of each timeline client (clients.csv), picked out with numpy: a dict of all 10^6
-    clients' speeds cost half a second."""
-    table = read_clients(run_dir)
-    if not len(table):
+def recorded_speeds(run_dir: Path, table: ClientTable | None = None) -> dict[int, float]:
+    """Device speed of each timeline client (clients.csv, or its columns in ``table``), picked out
+    with numpy: a dict of all 10^6 clients' speeds cost half a second."""
+    table = read_clients(run_dir) if table is None else table
+    if not table.rows:
         return {}
-    ids = table["client"].to_numpy(dtype=np.int64)
+    ids = table["client"].astype(np.int64)
     rows = np.flatnonzero(np.isin(ids, timeline_clients(run_dir)))
-    return dict(zip(ids[rows].tolist(), table["samples_per_s"].to_numpy(dtype=float)[rows].tolist()))
+    return dict(zip(ids[rows].tolist(), table["samples_per_s"].astype(float)[rows].tolist()))
 
 
-def timeline_rows(run_dir: Path, speed: dict[int, float], clients: int | list[int] | None) -> list[int]:
+def timeline_rows(
+    run_dir: Path, speed: dict[int, float], clients: int | list[int] | None, worked: set[int] | None = None
+) -> list[int]:
+    """Which recorded clients the timeline shows: ``clients`` by id, or that many (default 16) of those
+    that ``worked`` (had a task; None: all of them) spread over their speeds, topped up, when more are
+    asked for than worked, with recorded clients that never did."""
     recorded = timeline_clients(run_dir)
     if isinstance(clients, list):
         unknown = [c for c in clients if c not in recorded]
@@ -54,21 +59,31 @@ def timeline_rows(run_dir: Path, speed: dict[int, float], clients: int | list[in
     count = TIMELINE_CLIENTS if clients is None else clients
     if clients is not None and count > len(recorded):
         raise ConfigError(f"--clients {count}: this run recorded the tasks of {len(recorded)} clients; ask for fewer.")
-    return spread_by_speed({c: speed.get(c, math.nan) for c in recorded}, count)
+    workers = [c for c in recorded if worked is None or c in worked]
+    chosen = spread_by_speed({c: speed.get(c, math.nan) for c in workers}, count)
+    if clients is not None and len(chosen) < count:
+        idle = {c: speed.get(c, math.nan) for c in recorded if c not in chosen}
+        chosen = sorted(chosen + spread_by_speed(idle, count - len(chosen)), key=lambda c: -speed.get(c, 0.0))
+    return chosen
 
 
 def draw_timeline(
-    run_dir: Path, window: tuple[float, float | None] | None = None, clients: int | list[int] | None = None
+    run_dir: Path,
+    window: tuple[float, float | None] | None = None,
+    clients: int | list[int] | None = None,
+    table: ClientTable | None = None,
 ) -> Figure | None:
     """Timeline of the recorded clients' tasks.  ``window``: (start, end) virtual seconds (end None:
     the last recorded moment; default: from 0 to the 30th aggregation).  ``clients``: how many of the
-    recorded clients (default 16) or which ones."""
+    recorded clients (default 16) or which ones.  ``table``: clients.csv's columns (default: read from
+    ``run_dir``)."""
     timeline_clients(run_dir)  # names every file an older run directory lacks
     segments, failures = task_segments(run_dir)
     if not segments and not failures:
         return None
-    speed = recorded_speeds(run_dir)
-    chosen = timeline_rows(run_dir, speed, clients)
+    speed = recorded_speeds(run_dir, table)
+    worked = {s.client for s in segments} | {f.client for f in failures}
+    chosen = timeline_rows(run_dir, speed, clients, worked)
     aggregations = aggregation_times(run_dir)
     last = max([s.end for s in segments] + [f.time for f in failures] + aggregations)
     if window is None:
@@ -117,5 +132,15 @@ def draw_timeline(
     ]
     handles = legend + ax.get_legend_handles_labels()[0]
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
-    ax.set_title(f"{run_label(run_dir)}: {len(chosen)} clients by speed, virtual s {start:,.0f} to {until:,.0f}")
+    ax.set_title(f"{run_label(run_dir)}: {_who(chosen, clients, worked)}, virtual s {start:,.0f} to {until:,.0f}")
     return fig
+
+
+def _who(chosen: list[int], clients: int | list[int] | None, worked: set[int]) -> str:
+    """What the title says of the rows: how they were chosen."""
+    if isinstance(clients, list):
+        return f"{len(chosen)} chosen clients"
+    idle = sum(c not in worked for c in chosen)
+    if idle:
+        return f"{len(chosen) - idle} clients that worked and {idle} that never did, spread over their speeds"
+    return f"{len(chosen)} clients that worked, spread over their speeds"

@@ -8,28 +8,32 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
-from asyncfl.figures.common import read_clients, run_label, run_start, time_of_day_axis
+from asyncfl.figures.common import ClientTable, read_clients, run_label, run_start, time_of_day_axis
 from asyncfl.run_files import has_table, read_table
 
 
-def draw_timezones(run_dir: Path) -> Figure | None:
+def draw_timezones(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:
     """Delivered (aggregated) updates per hour of virtual time, one line per client time zone (up to
     six, the most populous; the others pooled), x axis as time of day when the run has a start time:
-    the waves of a diurnal population, shifted by the zones' offsets."""
-    clients = read_clients(run_dir)
-    if not len(clients) or "utc_offset_h" not in clients or not has_table(run_dir / "updates.csv"):
+    the waves of a diurnal population, shifted by the zones' offsets (ties among the most populous: the
+    zone furthest west first).  ``clients``: clients.csv's columns (default: read from ``run_dir``)."""
+    clients = read_clients(run_dir) if clients is None else clients
+    if not clients.rows or "utc_offset_h" not in clients or not has_table(run_dir / "updates.csv"):
         return None
     rounds, updates = read_table(run_dir / "rounds.csv"), read_table(run_dir / "updates.csv")
     if not len(rounds) or not len(updates):
         return None
     times = rounds.set_index("round")["time"]
-    offsets = clients.set_index("client")["utc_offset_h"]
-    zone = offsets.reindex(updates["client"]).to_numpy(dtype=float)
+    ids, offsets = clients["client"], clients["utc_offset_h"].astype(float)
+    order = np.argsort(ids, kind="stable")  # clients.csv is in id order: this is a no-op there
+    at = order[np.searchsorted(ids, updates["client"].to_numpy(), sorter=order)]
+    zone = offsets[at]
     t = updates["version"].map(times).to_numpy(dtype=float)
     end = float(times.max())
     bins = np.arange(0.0, end + 3600.0, 3600.0)
-    counts = clients["utc_offset_h"].value_counts()
-    shown = list(counts.index[:6])
+    zones, sizes = np.unique(offsets, return_counts=True)
+    by_size = np.argsort(-sizes, kind="stable")
+    shown, counts = zones[by_size[:6]].tolist(), dict(zip(zones.tolist(), sizes.tolist()))
     fig = Figure(figsize=(10, 4.2), layout="constrained")
     ax = fig.subplots()
     for z in sorted(shown):
@@ -38,7 +42,7 @@ def draw_timezones(run_dir: Path) -> Figure | None:
         ax.stairs(hist / n * 1000, bins, lw=1.6, label=f"UTC{z:+g} ({n:,} clients)")
     rest = ~np.isin(zone, shown)
     if rest.any():
-        n = int(counts[~counts.index.isin(shown)].sum())
+        n = sum(size for z, size in counts.items() if z not in shown)
         hist, _ = np.histogram(t[rest], bins=bins)
         ax.stairs(hist / n * 1000, bins, lw=1.2, color="0.5", label=f"other zones ({n:,} clients)")
     ax.set_xlim(0, bins[-1])

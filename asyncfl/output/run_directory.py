@@ -40,6 +40,7 @@ from asyncfl.output.files import CsvLog, csv_to_parquet, open_truncated, write_a
 from asyncfl.output.folders import cannot_create, make_directory, remove_empty
 
 TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
+TIMELINE_BINS = 16  # speed ranges, each of which adds the first client that starts a task to the timeline
 ENDED = ("finished", "target_reached", "diverged")  # summary.json statuses of a run that cannot go on
 CHECKPOINT_FILE = "checkpoint.pt"  # what --resume reads (asyncfl.checkpoint); dropped once a run has ended
 PARQUET_LOGS = ("metrics.csv", "rounds.csv", "updates.csv", "weights.csv")  # logs that become .parquet at the end
@@ -83,11 +84,15 @@ class RunDirectory:
         timeline: Iterable[int] = (),
         extra_rounds: Iterable[str] = (),
         format: str = "csv",
+        speed_bins: np.ndarray | None = None,
     ) -> None:
         """``events``: ``all`` logs every client, ``sample`` clients 0 .. event_sample-1 (server events
         are always kept), ``none`` writes no events.jsonl at all.  ``offsets`` (from
         :meth:`offsets`) resumes every log where a checkpoint left it.  ``timeline``: the clients
-        whose every task goes to timeline_tasks.csv (whatever ``events`` says).  ``format``
+        whose every task goes to timeline_tasks.csv (whatever ``events`` says); ``speed_bins`` (each
+        client's range of device speed, :func:`speed_bins`): the first client of a range to start a task
+        joins them (unless a timeline client of that range started one before), so that a population
+        most of which never works (10^7 clients, 1,000 a round) still has workers on its timeline.  ``format``
         (``output.format``): the format of clients.csv and, once the run has ended, of the
         :data:`PARQUET_LOGS` (see :meth:`settle_format`)."""
         if events not in ("all", "sample", "none"):
@@ -106,7 +111,9 @@ class RunDirectory:
         self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS + tuple(extra_rounds), at.get("rounds.csv"))
         self.updates = CsvLog(path / "updates.csv", UPDATES_COLUMNS, at.get("updates.csv"))
         self.tasks = CsvLog(path / "timeline_tasks.csv", TASKS_COLUMNS, at.get("timeline_tasks.csv"))
-        self.timeline = frozenset(timeline)
+        self.timeline = set(timeline)
+        self.speed_bins = speed_bins
+        self.open_bins = set(range(int(speed_bins.max()) + 1)) if speed_bins is not None and len(speed_bins) else set()
         self.open_tasks: dict[int, dict[str, float]] = {}  # timeline client -> phase -> start time
         self.open_versions: dict[int, int] = {}  # timeline client -> base version of its running task
         self.events = None
@@ -127,8 +134,19 @@ class RunDirectory:
             self.weights = CsvLog(path / "weights.csv", header, at["weights.csv"])
 
     def logs_client(self, client: int) -> bool:
-        """Does this client's every event matter (events.jsonl keeps it, or the timeline shows it)?"""
+        """Does this client's every event matter (events.jsonl keeps it, or the timeline shows it)?
+        Asked as each of its tasks starts (sync rounds): see :meth:`task_starts`."""
+        if self.open_bins:
+            self.task_starts(client)
         return (self.events is not None and client < self.event_limit) or client in self.timeline
+
+    def task_starts(self, client: int) -> None:
+        """A task of ``client`` starts: the first of its speed range joins the timeline (see ``speed_bins``).
+        The clock world is replayed the same on resume, so the same clients join."""
+        at = int(self.speed_bins[client])
+        if at in self.open_bins:
+            self.open_bins.discard(at)
+            self.timeline.add(client)
 
     def event(
         self, t: float, client: int | None, event: str, version: int | None, reason: str | None, replaying: bool = False
@@ -137,6 +155,8 @@ class RunDirectory:
         clients ``json.dumps`` dominated the run (same text, see tests/test_timing_only.py).
         ``replaying`` (resuming up to a checkpoint): the lines are already on disk; only the phases
         of the timeline clients' running tasks are noted, so a task that spans the checkpoint is whole."""
+        if self.open_bins and event == PHASES[0] and client is not None:  # K-async: every task logs its start
+            self.task_starts(client)
         if client in self.timeline:
             self._task_event(t, client, event, version, reason, replaying)
         if replaying or self.events is None or (client is not None and client >= self.event_limit):
@@ -257,14 +277,29 @@ class RunDirectory:
         self.converted = []
 
 
-def timeline_sample(speeds: Sequence[float], count: int = TIMELINE_SAMPLE) -> list[int]:
-    """Up to ``count`` clients at evenly spaced ranks of device speed (ties: lower id first), so the
-    timeline shows the whole range from the slowest to the fastest device."""
+def speed_order(speeds: Sequence[float]) -> np.ndarray:
+    """Client ids from the slowest device to the fastest (ties: lower id first)."""
     values = np.asarray(speeds, dtype=np.float64)
     if np.isfinite(values).all():  # a stable sort by speed keeps ties in id order: the same ranks, in C
-        ranked = np.argsort(values, kind="stable").tolist()
-    else:
-        ranked = sorted(range(len(speeds)), key=lambda c: (speeds[c], c))
-    if len(ranked) > count:
-        ranked = [ranked[round(i * (len(ranked) - 1) / (count - 1))] for i in range(count)]
-    return sorted(ranked)
+        return np.argsort(values, kind="stable")
+    return np.array(sorted(range(len(speeds)), key=lambda c: (speeds[c], c)), dtype=np.int64)
+
+
+def timeline_sample(
+    speeds: Sequence[float], count: int = TIMELINE_SAMPLE, order: np.ndarray | None = None
+) -> list[int]:
+    """Up to ``count`` clients at evenly spaced ranks of device speed (ties: lower id first), so the
+    timeline shows the whole range from the slowest to the fastest device.  ``order``: :func:`speed_order`
+    of ``speeds``, when already known."""
+    order = speed_order(speeds) if order is None else order
+    if len(order) > count:
+        order = order[[round(i * (len(order) - 1) / (count - 1)) for i in range(count)]]
+    return sorted(order.tolist())
+
+
+def speed_bins(order: np.ndarray, count: int = TIMELINE_BINS) -> np.ndarray:
+    """Each client's range of device speed: ``count`` ranges of equal numbers of clients by speed rank
+    (``order``: :func:`speed_order`), slowest 0."""
+    bins = np.empty(len(order), dtype=np.uint8)
+    bins[order] = np.arange(len(order), dtype=np.int64) * count // max(len(order), 1)
+    return bins

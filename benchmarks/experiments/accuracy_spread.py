@@ -34,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RESULT = ROOT / "docs" / "results" / "accuracy_spread.csv"
 
 # another machine, as far as this one can play it: (name, environment, trainer.threads)
@@ -174,11 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seed-list", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
+    add_force_argument(parser)
     args = parser.parse_args(argv)
     if args.worker:
         seeds = [int(s) for s in args.seed_list.split(",")]
         print(json.dumps(measure(args.cases, seeds, args.threads)))
         return 0
+    load = check_load(args.force, str(RESULT.relative_to(ROOT)))
     seeds = list(range(args.seeds))
     by_seed = measure(args.cases, seeds, None)
     rows = [
@@ -199,12 +203,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{case:24} {tested if tested is not None else float('nan'):11.3f} {mean:6.3f} {std:6.3f} "
               f"{min(values):6.3f} {max(values):6.3f}  {mean - 4 * std:6.3f}..{mean + 4 * std:6.3f}"
               f"          {kernel_text:24}  {CASES[case][1]}")  # fmt: skip
+    rows = [{**row, **load.fields()} for row in rows]  # the machine each row was measured on
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     if RESULT.is_file():  # keep the rows of the cases not measured this time
         with open(RESULT, newline="") as handle:
             rows = [r for r in csv.DictReader(handle) if r["case"] not in args.cases] + rows
     with open(RESULT, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, ["case", "variant", "seed", "value"])
+        writer = csv.DictWriter(handle, ["case", "variant", "seed", "value", *load.fields()])
         writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {RESULT.relative_to(ROOT)}")

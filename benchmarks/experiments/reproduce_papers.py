@@ -61,6 +61,9 @@ from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E40
 from asyncfl.tables import markdown, write_csv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RUNS = ROOT / "runs" / "papers"
 RESULTS = ROOT / "docs" / "results" / "papers"
 PLOTS = ROOT / "docs" / "figures"
@@ -79,6 +82,7 @@ STUDIES = (  # in the order they are run: the headline comparisons first
     "fedhist_fairness_study",
 )
 PAPERS = {"fedar": "FedAR", "fedau": "FedAU", "fl_fdms": "FL-FDMS", "fedhist": "FedHist"}
+LOAD_FILE = "load.json"  # the machine's load when the studies were started (benchmarks/tools/quiet_machine.py)
 WALL_FILE = "wall_seconds.json"  # written by run_study when it ran a whole study in one process
 HALF = 0.5
 COPIED = ("report.md", "report.csv", "claims.md", "claims.csv", TUNING_CSV, TUNED_FILE)
@@ -410,7 +414,9 @@ def write_tables(studies: list[str]) -> None:
                      "wall time of the study (s)": f"{total_wall:,.0f}",
                      "run seconds, total": f"{sum(c['run_seconds_total'] for c in compute):,.0f}",
                      "longest run (s)": f"{max(c['run_seconds_max'] for c in compute):.0f}"})  # fmt: skip
-        (PLOTS / "papers_compute.md").write_text(markdown(rows), encoding="utf-8")
+        load_file = RUNS / LOAD_FILE
+        note = json.loads(load_file.read_text())["note"] if load_file.is_file() else "\nMachine: load not recorded.\n"
+        (PLOTS / "papers_compute.md").write_text(markdown(rows) + note, encoding="utf-8")
     changed = [c for c in all_claims if c["verdict"] != c["verdict_half_horizon"]]
     print(f"{len(all_claims)} claims; {len(changed)} with another verdict at half the horizon")
 
@@ -432,11 +438,15 @@ def main(argv: list[str] | None = None) -> int:
         default=os.cpu_count() or 1,
         help="studies run side by side, each in its own process (default: one per core)",
     )
+    add_force_argument(parser)
     args = parser.parse_args(argv)
     RUNS = args.runs_dir.resolve()
     torch.set_num_threads(1)
     started = time.perf_counter()
-    if not args.tables_only:
+    if not args.tables_only:  # the tables of --tables-only quote the load their runs were measured at
+        load = check_load(args.force, "docs/results/papers/ and docs/figures/papers_*.md")
+        RUNS.mkdir(parents=True, exist_ok=True)
+        (RUNS / LOAD_FILE).write_text(json.dumps({"note": load.note()}))
         run_studies(args.only if args.only is not None else list(STUDIES), RUNS, args.jobs)
         if args.central:
             write_csv(RESULTS / "central_baselines.csv", central_baselines(), digits=6)

@@ -36,6 +36,9 @@ from asyncfl.study.sweep import run_sweep
 from asyncfl.tables import markdown
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 STUDY_FILE = ROOT / "scenarios" / "straggler_mitigation.yaml"
 NAME = "straggler_mitigation"
 SHOWN = ("final accuracy", "last-quarter accuracy", "time to ")  # the report measures in the docs table
@@ -68,7 +71,9 @@ def findings(sweep_dir: Path, baseline: str) -> list[str]:
     return [f"- **{variant}** vs {baseline}: " + "; ".join(parts) + "." for variant, parts in lines.items()]
 
 
-def write_docs(sweep_dir: Path, docs: Path, wall_s: float, seeds: int, baseline: str, targets: list[float]) -> None:
+def write_docs(
+    sweep_dir: Path, docs: Path, wall_s: float, seeds: int, baseline: str, targets: list[float], load
+) -> None:
     results, figures = docs / "results", docs / "figures"
     results.mkdir(parents=True, exist_ok=True)
     figures.mkdir(parents=True, exist_ok=True)
@@ -104,7 +109,7 @@ def write_docs(sweep_dir: Path, docs: Path, wall_s: float, seeds: int, baseline:
         "## Cost",
         "",
         cost,
-    ])  # fmt: skip
+    ]) + load.note()  # fmt: skip
     (results / f"{NAME}.md").write_text(text, encoding="utf-8")
 
 
@@ -120,10 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-base", type=Path, metavar="FILE", help="write the base scenario (for advise), exit")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a key of the study file (repeatable)")  # fmt: skip
+    add_force_argument(parser)
     args = parser.parse_args(argv)
     if args.write_base is not None:
         write_base(args.write_base)
         return 0
+    load = check_load(args.force, f"{args.docs}/results/{NAME}.md")
     overrides = list(args.overrides)
     if args.seeds is not None:
         overrides.append(f"seeds={list(range(args.seeds))}")
@@ -133,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run_sweep(study, out=out)
     wall_s = time.perf_counter() - start
     write_costs(result.sweep_dir, sweep_records(result.sweep_dir), study.baseline)
-    write_docs(result.sweep_dir, args.docs, wall_s, len(study.seeds), study.baseline, list(study.targets))
+    write_docs(result.sweep_dir, args.docs, wall_s, len(study.seeds), study.baseline, list(study.targets), load)
     print(f"{NAME}: {len(study.runs)} runs ({len(study.variants)} variants x {len(study.seeds)} seeds), "
           f"wall time {wall_s:,.0f} s ({wall_s / 60:.1f} min); sweep {result.sweep_dir}")  # fmt: skip
     for job, why in result.failures:

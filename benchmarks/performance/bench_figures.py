@@ -31,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_timing_only import SCENARIO  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 
 def run_once(clients: int, rounds: int, scratch: Path) -> dict:
@@ -61,7 +63,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "figures.md")
+    add_force_argument(parser)
     args = parser.parse_args()
+    load = check_load(args.force, str(args.out))
     with tempfile.TemporaryDirectory(prefix="bench-figures-") as tmp:
         r = run_once(args.clients, args.rounds, Path(tmp))
     share = r["figures"] / r["total"]
@@ -76,7 +80,7 @@ def main() -> None:
     ])  # fmt: skip
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table + "\n", encoding="utf-8")
+    args.out.write_text(table + "\n" + load.note(), encoding="utf-8")
 
 
 if __name__ == "__main__":

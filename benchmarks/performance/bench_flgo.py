@@ -43,6 +43,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RESULTS = ROOT / "docs" / "results" / "flgo.md"
 CLIENT_STEPS = 100 * 5 * 30
 
@@ -133,10 +136,12 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="asyncfl's device (the anchor scripts run on the CPU)")
     parser.add_argument("--models", nargs="+", choices=sorted(ASYNCFL_MODEL), default=["mlp", "cnn"])
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    add_force_argument(parser)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.device, args.threads, args.models[0])
         return
+    load = check_load(args.force, "docs/results/flgo.md")
     work = Path(tempfile.mkdtemp(prefix="bench_flgo_"))
     anchor = work / "anchor"  # a copy: make_task.py rewrites partition.json next to itself
     shutil.copytree(args.anchor, anchor, ignore=shutil.ignore_patterns("results"))
@@ -159,7 +164,7 @@ def main() -> None:
     shutil.rmtree(work)
     print("\n".join(tables))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(tables), encoding="utf-8")
+    RESULTS.write_text("\n".join(tables) + load.note(), encoding="utf-8")
 
 
 def run_variants(model: str, args, work: Path, scenario: str, flgo_missing: str | None) -> dict[str, dict]:

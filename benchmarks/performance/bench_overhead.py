@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 EXECUTORS = ("sequential", "batched", "fused", "auto")
 
 
@@ -101,11 +104,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    add_force_argument(parser)
     args = parser.parse_args()
     if args.child:
         child(args.scenario, args.child, args.device, args.threads)
         return
     name = Path(args.scenario).stem
+    load = check_load(args.force, f"docs/results/{name}.md")
     print(f"{args.scenario}: device={args.device}, torch threads={args.threads or 'default'}, repeats={args.repeats}")
     command: dict[str, tuple[float, str]] = {}
     inproc: dict[str, dict] = {}
@@ -129,7 +134,7 @@ def main() -> None:
     print(table)
     path = ROOT / "docs" / "results" / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(table, encoding="utf-8")
+    path.write_text(table + load.note(), encoding="utf-8")
 
 
 def render(args, name: str, command: dict, inproc: dict) -> str:

@@ -35,6 +35,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 SCENARIO = ROOT / "benchmarks" / "scenarios" / "population.yaml"
 RESULT = ROOT / "docs" / "results" / "population.md"
 GIB = 2**30
@@ -120,7 +123,9 @@ def main() -> None:
     parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
     parser.add_argument("--base", default=None, help="a commit to run the same commands on, side by side")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per command before giving up")
+    add_force_argument(parser)
     args = parser.parse_args()
+    load = check_load(args.force, str(RESULT.relative_to(ROOT)))
     base_tree = None
     if args.base:
         base_tree = Path(tempfile.mkdtemp(prefix="bench-base-")) / "tree"
@@ -163,7 +168,7 @@ def main() -> None:
         if base_tree is not None:
             subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT, capture_output=True)
             shutil.rmtree(base_tree.parent, ignore_errors=True)
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n" + load.note()
     if args.rows == list(ROWS):
         RESULT.parent.mkdir(parents=True, exist_ok=True)
         RESULT.write_text(text)

@@ -25,6 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RESULT = ROOT / "docs" / "results" / "startup.md"
 PY = sys.executable
 RUN_SETTINGS = ["timing_only=true", "stop.rounds=1", "output.plot=false", "output.events=none",
@@ -49,7 +52,9 @@ def timed(command: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    add_force_argument(parser)
     args = parser.parse_args()
+    load = check_load(args.force, str(RESULT.relative_to(ROOT)))
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
     for _ in range(args.repeats):
         for name, command in COMMANDS.items():
@@ -66,7 +71,7 @@ def main() -> None:
     ]
     for name, seconds in median.items():
         lines.append(f"| {name} | {seconds:.2f} | {seconds - torch_s:+.2f} |")
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n" + load.note()
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(text)
     print(text)

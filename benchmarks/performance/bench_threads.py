@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 RESULT = ROOT / "docs" / "results" / "threads.md"
 BUSY_LOOP = "while True: pass"
 
@@ -41,7 +44,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "k_async.yaml")
     parser.add_argument("--repeats", type=int, default=2, help="runs per setting and load (best is kept)")
+    add_force_argument(parser)
     args = parser.parse_args()
+    machine = check_load(args.force, str(RESULT.relative_to(ROOT)))
     cores = os.cpu_count() or 1
     settings = {"null, the default (1 thread)": "null", f"torch default ({cores} threads)": str(cores)}
     rows = []
@@ -74,7 +79,7 @@ def main() -> None:
         "| time / default |",
         "|---|---|---|---|---|",
         *rows,
-    ]) + "\n"  # fmt: skip
+    ]) + "\n" + machine.note()  # fmt: skip
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(text)
     print(text)

@@ -28,6 +28,7 @@ last-bit differences grow over 20 rounds, so final accuracies differ by up to a 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -43,7 +44,11 @@ from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Trainer, Training
 
 STEPS = 10  # local steps per job
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "trainer.md"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
+RESULTS = ROOT / "docs" / "results" / "trainer.md"
 WHOLE_RESULTS = RESULTS.with_name("trainer_whole_runs.md")  # --whole-runs
 
 
@@ -92,10 +97,12 @@ def main() -> None:
     parser.add_argument("--whole-runs", action="store_true", help="whole runs per executor instead (see above)")
     parser.add_argument("--tf32", action="store_true", help="TF32 on CUDA, as trainer.tf32: true (default: float32)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    add_force_argument(parser)
     args = parser.parse_args()
     if args.child:
         whole_run(*args.child)
         return
+    args.load = check_load(args.force, str((WHOLE_RESULTS if args.whole_runs else RESULTS).relative_to(ROOT)))
     if args.whole_runs:
         whole_runs(args)
         return
@@ -142,7 +149,7 @@ def trainer_table(args, device: torch.device) -> None:
         )
     results = RESULTS if device.type == "cpu" else RESULTS.with_name(f"trainer_{device.type}.md")
     results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    results.write_text("\n".join(lines) + "\n" + args.load.note(), encoding="utf-8")
 
 
 WHOLE_RUNS = {  # model -> --set overrides of scenarios/sync_deadline.yaml
@@ -229,7 +236,7 @@ def whole_runs(args) -> None:
             rows.append(f"| {model} | {executor} | {r['run_s']:.2f} | {seq['run_s'] / r['run_s']:.1f}x | "
                         f"{r['train_s']:.2f} | {seq['train_s'] / r['train_s']:.1f}x | {r['accuracy']:.3f} | "
                         f"{r['trainer']} |")  # fmt: skip
-    WHOLE_RESULTS.write_text(title + "\n\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    WHOLE_RESULTS.write_text(title + "\n\n" + "\n".join(rows) + "\n" + args.load.note(), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ libraries from disk pays more on its very first run still: that part cannot be r
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -30,6 +31,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+
 SCENARIOS = ("scenarios/k_async.yaml", "scenarios/sync_deadline.yaml")
 RESULT = ROOT / "docs" / "results" / "main_scenarios.md"
 WARM_RUNS = 3
@@ -81,6 +85,9 @@ def first_run(scenario: str, tmp: Path) -> float:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_force_argument(parser)
+    load = check_load(parser.parse_args().force, str(RESULT.relative_to(ROOT)))
     rows, notes = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for scenario in SCENARIOS:
@@ -116,7 +123,7 @@ def main() -> int:
         ]
     )
     RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(text + "\n", encoding="utf-8")
+    RESULT.write_text(text + "\n" + load.note(), encoding="utf-8")
     print(RESULT)
     return 0
 
