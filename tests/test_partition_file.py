@@ -18,7 +18,8 @@ from asyncfl.learn.partition import partition
 
 
 def data_section(path, clients: int, **extra) -> Data:
-    return Data.model_validate({"dataset": "digits", "clients": clients, "partition": {"kind": "file", "path": str(path)}, **extra})
+    partition = {"kind": "file", "path": str(path)}
+    return Data.model_validate({"dataset": "digits", "clients": clients, "partition": partition, **extra})
 
 
 def write(tmp_path, content, name="partition.json"):
@@ -35,7 +36,8 @@ def test_clients_without_test_list_index_the_training_pool(tmp_path):
 
 
 def test_flgo_data_json_and_list_forms_read_the_same_clients(tmp_path):
-    flgo = write(tmp_path, {"client_names": ["Client1", "Client0"], "Client0": {"data": [2]}, "Client1": {"data": [0, 1]}})
+    flgo_json = {"client_names": ["Client1", "Client0"], "Client0": {"data": [2]}, "Client1": {"data": [0, 1]}}
+    flgo = write(tmp_path, flgo_json)
     plain = write(tmp_path, {"clients": [[0, 1], [2]], "description": "ignored"}, "plain.json")
     labels = np.zeros(3, dtype=np.int64)
     for path in (flgo, plain):
@@ -92,7 +94,8 @@ def test_validate_names_the_key_and_file(tmp_path, content, clients, expected):
 
 def test_an_index_outside_the_pool_names_the_client_and_the_range(tmp_path):
     path = write(tmp_path, {"a": [0, 1], "b": [8]})
-    with pytest.raises(ConfigError, match=r"data.partition.path .*partition.json: client 'b' lists sample 8, .* allowed 0 to 7"):
+    expected = r"data.partition.path .*partition.json: client 'b' lists sample 8, .* allowed 0 to 7"
+    with pytest.raises(ConfigError, match=expected):
         partition(np.zeros(8, dtype=np.int64), 2, data_section(path, 2).partition, np.random.default_rng(0))
 
 

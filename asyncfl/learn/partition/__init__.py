@@ -56,8 +56,9 @@ def partition(labels: np.ndarray, num_clients: int, spec: Any, rng: np.random.Ge
 
 
 def regroup(raw: Any, spec: Any) -> Any:
-    """``raw`` (a :class:`~asyncfl.learn.datasets.RawData`) with the training pool and test set that the partition ``spec`` brings itself (a ``file``
-    partition with its own test list), else ``raw`` unchanged; :func:`partition` then deals that pool."""
+    """``raw`` (a :class:`~asyncfl.learn.datasets.RawData`) with the training pool and test set that the
+    partition ``spec`` brings itself (a ``file`` partition with its own test list), else ``raw`` unchanged;
+    :func:`partition` then deals that pool."""
     entry = REGISTRY.get(spec.kind)
     return entry.regroup(raw, spec) if entry is not None and entry.regroup is not None else raw
 

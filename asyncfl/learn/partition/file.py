@@ -91,11 +91,11 @@ def _clients_and_test(content: Any, where: str) -> tuple[list[tuple[str, Any]], 
             return [(str(k), v) for k, v in enumerate(clients)], test
         if isinstance(clients, dict):
             return list(clients.items()), test
-        raise ConfigError(f"{where}: \"clients\" must be a list of index lists or a map of them; expected {SHAPES}.")
+        raise ConfigError(f'{where}: "clients" must be a list of index lists or a map of them; expected {SHAPES}.')
     if "client_names" in content:  # FLGo's data.json
         missing = [name for name in content["client_names"] if not isinstance(content.get(name), dict)]
         if missing:
-            raise ConfigError(f"{where}: client_names lists {missing[0]!r}, which has no {{\"data\": [...]}} entry.")
+            raise ConfigError(f'{where}: client_names lists {missing[0]!r}, which has no {{"data": [...]}} entry.')
         return [(name, content[name].get("data")) for name in content["client_names"]], test
     return [(name, value) for name, value in content.items() if name != "test"], test
 
@@ -172,7 +172,7 @@ def split(labels: np.ndarray, n: int, spec: FilePartition, rng: np.random.Genera
         if bad is not None:
             raise ConfigError(
                 f"{where}: client {name!r} lists sample {bad}, outside the data set's training pool of "
-                f"{len(labels)} samples: allowed 0 to {len(labels) - 1} (a file with a \"test\" list indexes "
+                f'{len(labels)} samples: allowed 0 to {len(labels) - 1} (a file with a "test" list indexes '
                 "all samples instead)"
             )
     return list(content.clients)
