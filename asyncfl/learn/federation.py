@@ -56,7 +56,8 @@ def build_federation(data: Section, seed: int, device: torch.device) -> Federati
     ``data.partition`` is ignored for it; every other data set's training pool is partitioned by
     ``data.partition`` and each client's share split into local train/test by
     ``data.test_fraction``.  The global test set is the data set's test split (for ``synthetic``:
-    the union of the clients' test splits; for a ``file`` partition with a test list: that list).  Same ``data`` and ``seed`` => identical federation.
+    the union of the clients' test splits; for a ``file`` partition with a test list: that list).
+    Same ``data`` and ``seed`` => identical federation.
     """
     raw = load_arrays(data, seed)
     if raw.client_of_train is not None:
