@@ -116,7 +116,7 @@ def check(spec: FilePartition, clients: int, classes: int) -> str | None:
     try:
         content = read_partition_file(spec.path)
     except ConfigError as exc:
-        return str(exc)
+        return str(exc).rstrip(".")  # validate ends each problem with its own full stop
     if len(content.clients) != clients:
         return (
             f"data.partition.path {spec.path} lists {len(content.clients)} clients but data.clients is {clients}: "
