@@ -123,6 +123,11 @@ def test_the_readme_python_block_runs_as_written(tmp_path, monkeypatch, capsys):
         "only this variant reached it", "only the baseline reached it", "neither reached it",
     }  # fmt: skip
     assert "deadline" in printed and "vs_baseline" in printed
+    # the deadline binds (issue 29, item 24): every seed's deadline run took fewer updates, in less virtual time
+    for seed in (0, 1):
+        waited, cut = study.run("no_deadline", seed), study.run("deadline", seed)
+        assert waited.clients["participations"].sum() == 200 > cut.clients["participations"].sum()
+        assert cut.summary["virtual_time_s"] < waited.summary["virtual_time_s"]
 
 
 def test_scenario_constructors_take_overrides_and_refuse_a_study(tmp_path):

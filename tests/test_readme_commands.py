@@ -77,3 +77,21 @@ def test_sweep_paragraph_lists_every_file_of_the_sweep_table():
             continue
         stem, ext = name.rsplit(".", 1)
         assert name in paragraph or f"{stem}.csv/.{ext}" in paragraph or f"{stem}.csv/.md" in paragraph, name
+
+
+def test_the_cpu_only_hint_comes_before_the_first_command():
+    """Issue 29, item 28: the first command pulls torch's CUDA build on Linux; a CPU-only user must read
+    how to install the CPU build before running it, not after."""
+    section = _section("Two commands")
+    first_command = section.index("\n    pip install -e . && python -m asyncfl")
+    hint = section.index("pip install torch --index-url https://download.pytorch.org/whl/cpu")
+    assert hint < first_command
+
+
+def test_the_test_times_say_what_was_measured_beside_the_fast_subset_command():
+    """Issue 29, item 28: the README states where the suite's times were measured, for both the whole
+    suite and the fast subset, next to the fast subset's command."""
+    section = _section("Tests")
+    assert _indented_commands(section) == ["python -m pytest -q", 'python -m pytest -q -m "not slow"']
+    measured = r"Measured from a fresh clone on a \d+-core machine: full suite \S+ min, fast subset \S+ min\."
+    assert re.search(measured, section)

@@ -127,13 +127,16 @@ def load_yaml(text: str, under: str = "") -> Any:
 
 
 def _resolve_trace_paths(raw: dict[str, Any], folder: Path) -> None:
-    """Trace files named in a scenario file are relative to that file, not to the working directory."""
+    """Trace and partition files named in a scenario file are relative to that file, not to the working
+    directory."""
     population = raw.get("population")
-    if not isinstance(population, dict):
-        return
+    population = population if isinstance(population, dict) else {}
     targets = [(population, "device_trace")]
     if isinstance(population.get("availability"), dict):
         targets.append((population["availability"], "file"))
+    data = raw.get("data")
+    if isinstance(data, dict) and isinstance(data.get("partition"), dict) and data["partition"].get("kind") == "file":
+        targets.append((data["partition"], "path"))
     for section, key in targets:
         value = section.get(key)
         if isinstance(value, str) and value and not Path(value).is_absolute():

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from asyncfl.learn.datasets import REGISTRY, RawData, load_arrays
-from asyncfl.learn.partition import partition, split_train_test
+from asyncfl.learn.partition import partition, regroup, split_train_test
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import seeded_rng
 
@@ -56,7 +56,8 @@ def build_federation(data: Section, seed: int, device: torch.device) -> Federati
     ``data.partition`` is ignored for it; every other data set's training pool is partitioned by
     ``data.partition`` and each client's share split into local train/test by
     ``data.test_fraction``.  The global test set is the data set's test split (for ``synthetic``:
-    the union of the clients' test splits).  Same ``data`` and ``seed`` => identical federation.
+    the union of the clients' test splits; for a ``file`` partition with a test list: that list).
+    Same ``data`` and ``seed`` => identical federation.
     """
     raw, train, test = _deal(data, seed)
     n_train = len(raw.y_train)
@@ -94,6 +95,7 @@ def _deal(data: Section, seed: int) -> tuple[RawData, list[np.ndarray], list[np.
     raw = load_arrays(data, seed)
     if raw.client_of_train is not None:
         return raw, *_natural_clients(raw, data.clients)
+    raw = regroup(raw, data.partition)  # a file partition may bring its own test split
     return raw, *_partitioned_clients(raw, data, seed)
 
 

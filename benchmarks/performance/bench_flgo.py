@@ -21,9 +21,12 @@ torch threads (default 1, FLGo's own default).
 "training" is client-steps per second of training time as each variant defines it: FLGo, the loop
 and vmap time their round loop (local training plus aggregation); asyncfl's column is the time in
 the trainer, its "loop" column the whole simulation loop.  "whole process" is the wall time of the
-process, start to exit, measured here.  The anchor scripts use the anchor's frozen partition
-(clients of 12-20 samples); asyncfl partitions digits itself (Dirichlet 0.3 over 100 clients), so its
-clients hold different numbers of samples: the table prints both mean client sizes.
+process, start to exit, measured here.  Every variant trains and tests on the same samples: the
+anchor's frozen ``partition.json`` (100 clients of 12-20 samples, indices into the training part of
+``common.load_digits_split()``) is rewritten with its indices in ``load_digits`` order plus that split's
+360 test samples (:func:`partition_for_asyncfl`), and asyncfl reads it as ``data.partition: {kind:
+file}`` with ``data.test_fraction: 0`` (the anchor holds nothing out of a client's data).  The table
+prints asyncfl's mean client size and test-set size to show it.
 
     python benchmarks/performance/bench_flgo.py [--models mlp cnn] [--flgo-python ~/flgo-venv/bin/python] [--repeats 3]
 
@@ -53,7 +56,40 @@ CLIENT_STEPS = 100 * 5 * 30
 ASYNCFL_MODEL = {"mlp": [], "cnn": ["model.name=cnn2d"]}  # --set overrides of the anchor's MLP scenario
 
 
-def child(scenario: str, device: str, threads: int, model: str) -> None:
+def partition_for_asyncfl(anchor: Path, out: Path) -> Path:
+    """The anchor's ``partition.json`` as a ``file`` partition reads it: each client's indices into the
+    anchor's training split mapped to ``load_digits`` order, and the anchor's test split as ``test``.
+
+    The split is the anchor's own (``common.load_digits_split``: stratified 80/20, random_state 0),
+    redone on the sample numbers so that both sides of it are known by their source index.
+    """
+    import numpy as np
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    labels = load_digits().target
+    train, test = train_test_split(np.arange(len(labels)), test_size=0.2, stratify=labels, random_state=0)
+    clients = json.loads((anchor / "partition.json").read_text(encoding="utf-8"))["clients"]
+    content = {
+        "description": f"{anchor / 'partition.json'} in load_digits order, with the anchor's test split",
+        "clients": [train[np.asarray(c, dtype=np.int64)].tolist() for c in clients],
+        "test": sorted(test.tolist()),
+    }
+    out.write_text(json.dumps(content), encoding="utf-8")
+    return out
+
+
+def asyncfl_overrides(model: str, device: str, partition: Path) -> list[str]:
+    """``--set`` overrides of the anchor's MLP scenario: the model, the device and the anchor's partition."""
+    return [
+        f"device={device}",
+        f"data.partition={{kind: file, path: {json.dumps(str(partition))}}}",
+        "data.test_fraction=0",
+        *ASYNCFL_MODEL[model],
+    ]
+
+
+def child(scenario: str, device: str, threads: int, model: str, partition: Path) -> None:
     """asyncfl in process: print one JSON line with training and loop seconds."""
     import torch
 
@@ -81,7 +117,7 @@ def child(scenario: str, device: str, threads: int, model: str) -> None:
     for cls in (BatchedTrainer, SequentialTrainer):
         cls.run = timed(cls.run, "train")
     Simulation.run = timed(Simulation.run, "loop")
-    scenario_obj = load_scenario(Path(scenario), [f"device={device}", *ASYNCFL_MODEL[model]])
+    scenario_obj = load_scenario(Path(scenario), asyncfl_overrides(model, device, partition))
     out = Path(tempfile.mkdtemp()) / "run"
     out.mkdir()
     sim = Simulation(scenario_obj, out)
@@ -97,6 +133,7 @@ def child(scenario: str, device: str, threads: int, model: str) -> None:
                 "trainer": f"{type(trainer).__name__}",
                 "accuracy": summary["final_accuracy"],
                 "client_size": sum(len(c) for c in fed.client_train) / fed.num_clients,
+                "test_size": len(fed.test_indices),
                 "device": str(sim.device),
             }
         )  # fmt: skip
@@ -105,7 +142,9 @@ def child(scenario: str, device: str, threads: int, model: str) -> None:
 
 def run_process(command: list[str], threads: int, cwd: Path | None = None) -> tuple[float, str]:
     """(wall seconds, stdout) of one process."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    # the asyncfl of this tree, not whichever one is installed (the processes run in a scratch folder)
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PYTHONPATH": path}
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env)
     wall = time.perf_counter() - start
@@ -135,11 +174,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="asyncfl's device (the anchor scripts run on the CPU)")
     parser.add_argument("--models", nargs="+", choices=sorted(ASYNCFL_MODEL), default=["mlp", "cnn"])
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the tables go (default: %(default)s)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     add_force_argument(parser)
+    parser.add_argument("--partition", type=Path, help=argparse.SUPPRESS)  # the child's partition file
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.device, args.threads, args.models[0])
+        child(args.child, args.device, args.threads, args.models[0], args.partition)
         return
     load = check_load(args.force, "docs/results/flgo.md")
     work = Path(tempfile.mkdtemp(prefix="bench_flgo_"))
@@ -153,6 +194,7 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
+    partition_for_asyncfl(anchor, work / "partition_asyncfl.json")  # after make_task.py, which rewrites it
     print(
         f"asyncfl device={args.device}, torch threads={args.threads}, repeats={args.repeats}; "
         f"FLGo: {flgo_missing or 'yes'}"
@@ -163,15 +205,16 @@ def main() -> None:
     ]
     shutil.rmtree(work)
     print("\n".join(tables))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(tables) + load.note(), encoding="utf-8")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text("
+".join(tables) + load.note(), encoding="utf-8")
 
 
 def run_variants(model: str, args, work: Path, scenario: str, flgo_missing: str | None) -> dict[str, dict]:
     """The best record of each variant on ``model`` (``mlp`` or ``cnn``)."""
     py, threads = sys.executable, str(args.threads)
     variants: dict[str, list[str]] = {}
-    anchor = work / "anchor"
+    anchor, partition = work / "anchor", work / "partition_asyncfl.json"
     if flgo_missing is None:
         variants["FLGo"] = [args.flgo_python, str(anchor / "run_flgo.py"), "--workdir", str(work / "flgo")]
     variants["plain loop"] = [py, str(anchor / "plain_loop.py")]
@@ -189,8 +232,10 @@ def run_variants(model: str, args, work: Path, scenario: str, flgo_missing: str 
         threads,
         "--models",
         model,
+        "--partition",
+        str(partition),
     ]
-    sets = [x for s in [f"device={args.device}", *ASYNCFL_MODEL[model]] for x in ("--set", s)]
+    sets = [x for s in asyncfl_overrides(model, args.device, partition) for x in ("--set", s)]
     variants["asyncfl (command)"] = [py, "-m", "asyncfl", "run", scenario, "--quiet", *sets]
     print(f"{model}:")
     best: dict[str, dict] = {}
@@ -229,8 +274,9 @@ def render(model: str, best: dict[str, dict], args, flgo_missing: str | None) ->
     lines = [
         f"FLGo anchor workload (digits, 100 clients, {MODEL_TITLE[model]}, 5 steps x 32, 30 rounds = {CLIENT_STEPS:,} "
         f"client-steps), torch threads {args.threads}, asyncfl on {inproc['device']} with {inproc['trainer']} "
-        f"({inproc['calls']} calls of {inproc['jobs'] // max(inproc['calls'], 1)} jobs; mean client "
-        f"{inproc['client_size']:.1f} samples vs 14.4 in the anchor's partition), best of {args.repeats} "
+        f"({inproc['calls']} calls of {inproc['jobs'] // max(inproc['calls'], 1)} jobs), every variant on the "
+        f"anchor's partition.json and test split (asyncfl: mean client {inproc['client_size']:.2f} samples, "
+        f"{inproc['test_size']} test samples; the anchor: 14.37 and 360), best of {args.repeats} "
         "fresh processes per variant, run side by side:",
         "",
         "| variant | training s | client-steps/s (training) | whole process s | test accuracy |",

@@ -18,7 +18,9 @@ class RawData:
 
     ``x_*`` are float32 of shape ``[n, *input_shape]``, ``y_*`` int64 labels in
     ``[0, num_classes)``.  ``client_of_train`` / ``client_of_test`` give the natural client of each
-    sample (``synthetic`` only, else None).
+    sample (``synthetic`` only, else None).  ``source_order``: the position in the data set's source (its
+    files' order) of each sample of train-then-test; None when train-then-test is that order (what a
+    ``file`` partition with a test list indexes).
     """
 
     x_train: np.ndarray
@@ -28,6 +30,7 @@ class RawData:
     num_classes: int
     client_of_train: np.ndarray | None = None
     client_of_test: np.ndarray | None = None
+    source_order: np.ndarray | None = None
 
     @property
     def input_shape(self) -> tuple[int, ...]:

@@ -46,7 +46,8 @@ def load(data: Any, seed: int) -> RawData:
     for c in np.unique(y):  # stratified: the same share of every class
         idx = rng.permutation(np.flatnonzero(y == c))
         is_test[idx[: round(DIGITS_TEST_SHARE * len(idx))]] = True
-    return RawData(x[~is_test], y[~is_test], x[is_test], y[is_test], num_classes=10)
+    source_order = np.concatenate([np.flatnonzero(~is_test), np.flatnonzero(is_test)])
+    return RawData(x[~is_test], y[~is_test], x[is_test], y[is_test], num_classes=10, source_order=source_order)
 
 
 # 1,797 images less the stratified hold-out (round(0.2 n) of each class's n), whatever the seed

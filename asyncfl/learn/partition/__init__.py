@@ -1,7 +1,7 @@
 """Split a pooled training set across clients (docs/explanation/architecture.md section 6).
 
 One module per ``data.partition.kind`` (``iid``, ``dirichlet``, ``classes``, ``clusters``,
-``isolated_class``): its section and its function, registered as ``PARTITIONER`` (see
+``isolated_class``, ``file``): its section and its function, registered as ``PARTITIONER`` (see
 :mod:`asyncfl.registry`).  The schema's ``data.partition`` tagged union is built from this
 registry.  Every partitioner returns one int64 index array per client; together they cover the pool
 exactly once, and :func:`partition` sorts them and leaves no client empty.
@@ -55,6 +55,14 @@ def partition(labels: np.ndarray, num_clients: int, spec: Any, rng: np.random.Ge
     return [np.sort(p) for p in parts]
 
 
+def regroup(raw: Any, spec: Any) -> Any:
+    """``raw`` (a :class:`~asyncfl.learn.datasets.RawData`) with the training pool and test set that the
+    partition ``spec`` brings itself (a ``file`` partition with its own test list), else ``raw`` unchanged;
+    :func:`partition` then deals that pool."""
+    entry = REGISTRY.get(spec.kind)
+    return entry.regroup(raw, spec) if entry is not None and entry.regroup is not None else raw
+
+
 def split_train_test(
     indices: np.ndarray, test_fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -97,5 +105,6 @@ __all__ = [
     "cluster_of_clients",
     "partition",
     "partition_union",
+    "regroup",
     "split_train_test",
 ]

@@ -21,7 +21,8 @@ class Partitioner:
     partitioner's ``base`` (isolated_class's; False for a partitioner that itself takes a base).
     ``check(section, clients, classes)``: why the section cannot split a pool of ``classes`` classes
     across ``clients`` clients, or None; ``validate`` asks it with the data set's registered classes,
-    and ``split`` with the labels it was given.
+    and ``split`` with the labels it was given.  ``regroup(raw, section)``: the data set with the
+    training pool and test set the partition brings itself (``file`` with a test list), before ``split``.
     """
 
     section: type
@@ -29,6 +30,8 @@ class Partitioner:
     order: int = 1000
     nests: bool = True
     check: Callable[[Any, int, int], str | None] | None = None
+    # (RawData, section) -> RawData; typed Any: the data sets import this package (synthetic splits with it)
+    regroup: Callable[[Any, Any], Any] | None = None
 
     def problem(self, section: Any, clients: int, classes: int) -> str | None:
         return self.check(section, clients, classes) if self.check is not None else None
