@@ -28,7 +28,7 @@ from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Training
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("build_shakespeare", ROOT / "benchmarks" / "tools" / "build_shakespeare.py")
+_spec = importlib.util.spec_from_file_location("build_shakespeare", ROOT / "benchmarks/tools/build_shakespeare.py")
 build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build)
 
@@ -100,7 +100,8 @@ def test_headings_in_capitals_without_a_full_stop_and_role_texts_read_the_leaf_w
     assert speeches == [("THESEUS", "Now, fair Hippolyta,"), ("THESEUS", "Hippolyta, I woo'd thee."),
                         ("HIPPOLYTA", "Four days.")]  # fmt: skip
     roles = build.role_texts(build.parse_play(PLAY))
-    assert roles["HAM"] == "Who's there? Speak, Or be gone. Alone. And yet I stay."  # newlines as spaces, runs of spaces as one
+    # newlines read as spaces, runs of spaces as one
+    assert roles["HAM"] == "Who's there? Speak, Or be gone. Alone. And yet I stay."
     assert build.in_vocabulary("a\tb|c") == ("a b c", 2)
     assert len(build.VOCABULARY) == 80 and len(set(build.VOCABULARY)) == 80
 
@@ -170,7 +171,8 @@ def test_more_clients_than_roles_is_refused_with_the_number_of_roles():
 
 
 def test_a_partition_that_does_not_apply_is_refused():
-    with pytest.raises(ConfigError, match=r"data\.partition\.kind iid does not apply to data\.dataset shakespeare.*allowed: natural"):
+    refused = r"data\.partition\.kind iid does not apply to data\.dataset shakespeare.*allowed: natural"
+    with pytest.raises(ConfigError, match=refused):
         scenario(partition={"kind": "iid"})
     with pytest.raises(ConfigError, match=r"data\.partition\.kind natural needs a data set with clients of its own"):
         validate_scenario({"data": {"dataset": "digits", "partition": {"kind": "natural"}}, "stop": {"rounds": 1}})

@@ -82,7 +82,8 @@ def figure(sweep_dir: Path, table: pd.DataFrame, path: Path) -> None:
     left.set(xlabel="virtual time (s)", ylabel="test accuracy (next character)", title="accuracy per virtual second")
     left.legend()
     for variant in ("sync_epochs", "sync_steps"):
-        rows = table[table["variant"] == variant].groupby("client")[["train_samples", "participations", "attempts"]].sum()
+        chosen = table[table["variant"] == variant]
+        rows = chosen.groupby("client")[["train_samples", "participations", "attempts"]].sum()
         right.scatter(rows["train_samples"], rows["participations"] / rows["attempts"], label=variant, alpha=0.7)
     right.set(xscale="log", xlabel="client's training windows", ylabel="delivered share of its tasks",
               title="who the 30 s deadline cuts off (seeds pooled)")  # fmt: skip

@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--units", type=int, default=256)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (asyncfl's default for this model: 1)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (asyncfl's default here: 1)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)

@@ -113,7 +113,10 @@ def check(data: Any) -> str | None:
             "so data.test_fraction must be greater than 0 (LEAF holds out 0.1)"
         )
     if data.clients > ROLES:
-        return f"data.clients ({data.clients}) is larger than the {ROLES} roles of data.dataset shakespeare; allowed: 1 to {ROLES}"
+        return (
+            f"data.clients ({data.clients}) is larger than the {ROLES} roles of data.dataset shakespeare; "
+            f"allowed: 1 to {ROLES}"
+        )
     return None
 
 
