@@ -37,12 +37,17 @@ STUDY_FILE = ROOT / "scenarios" / "shakespeare_stragglers.yaml"
 NAME = "shakespeare_stragglers"
 
 
+def finished(sweep_dir: Path) -> list:
+    """The sweep's runs that have ended (clients.csv is written at a run's end)."""
+    return [r for r in sweep_records(sweep_dir) if (r.path / "clients.csv").is_file()]
+
+
 def cut_offs(sweep_dir: Path) -> pd.DataFrame:
     """One row per (variant, seed, client): its training windows, tasks begun and updates delivered."""
     frames = []
-    for record in sweep_records(sweep_dir):
+    for record in finished(sweep_dir):
         clients = pd.read_csv(record.path / "clients.csv")
-        frames.append(clients.assign(variant=record.variant, seed=record.seed))
+        frames.append(clients.assign(variant=record.label, seed=record.seed))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -71,19 +76,21 @@ def summary(table: pd.DataFrame) -> list[str]:
 def figure(sweep_dir: Path, table: pd.DataFrame, path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     grid = np.linspace(0, 300, 61)
-    for variant in dict.fromkeys(r.variant for r in sweep_records(sweep_dir)):
+    for variant in dict.fromkeys(r.label for r in finished(sweep_dir)):
         curves = []
-        for record in (r for r in sweep_records(sweep_dir) if r.variant == variant):
-            metrics = pd.read_csv(record.path / "metrics.csv").dropna(subset=["accuracy"])
-            curves.append(np.interp(grid, metrics["time"], metrics["accuracy"], left=np.nan))
+        for record in (r for r in finished(sweep_dir) if r.label == variant):
+            metrics = pd.read_csv(record.path / "metrics.csv").dropna(subset=["test_accuracy"])
+            curves.append(np.interp(grid, metrics["time"], metrics["test_accuracy"], left=np.nan))
         mean, std = np.nanmean(curves, 0), np.nanstd(curves, 0)
-        left.plot(grid, mean, label=variant)
+        left.plot(grid, mean, label=f"{variant} ({len(curves)} seeds)")
         left.fill_between(grid, mean - std, mean + std, alpha=0.2)
     left.set(xlabel="virtual time (s)", ylabel="test accuracy (next character)", title="accuracy per virtual second")
     left.legend()
     for variant in ("sync_epochs", "sync_steps"):
         chosen = table[table["variant"] == variant]
-        rows = chosen.groupby("client")[["train_samples", "participations", "attempts"]].sum()
+        rows = chosen.groupby("client").agg(
+            train_samples=("train_samples", "first"), participations=("participations", "sum"), attempts=("attempts", "sum")
+        )  # a client's size is the same in every seed (its device is not)
         right.scatter(rows["train_samples"], rows["participations"] / rows["attempts"], label=variant, alpha=0.7)
     right.set(xscale="log", xlabel="client's training windows", ylabel="delivered share of its tasks",
               title="who the 30 s deadline cuts off (seeds pooled)")  # fmt: skip
