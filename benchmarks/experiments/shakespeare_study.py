@@ -89,7 +89,9 @@ def figure(sweep_dir: Path, table: pd.DataFrame, path: Path) -> None:
     for variant in ("sync_epochs", "sync_steps"):
         chosen = table[table["variant"] == variant]
         rows = chosen.groupby("client").agg(
-            train_samples=("train_samples", "first"), participations=("participations", "sum"), attempts=("attempts", "sum")
+            train_samples=("train_samples", "first"),
+            participations=("participations", "sum"),
+            attempts=("attempts", "sum"),
         )  # a client's size is the same in every seed (its device is not)
         right.scatter(rows["train_samples"], rows["participations"] / rows["attempts"], label=variant, alpha=0.7)
     right.set(xscale="log", xlabel="client's training windows", ylabel="delivered share of its tasks",
