@@ -266,7 +266,7 @@ def partition_mismatch(data: Data, entry: DataSet) -> str | None:
     if entry.natural and kind != "natural":
         return (
             f"data.partition.kind {kind} does not apply to data.dataset {data.dataset}: its clients are its own "
-            f"(a play's speaking roles); allowed: natural (the default for it)"
+            f"(shakespeare: a play's speaking roles); allowed: natural (the default for it)"
         )
     if kind == "natural" and entry.pool_size(data) is not None:
         natural = or_list([name for name, e in DATASET_REGISTRY.items() if e.natural or e.pool_size(data) is None])
