@@ -22,7 +22,7 @@ from asyncfl.sim.selection import KINDS as SELECTION_KINDS
 from asyncfl.sim.selection import default_selection, selection_union
 from asyncfl.sim.servers import SERVER_MODES
 
-INPUT_WORDS = {"signals": "one-dimensional signals", "images": "images"}  # DataSet.inputs, in messages
+INPUT_WORDS = {"signals": "one-dimensional signals", "images": "images", "text": "text"}  # DataSet.inputs, in messages
 
 
 class DataKeys(Section):
@@ -35,6 +35,16 @@ class DataKeys(Section):
     test_fraction: float = Field(default=0.2, ge=0, lt=1, description="per-client local test split")
     data_dir: Path = Field(default=Path("data"), description="where torchvision data sets live")
     download: bool = Field(default=True, description="download torchvision data sets when missing")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _natural_by_default(cls, raw: object) -> object:
+        """A data set with clients of its own (shakespeare) takes ``partition: {kind: natural}`` when none is set."""
+        if isinstance(raw, dict) and "partition" not in raw:
+            entry = DATASET_REGISTRY.get(raw.get("dataset", "digits"))
+            if entry is not None and entry.natural:
+                return {**raw, "partition": {"kind": "natural"}}
+        return raw
 
 
 class ModelKeys(Section):

@@ -33,6 +33,7 @@ from asyncfl.config.problems import problems_message
 from asyncfl.config.yaml_files import apply_override, override_list, read_scenario, scenario_keys
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
+from asyncfl.learn.datasets import DataSet
 from asyncfl.learn.partition import REGISTRY as PARTITIONERS
 from asyncfl.learn.training import Trainer, Training, local_work_problem
 from asyncfl.registry import ALL, load_plugins, or_list, state
@@ -252,6 +253,7 @@ def data_problems(data: Data) -> list[str]:
     (asyncfl/learn/datasets, asyncfl/learn/partition): nothing is loaded."""
     entry = DATASET_REGISTRY[data.dataset]
     problems = [entry.check(data)] if entry.check is not None else []
+    problems.append(partition_mismatch(data, entry))
     pool = entry.pool_size(data)
     if pool is not None:  # the partition deals a pool (else every client has data of its own)
         if data.clients > pool:
@@ -261,6 +263,23 @@ def data_problems(data: Data) -> list[str]:
             )
         problems.append(PARTITIONERS[data.partition.kind].problem(data.partition, data.clients, dataset_classes(data)))
     return [problem for problem in problems if problem]
+
+
+def partition_mismatch(data: Data, entry: DataSet) -> str | None:
+    """An artificial partition of a data set with clients of its own, or natural clients asked of a pool."""
+    kind, artificial = data.partition.kind, [name for name in PARTITIONERS if name != "natural"]
+    if entry.natural and kind != "natural":
+        return (
+            f"data.partition.kind {kind} does not apply to data.dataset {data.dataset}: its clients are its own "
+            f"(shakespeare: a play's speaking roles); allowed: natural (the default for it)"
+        )
+    if kind == "natural" and entry.pool_size(data) is not None:
+        natural = or_list([name for name, e in DATASET_REGISTRY.items() if e.natural or e.pool_size(data) is None])
+        return (
+            f"data.partition.kind natural needs a data set with clients of its own ({natural}); data.dataset "
+            f"{data.dataset} is one pool to split: allowed: {or_list(artificial)}"
+        )
+    return None
 
 
 def _mode_mismatch(mode: object, name: object) -> str | None:

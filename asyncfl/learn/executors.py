@@ -15,6 +15,11 @@ to the last bit) on the same kind of device:
   the cohort with its backward called directly.  On the 2-core CPU it beat ``vmap`` for cnn1d and
   LeNet-5 (``benchmarks/performance/bench_trainer.py``); on an H200 it beat ``vmap`` at cohorts of 10
   and 100 (K-async's sizes) and lost to it at 1,000 (docs/findings/performance.md, "On a GPU");
+* for the character LSTM (lstm_shakespeare; :mod:`asyncfl.learn.fused_lstm`), fused on CUDA (a cohort's
+  recurrent products are one ``bmm`` per time step: 4.5x the sequential trainer on an H200, 100 clients x
+  5 steps) and sequential on the CPU, where torch's own LSTM kernel ran faster per client than the batched
+  products (0.83x at 256 units, 0.54x at 64, 100 clients, one thread of a quiet 16-core CPU;
+  ``benchmarks/performance/bench_lstm.py``); ``trainer.executor: fused`` asks for it anywhere;
 * otherwise batched (``torch.func.vmap``) on CUDA for every model (ResNet-18) -- one kernel launch
   for the whole cohort instead of one per client and layer;
 * otherwise, on the CPU, batched for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters.
@@ -34,6 +39,7 @@ from torch import nn
 from asyncfl.errors import ConfigError
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer, fused_layers
 from asyncfl.learn.fused_conv import ConvFusedTrainer, conv_layers
+from asyncfl.learn.fused_lstm import LstmFusedTrainer, lstm_layers
 from asyncfl.learn.models import parameter_count
 from asyncfl.learn.trainer import SequentialTrainer
 from asyncfl.learn.training import Trainer, Training
@@ -45,6 +51,8 @@ def auto_executor(model: nn.Module, device: torch.device) -> str:
     """The executor ``auto`` picks for ``model`` on ``device`` (see the module docstring)."""
     if fused_layers(model) is not None or conv_layers(model) is not None:
         return "fused"
+    if lstm_layers(model) is not None:
+        return "fused" if device.type == "cuda" else "sequential"
     if device.type == "cuda":
         return "batched"
     small = parameter_count(model) <= CPU_BATCHED_MAX_PARAMS
@@ -73,10 +81,13 @@ def make_trainer(model: nn.Module, federation, training: Training, seed: int, sp
     if executor == "fused":
         if fused_layers(model) is not None:
             return FusedTrainer(model, federation, training, seed, spec.chunk_size)
+        if lstm_layers(model) is not None:
+            return LstmFusedTrainer(model, federation, training, seed, spec.chunk_size)
         if conv_layers(model) is None:
             raise ConfigError(
                 "trainer.executor: fused needs a chain of Conv1d/Conv2d, ReLU, MaxPool, Flatten and Linear layers "
-                "(model.name logreg, mlp, cnn1d or lenet5); use auto, batched or sequential for this model."
+                "or the character LSTM (model.name logreg, mlp, cnn1d, lenet5 or lstm_shakespeare); use auto, "
+                "batched or sequential for this model."
             )
         return ConvFusedTrainer(model, federation, training, seed, spec.chunk_size)
     if executor == "batched":

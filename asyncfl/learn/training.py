@@ -134,9 +134,10 @@ class Trainer(Section):
     executor: Literal["auto", "fused", "batched", "sequential"] = Field(
         default="auto",
         description="fused: hand-written batched forward and backward (chains of Linear/ReLU, and of "
-        "Conv/ReLU/MaxPool/Flatten/Linear such as cnn1d and lenet5); batched: torch.func vmap over clients "
-        "(any model); auto: a fixed rule, not timed: fused where it applies, else batched on CUDA and on "
-        "CPU up to 1M parameters (asyncfl/learn/executors.py)",
+        "Conv/ReLU/MaxPool/Flatten/Linear such as cnn1d and lenet5, and the character LSTM lstm_shakespeare); "
+        "batched: torch.func vmap over clients (any model); auto: a fixed rule, not timed: fused where it "
+        "applies, else batched on CUDA and on CPU up to 1M parameters, but sequential for the LSTM on the CPU "
+        "(asyncfl/learn/executors.py)",
     )
     chunk_size: int | None = Field(default=None, ge=1, description="max clients per batched call (memory bound)")
     threads: int | None = Field(

@@ -206,8 +206,7 @@ def main() -> None:
     shutil.rmtree(work)
     print("\n".join(tables))
     args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text("
-".join(tables) + load.note(), encoding="utf-8")
+    args.results.write_text("\n".join(tables) + load.note(), encoding="utf-8")
 
 
 def run_variants(model: str, args, work: Path, scenario: str, flgo_missing: str | None) -> dict[str, dict]:

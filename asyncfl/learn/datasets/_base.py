@@ -9,7 +9,8 @@ from typing import Any, Literal
 import numpy as np
 
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-Inputs = Literal["signals", "images"]  # what a sample is: a 1-D signal (or feature vector) or a [C, H, W] image
+# what a sample is: a 1-D signal (or feature vector), a [C, H, W] image, or text (character indices, uint8)
+Inputs = Literal["signals", "images", "text"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,7 +46,9 @@ class DataSet:
       :class:`~asyncfl.errors.ConfigError` when they cannot be had.
     * ``input_shape`` / ``classes``: fixed, or computed from the data set's own section
       (``params``, the YAML's ``data.<name>:``) -- a function of that section.
-    * ``inputs``: ``signals`` (1-D, what cnn1d convolves over) or ``images``.
+    * ``inputs``: ``signals`` (1-D, what cnn1d convolves over), ``images`` or ``text``.
+    * ``natural``: its clients are its own (LEAF's roles), so ``data.partition.kind`` must be ``natural``
+      (its default); False: any partition kind.
     * ``order``: place among the allowed values (messages, reference); new data sets sort last by name.
 
     What ``validate`` asks of it, so that a scenario that cannot load fails there, not in its run:
@@ -67,6 +70,7 @@ class DataSet:
     train_pool: int | Callable[[Any], int] | None = None
     check: Callable[[Any], str | None] | None = None
     check_files: Callable[[Any], str | None] | None = None
+    natural: bool = False
 
     def shape_and_classes(self, data: Any) -> tuple[tuple[int, ...], int]:
         """(input shape, number of classes) for the ``data`` section, without loading anything."""

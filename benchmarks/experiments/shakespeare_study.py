@@ -1,0 +1,132 @@
+"""The Shakespeare straggler study (issue 33): every variant of scenarios/shakespeare_stragglers.yaml over its
+seeds, then who was cut off and the figure.
+
+    python benchmarks/experiments/shakespeare_study.py                       # the study (3 seeds), ~15 min on 2 cores
+    python benchmarks/experiments/shakespeare_study.py --analyse runs/shakespeare_stragglers/<stamp>   # no runs
+
+Runs the study as ``python -m asyncfl scenarios/shakespeare_stragglers.yaml`` does (the local executor, one run
+after the other), into --out (default runs/shakespeare_stragglers/<timestamp>); the sweep directory gets the
+usual comparison, report.md and claims.md.  Then, from the runs' clients.csv, prints per variant how the
+clients' delivered share of their tasks depends on their size (training windows), and the share of all
+training windows held by clients that never delivered an update; draws <docs>/figures/shakespeare_study.png
+(accuracy against virtual time, mean over seeds; completion against client size) and prints the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
+
+from asyncfl.study.compare import sweep_records  # noqa: E402
+from asyncfl.study.spec import load_study  # noqa: E402
+from asyncfl.study.sweep import run_sweep  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY_FILE = ROOT / "scenarios" / "shakespeare_stragglers.yaml"
+NAME = "shakespeare_stragglers"
+
+
+def finished(sweep_dir: Path) -> list:
+    """The sweep's runs that have ended (clients.csv is written at a run's end)."""
+    return [r for r in sweep_records(sweep_dir) if (r.path / "clients.csv").is_file()]
+
+
+def cut_offs(sweep_dir: Path) -> pd.DataFrame:
+    """One row per (variant, seed, client): its training windows, tasks begun and updates delivered."""
+    frames = []
+    for record in finished(sweep_dir):
+        clients = pd.read_csv(record.path / "clients.csv")
+        frames.append(clients.assign(variant=record.label, seed=record.seed))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summary(table: pd.DataFrame) -> list[str]:
+    """Per variant (seeds pooled): delivered share of tasks by size tercile, Spearman's rho of size against
+    the delivered share, and the share of training windows held by clients that never delivered."""
+    lines = []
+    edges = np.quantile(table["train_samples"].unique(), [1 / 3, 2 / 3])
+    for variant, rows in table.groupby("variant", sort=False):
+        share = rows["participations"] / rows["attempts"].where(rows["attempts"] > 0)
+        tercile = np.digitize(rows["train_samples"], edges)
+        by_size = [share[tercile == t].mean() for t in range(3)]
+        rho = spearmanr(rows["train_samples"], share, nan_policy="omit").statistic
+        silent = rows["participations"] == 0
+        lost = rows.loc[silent, "train_samples"].sum() / rows["train_samples"].sum()
+        lines.append(
+            f"{variant}: delivered share of tasks by size tercile (small/mid/big) "
+            f"{by_size[0]:.2f} / {by_size[1]:.2f} / {by_size[2]:.2f}; Spearman rho(size, delivered share) "
+            f"{rho:.2f}; clients never delivered {int(silent.sum())} of {len(rows)} (seeds pooled), holding "
+            f"{100 * lost:.1f}% of the training windows; tasks begun {int(rows['attempts'].sum())}, "
+            f"deadline misses {int(rows['failed_deadline'].sum())}"
+        )
+    return lines
+
+
+def figure(sweep_dir: Path, table: pd.DataFrame, path: Path) -> None:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    grid = np.linspace(0, 300, 61)
+    for variant in dict.fromkeys(r.label for r in finished(sweep_dir)):
+        curves = []
+        for record in (r for r in finished(sweep_dir) if r.label == variant):
+            metrics = pd.read_csv(record.path / "metrics.csv").dropna(subset=["test_accuracy"])
+            curves.append(np.interp(grid, metrics["time"], metrics["test_accuracy"], left=np.nan))
+        mean, std = np.nanmean(curves, 0), np.nanstd(curves, 0)
+        left.plot(grid, mean, label=f"{variant} ({len(curves)} seeds)")
+        left.fill_between(grid, mean - std, mean + std, alpha=0.2)
+    left.set(xlabel="virtual time (s)", ylabel="test accuracy (next character)", title="accuracy per virtual second")
+    left.legend()
+    for variant in ("sync_epochs", "sync_steps"):
+        chosen = table[table["variant"] == variant]
+        rows = chosen.groupby("client").agg(
+            train_samples=("train_samples", "first"),
+            participations=("participations", "sum"),
+            attempts=("attempts", "sum"),
+        )  # a client's size is the same in every seed (its device is not)
+        right.scatter(rows["train_samples"], rows["participations"] / rows["attempts"], label=variant, alpha=0.7)
+    right.set(xscale="log", xlabel="client's training windows", ylabel="delivered share of its tasks",
+              title="who the 30 s deadline cuts off (seeds pooled)")  # fmt: skip
+    right.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="the sweep directory (new or empty)")
+    parser.add_argument("--analyse", type=Path, help="an existing sweep directory: analyse it, run nothing")
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    failures = []
+    if args.analyse is not None:
+        sweep_dir = args.analyse
+    else:
+        study = load_study(STUDY_FILE)
+        out = args.out or ROOT / "runs" / NAME / datetime.now().strftime("%Y%m%d-%H%M%S")
+        result = run_sweep(study, out=out)
+        sweep_dir, failures = result.sweep_dir, result.failures
+    wall_s = time.perf_counter() - start
+    table = cut_offs(sweep_dir)
+    for line in summary(table):
+        print(line)
+    figure(sweep_dir, table, args.docs / "figures" / "shakespeare_study.png")
+    print(f"{NAME}: sweep {sweep_dir}; wall time {wall_s:,.0f} s ({wall_s / 60:.1f} min)")
+    for job, why in failures:
+        print(f"FAILED {job.variant} seed{job.seed}: {why}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

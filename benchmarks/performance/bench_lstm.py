@@ -1,0 +1,85 @@
+"""Fused batched LSTM training against the one-by-one reference, side by side in one process.
+
+Covers: ``asyncfl.learn.fused_lstm.LstmFusedTrainer`` (a cohort's character LSTMs as one ``bmm`` per time
+step) against ``SequentialTrainer`` (torch's own LSTM, one client after the other) on LEAF's Shakespeare model.
+Scenario: ``--clients`` roles of ``data.dataset: shakespeare`` (role_seed 0), one job each of ``--steps``
+local steps of batch ``--batch`` (LEAF: 10) from the same base; the windows are LEAF's 80 characters.  Both
+trainers get one warm-up job first; then each trains the whole cohort once, timed, and the deltas are
+compared (largest absolute difference).  Prints one line per trainer and the ratio.
+
+    python benchmarks/performance/bench_lstm.py                       # 100 clients, 1 step, 256 units, CPU
+    python benchmarks/performance/bench_lstm.py --device cuda --steps 5
+
+Keep it short on a shared machine: the sequential side costs about 0.2 s per client-step on one loaded core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+
+from asyncfl.config.schema import Data
+from asyncfl.learn.federation import build_federation
+from asyncfl.learn.fused_lstm import LstmFusedTrainer
+from asyncfl.learn.models import build_model
+from asyncfl.learn.models.lstm_shakespeare import LstmShakespeare
+from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
+from asyncfl.learn.training import Training
+
+
+def timed(trainer, base, jobs) -> tuple[float, list]:
+    if base.device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    results = trainer.run(base, jobs)
+    if base.device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument("--units", type=int, default=256)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (asyncfl's default here: 1)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    data = Data(dataset="shakespeare", clients=args.clients, test_fraction=0.1)
+    fed = build_federation(data, 0, device)
+    torch.manual_seed(0)
+    model = build_model("lstm_shakespeare", (80,), 80, params=LstmShakespeare(units=args.units)).to(device)
+    base = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
+    training = Training(batch_size=args.batch, lr=0.8)
+    trainers = {
+        "sequential": SequentialTrainer(model, fed, training, 0),
+        "fused": LstmFusedTrainer(model, fed, training, 0),
+    }
+    jobs = [TrainingJob(k, 0, 0, args.steps) for k in range(args.clients)]
+    for trainer in trainers.values():  # warm-up: imports and first allocations are not the steady rate
+        timed(trainer, base, jobs[:1])
+    seconds, results = {}, {}
+    for name, trainer in trainers.items():
+        seconds[name], results[name] = timed(trainer, base, jobs)
+    gap = max(float((a.delta - b.delta).abs().max()) for a, b in zip(results["sequential"], results["fused"]))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else os.cpu_count()} "
+        f"{'GPU' if device.type == 'cuda' else 'cores'}), threads {args.threads}, load average {load:.1f}; "
+        f"{args.clients} clients x {args.steps} steps of batch {args.batch}, LSTM 2 x {args.units}, fused chunk "
+        f"{trainers['fused'].chunk_size}"
+    )
+    for name in trainers:
+        client_steps = args.clients * args.steps
+        print(f"  {name:10s} {seconds[name]:8.2f} s  {1000 * seconds[name] / client_steps:8.1f} ms per client-step")
+    print(f"  ratio sequential / fused: {seconds['sequential'] / seconds['fused']:.2f}x; largest delta gap {gap:.2e}")
+
+
+if __name__ == "__main__":
+    main()
