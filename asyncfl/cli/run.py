@@ -33,8 +33,12 @@ def run_command(args: argparse.Namespace) -> int:
         print(work)
         _warn(scenario_warnings(scenario))
         return 0
-    print(work, file=sys.stderr)  # stdout's last line is the run directory
-    _warn(scenario_warnings(scenario))
+
+    def announce(run_dir: Path) -> None:
+        _announce(run_dir)  # stderr's first line: where the run writes
+        print(work, file=sys.stderr)  # stdout's last line is the run directory
+        _warn(scenario_warnings(scenario))
+
     if args.out is not None:
         from asyncfl.output.run_directory import refuse_used_out
 
@@ -43,7 +47,7 @@ def run_command(args: argparse.Namespace) -> int:
     from asyncfl.runner import run_scenario
 
     try:
-        run_dir = run_scenario(scenario, args.out, quiet=args.quiet, announce=_announce)
+        run_dir = run_scenario(scenario, args.out, quiet=args.quiet, announce=announce)
     except RunInterrupted as exc:
         return _interrupted(exc.run_dir)
     return _finished(run_dir)
