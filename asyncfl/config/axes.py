@@ -41,7 +41,8 @@ class DataKeys(Section):
     def _natural_by_default(cls, raw: object) -> object:
         """A data set with clients of its own (shakespeare) takes ``partition: {kind: natural}`` when none is set."""
         if isinstance(raw, dict) and "partition" not in raw:
-            entry = DATASET_REGISTRY.get(raw.get("dataset", "digits"))
+            name = raw.get("dataset", "digits")  # not yet validated: a list or a mapping is refused later
+            entry = DATASET_REGISTRY.get(name) if isinstance(name, str) else None
             if entry is not None and entry.natural:
                 return {**raw, "partition": {"kind": "natural"}}
         return raw
