@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from asyncfl.config import validate_scenario
 from asyncfl.learn.executors import float32_precision
@@ -97,3 +98,14 @@ def federation_on(fed, device: torch.device):
         client_test=[idx.to(device) for idx in fed.client_test],
         test_indices=fed.test_indices.to(device),
     )
+
+
+def write_finished_run(run_dir: Path, scenario: dict, accuracy: float) -> dict:
+    """A run directory written at once, as a finished run leaves it (config, two metrics rows, summary):
+    the stand-in for a real run in tests of sweeps, tuning and claims.  Returns its summary."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(scenario))
+    (run_dir / "metrics.csv").write_text(f"time,round,test_accuracy\n0,0,0.1\n10,1,{accuracy}\n")
+    summary = {"status": "finished", "final_accuracy": accuracy, "best_accuracy": accuracy}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return summary

@@ -5,7 +5,6 @@ study whose report carries the claims; a resumed sweep may not change its claims
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_ne
 from asyncfl.study.claims import Claim, smallest_holm_p, smallest_p, unreachable_families
 from asyncfl.study.seed_statistics import run_measures
 from asyncfl.study.sweep import run_sweep
+from tests.conftest import write_finished_run
 from tests.test_study import BASE as STUDY_BASE
 
 T_975_3 = 3.182446305284263  # Student t quantile 0.975 with 3 degrees of freedom
@@ -320,12 +320,7 @@ def instant_runs(monkeypatch):
 
     def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
         acc = (0.6 if scenario["training"]["lr"] == 0.1 else 0.5) + scenario["seed"] / 100
-        run_dir.mkdir(parents=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(scenario))
-        (run_dir / "metrics.csv").write_text(f"time,round,test_accuracy\n0,0,0.1\n10,1,{acc}\n")
-        summary = {"status": "finished", "final_accuracy": acc, "best_accuracy": acc}
-        (run_dir / "summary.json").write_text(json.dumps(summary))
-        return summary
+        return write_finished_run(run_dir, scenario, acc)
 
     monkeypatch.setattr(jobs_module, "run_job", run_job)
 

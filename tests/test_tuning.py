@@ -20,6 +20,7 @@ from asyncfl.study import build_study
 from asyncfl.study import jobs as jobs_module
 from asyncfl.study.sweep import run_sweep
 from asyncfl.study.tuning import TUNABLE, UNTUNABLE, grid_points, point_id
+from tests.conftest import write_finished_run
 
 EVAL_SEEDS, TUNE_SEEDS = [0, 1], [100, 101]
 
@@ -148,12 +149,7 @@ def fake_runs(monkeypatch):
         seed, training = scenario["seed"], scenario["training"]
         seen.append((run_dir.as_posix(), seed))
         acc = fake_accuracy(seed, training["lr"], training["local_steps"])
-        run_dir.mkdir(parents=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(scenario))
-        (run_dir / "metrics.csv").write_text(f"time,round,test_accuracy\n0,0,0.1\n10,1,{acc}\n")
-        summary = {"status": "finished", "final_accuracy": acc, "best_accuracy": acc}
-        (run_dir / "summary.json").write_text(json.dumps(summary))
-        return summary
+        return write_finished_run(run_dir, scenario, acc)
 
     monkeypatch.setattr(jobs_module, "run_job", run_job)
     return seen
