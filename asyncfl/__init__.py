@@ -18,17 +18,17 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from asyncfl.api import Run, Study, read_run, read_study, run, run_study
-    from asyncfl.callbacks.base import Callback
     from asyncfl.config import Scenario, load_scenario
     from asyncfl.errors import ConfigError
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.callbacks.base import Callback
+    from asyncfl.runner.start import run_scenario
 
 _HOME = {
-    "Callback": "asyncfl.callbacks.base",
+    "Callback": "asyncfl.runner.callbacks.base",
     "ConfigError": "asyncfl.errors",
     "Scenario": "asyncfl.config",
     "load_scenario": "asyncfl.config",
-    "run_scenario": "asyncfl.runner",
+    "run_scenario": "asyncfl.runner.start",
     "Run": "asyncfl.api",
     "Study": "asyncfl.api",
     "read_run": "asyncfl.api",

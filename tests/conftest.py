@@ -6,16 +6,20 @@ import ast
 import csv
 import dataclasses
 import json
+import math
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
 
+from asyncfl.algorithms import Update
 from asyncfl.config import validate_scenario
 from asyncfl.learn.executors import float32_precision
 from asyncfl.learn.training import Trainer
+from asyncfl.runner.record import AggregationRecord
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on the 2-core CI machine
 
@@ -44,7 +48,7 @@ def scenario(**sections):
 
 
 def run(tmp_path: Path, name: str = "run", **sections) -> Path:
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
 
     return run_scenario(scenario(**sections), tmp_path / name, quiet=True)
 
@@ -109,3 +113,26 @@ def write_finished_run(run_dir: Path, scenario: dict, accuracy: float) -> dict:
     summary = {"status": "finished", "final_accuracy": accuracy, "best_accuracy": accuracy}
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return summary
+
+
+def update(client: int, delta, base=0, staleness=0, samples=10, steps=1, lr=1.0, dtype=torch.float64, loss=math.nan):
+    """One client's :class:`asyncfl.algorithms.Update` for hand-computed aggregation tests: ``delta`` a list
+    (or tensor) of floats, from version ``base``, ``staleness`` versions behind."""
+    return Update(client, torch.as_tensor(delta, dtype=dtype), base, staleness, samples, steps, lr, train_loss=loss)
+
+
+def aggregation_record(
+    round: int, time: float, staleness=(0,), loss=0.5, diverged=False, **timing
+) -> AggregationRecord:
+    """An :class:`asyncfl.runner.record.AggregationRecord` as callbacks receive it, by hand: ``round`` counted
+    from 1, one update per ``staleness`` entry (client 1 each time, ``loss`` each), and the timing facts of a
+    sync round started 2 s before ``time`` (``timing`` overrides them)."""
+    n = len(staleness)
+    fields = dict(
+        round=round, started=time - 2.0, time=time, selected=3, late=1,
+        failures=Counter(offline=2, deadline=1, charging=4), dropped_stale=0, lost_s=1.5, lost_compute_s=1.0,
+        timed_out=(), clients=(1,) * n, base_versions=tuple(round - 1 - tau for tau in staleness),
+        staleness=tuple(staleness), arrivals=(time,) * n, task_s=(1.0,) * n, train_loss=(loss,) * n,
+        train_loss_sq=(math.nan,) * n, weight_rows=({"round": round, "client": 1, "weight": 0.5},), diverged=diverged,
+    )  # fmt: skip
+    return AggregationRecord(**{**fields, **timing})

@@ -13,7 +13,7 @@ from asyncfl.algorithms import make_strategy
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer, evaluate, hit_rate
-from asyncfl.learner import Learner
+from asyncfl.runner.learning import Learner
 from tests.conftest import run, scenario, table
 
 

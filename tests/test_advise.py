@@ -172,7 +172,7 @@ def test_the_horizon_of_k_async_yaml_is_the_training_runs_time(tmp_path, capsys)
     """Issue 29, item 23: advise said k_async.yaml's 200 rounds need 549.65 virtual s, timing full batches of
     32 while the median client holds 18 samples; the training run reaches round 200 at 320.5 s.  Timing-only
     runs now deal the data like the training run, so the horizon is the training run's time, to the bit."""
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
     from tests.conftest import scenario
 
     path, out = Path(__file__).parents[1] / "scenarios" / "k_async.yaml", tmp_path / "advice"

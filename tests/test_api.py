@@ -34,9 +34,9 @@ class Counting(asyncfl.Callback):
     def on_start(self, state) -> None:
         self.started += 1
 
-    def on_aggregation(self, state, aggregation) -> None:
-        self.times.append(aggregation.time)
-        self.versions.append(aggregation.report.version)
+    def on_aggregation(self, state, record) -> None:
+        self.times.append(record.time)
+        self.versions.append(record.round)
 
     def on_end(self, state, now) -> None:
         self.ended_at = now

@@ -11,13 +11,14 @@ import math
 
 import pytest
 import torch
+from conftest import update as upd
 
 from asyncfl.algorithms import PARAMS, Context, Update, algorithms_for, make_strategy
 from asyncfl.algorithms.fedhist import cosine_matrix, egs_fuse, haa_weights, ina_rescale, utilities
 from asyncfl.algorithms.staleness import staleness_weight
 from asyncfl.config.loading import validate_scenario
 from asyncfl.config.schema import Scenario
-from asyncfl.runner import run_scenario
+from asyncfl.runner.start import run_scenario
 
 E2 = math.e / 2  # (e/2)^-tau is FedHist's discount
 
@@ -25,10 +26,6 @@ E2 = math.e / 2  # (e/2)^-tau is FedHist's discount
 def params(name: str, **kw):
     k = PARAMS[name].tags.get("server_k") or 2  # an algorithm may require its server.k (FedAsync: 1)
     return Scenario.model_validate({"server": {"mode": "k_async", "k": k}, "algorithm": {"name": name, **kw}}).algorithm
-
-
-def upd(client, delta, base=0, staleness=0, lr=1.0, n=10):
-    return Update(client, torch.tensor(delta, dtype=torch.float64), base, staleness, n, 1, lr)
 
 
 def ctx(rnd):

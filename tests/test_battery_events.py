@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from asyncfl.config.loading import validate_scenario
-from asyncfl.runner import run_scenario
+from asyncfl.runner.start import run_scenario
 from asyncfl.sim import availability as av
 from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.battery import DeviceBattery

@@ -1,21 +1,21 @@
-"""The run loop's callbacks (asyncfl.callbacks), each on its own with fakes: no torch, no SimPy, no data."""
+"""The run loop's callbacks (asyncfl.runner.callbacks), each on its own with fakes: no torch, no SimPy, no data."""
 
 from __future__ import annotations
 
 import math
 import subprocess
 import sys
-from collections import Counter
 from types import SimpleNamespace
 
 import pytest
+from conftest import aggregation_record as aggregation
 
-from asyncfl.callbacks.base import Aggregation, AggregationReport, Progress, RunState
-from asyncfl.callbacks.checkpointer import Checkpointer
-from asyncfl.callbacks.metrics import MetricsRecorder
-from asyncfl.callbacks.progress_bar import ProgressBar
-from asyncfl.callbacks.round_log import RoundLog, rounds_row
-from asyncfl.callbacks.stop_rules import StopRules
+from asyncfl.runner.callbacks.base import Progress, RunState
+from asyncfl.runner.callbacks.checkpointer import Checkpointer
+from asyncfl.runner.callbacks.metrics import MetricsRecorder
+from asyncfl.runner.callbacks.progress_bar import ProgressBar
+from asyncfl.runner.callbacks.round_log import RoundLog, rounds_row
+from asyncfl.runner.callbacks.stop_rules import StopRules
 
 
 class Rows:
@@ -36,8 +36,8 @@ class FakeOut:
     def event(self, *args) -> None:
         self.events.append(args)
 
-    def aggregated(self, version, clients, staleness) -> None:
-        self.updates.append((version, list(clients), list(staleness)))
+    def aggregated(self, version, clients, base_versions, staleness) -> None:
+        self.updates.append((version, list(clients), list(base_versions), list(staleness)))
 
     def weight_rows(self, rows) -> None:
         self.weights.extend(rows)
@@ -55,15 +55,6 @@ def stop(rounds=None, virtual_time_s=None, target_accuracy=None, at_target=True)
     )
 
 
-def aggregation(version: int, time: float, staleness=(0,), loss=0.5, diverged=False, received=()) -> Aggregation:
-    info = SimpleNamespace(
-        round=version - 1, started=time - 2.0, time=time, selected=[1, 2, 3], received=list(received), late=1,
-        failures=Counter(offline=2, deadline=1, charging=4), dropped_stale=0, lost_s=1.5, lost_compute_s=1.0,
-    )  # fmt: skip
-    report = AggregationReport(version, loss, list(staleness), [{"round": version, "client": 1, "weight": 0.5}])
-    return Aggregation(info, report, [1] * len(staleness), diverged)
-
-
 def _loaded(code: str) -> set[str]:
     code += "\nimport sys\nprint(' '.join(sys.modules))"
     return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
@@ -72,9 +63,9 @@ def _loaded(code: str) -> set[str]:
 def test_the_callbacks_need_neither_torch_nor_simpy():
     """(The package itself loads the schema, which imports the server modes and so SimPy.)"""
     modules = "base checkpointer metrics progress_bar round_log stop_rules"
-    code = "; ".join(f"import asyncfl.callbacks.{m}" for m in modules.split())
+    code = "; ".join(f"import asyncfl.runner.callbacks.{m}" for m in modules.split())
     added = _loaded(code) - _loaded("import asyncfl")
-    assert "asyncfl.callbacks.base" in added
+    assert "asyncfl.runner.callbacks.base" in added
     assert not {m for m in added if m.split(".")[0] in ("torch", "simpy")}
     assert "torch" not in _loaded(code)
 
@@ -162,7 +153,7 @@ def test_checkpointer_cadence_by_rounds_by_time_and_at_the_stop():
         (6, 41.0, True),  # the run stops
     ]
     assert saved[1]["learner"] == {"params": "w"} and saved[1]["offsets"] == {"events.jsonl": 123}
-    state.progress.count(AggregationReport(6, 0.1, [0, 2]))
+    state.progress.count(aggregation(6, 1.0, staleness=(0, 2), loss=0.1))
     progress = Progress(**saved[-1]["progress"])  # a plain dict (checkpoints load with weights_only)
     assert (progress.status, progress.rounds, progress.staleness) == ("running", 0, [])  # as it was then
     assert state.progress.staleness == [0, 2]
@@ -183,21 +174,20 @@ def test_checkpointer_disabled_only_flushes_and_resumes_its_cadence_from_the_che
 
 def test_round_log_writes_the_aggregation_records():
     out = FakeOut()
-    plans = [SimpleNamespace(start=1.0, end=4.0), SimpleNamespace(start=0.5, end=6.5)]
-    step = aggregation(4, 8.0, staleness=(0, 3), received=plans)
+    step = aggregation(4, 8.0, staleness=(0, 3), arrivals=(4.0, 6.5), task_s=(3.0, 6.0))
     RoundLog(out, ["charging"]).on_aggregation(RunState(), step)
     assert out.events == [(8.0, None, "aggregate", 4, None)]
-    assert out.updates == [(4, [1, 1], [0, 3])]
+    assert out.updates == [(4, [1, 1], [3, 0], [0, 3])]  # base version = round - 1 - staleness
     assert out.weights == [{"round": 4, "client": 1, "weight": 0.5}]
     row = out.rounds.rows[0]
-    assert row == rounds_row(step.info, step.report, ["charging"])
+    assert row == rounds_row(step, ["charging"])
     assert row["selected"] == 3 and row["received"] == 2 and row["staleness_max"] == 3
     assert row["wait_slowest_s"] == 6.5 - 6.0 and row["slowest_task_s"] == 6.0 and row["failed_charging"] == 4
 
 
 def test_progress_counts_and_the_bar_goes_on_from_a_resumed_checkpoint(capsys):
     progress = Progress()
-    progress.count(AggregationReport(3, 0.1, [0, 1, 2]))
+    progress.count(aggregation(3, 1.0, staleness=(0, 1, 2), loss=0.1))
     assert progress.rounds == 3 and progress.staleness == [0, 1, 2]
     bar = ProgressBar(10, quiet=False)
     state = RunState(progress)
@@ -214,9 +204,9 @@ def test_progress_counts_and_the_bar_goes_on_from_a_resumed_checkpoint(capsys):
 
 def _end_of_run(tmp_path, availability: dict, status: str, accuracies: list[float]):
     """The end-of-run callbacks over a real timing-world population (no torch) and a learner stand-in."""
-    from asyncfl.callbacks.end_of_run import end_of_run
     from asyncfl.config import validate_scenario
     from asyncfl.output.run_directory import CHECKPOINT_FILE, RunDirectory
+    from asyncfl.runner.callbacks.end_of_run import end_of_run
     from asyncfl.sim.population import build_clients, participation_probabilities
 
     s = validate_scenario({
@@ -226,14 +216,17 @@ def _end_of_run(tmp_path, availability: dict, status: str, accuracies: list[floa
     clients = build_clients(s.population, 4, s.seed)
     probabilities = participation_probabilities(s.population.availability, 4, s.seed)
     learner = SimpleNamespace(
-        client_accuracies=lambda: accuracies, strategy=None, jobs=SimpleNamespace(computed=0, trainer=None)
+        client_accuracies=lambda: accuracies,
+        client_test_sizes=list,
+        strategy=None,
+        jobs=SimpleNamespace(computed=0, trainer=None),
     )
     out = RunDirectory(tmp_path)
     (tmp_path / CHECKPOINT_FILE).write_bytes(b"saved")
     callbacks = end_of_run(s, out, clients, probabilities, learner, "cpu", [(0.0, 50.0, 0), (50.0, 100.0, 1)], [])
     state = RunState()
     state.progress.status, state.progress.rounds = status, 2
-    state.progress.count(AggregationReport(2, 0.3, [0, 1, 1]))
+    state.progress.count(aggregation(2, 1.0, staleness=(0, 1, 1), loss=0.3))
     for callback in callbacks:
         callback.on_end(state, 100.0)
     return tmp_path, (tmp_path / CHECKPOINT_FILE).exists()
@@ -269,4 +262,4 @@ def test_end_of_run_keeps_an_interrupted_runs_checkpoint_and_measures_offline_ti
 
 
 def test_the_end_of_run_callbacks_need_no_torch():
-    assert "torch" not in _loaded("import asyncfl.callbacks.end_of_run")
+    assert "torch" not in _loaded("import asyncfl.runner.callbacks.end_of_run")

@@ -13,12 +13,12 @@ import torch
 from conftest import events, scenario, table
 from test_resume import MODES, _kill_at_event, _same_results
 
-from asyncfl import runner
 from asyncfl.algorithms import make_strategy
 from asyncfl.errors import ConfigError
 from asyncfl.learn.compression import REGISTRY, CompressedUploads, qsgd, topk, upload_bytes
 from asyncfl.learn.compression.qsgd import QsgdCompression
 from asyncfl.learn.compression.topk import TopkCompression, keep_count
+from asyncfl.runner import start
 
 V = torch.tensor([1.0, -2.0, 2.0, 4.0])  # ||V||_2 = sqrt(1 + 4 + 4 + 16) = 5
 
@@ -188,9 +188,10 @@ def test_the_strategy_aggregates_the_compressed_updates():
     from asyncfl.learn.federation import build_federation
     from asyncfl.learn.models import build_model
     from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
-    from asyncfl.learner import Learner
+    from asyncfl.runner.learning import Learner
+    from asyncfl.runner.record import staleness_of
     from asyncfl.sim.clients import TaskPlan
-    from asyncfl.sim.servers import RoundInfo
+    from asyncfl.sim.servers import ClosedRound
 
     s = scenario(
         data={"dataset": "digits", "clients": 4},
@@ -203,12 +204,11 @@ def test_the_strategy_aggregates_the_compressed_updates():
     trainer = SequentialTrainer(model, fed, s.training, s.seed)
     learner = Learner(model, fed, make_strategy(s.algorithm, 4, w0), trainer, s.training, seed=s.seed)
     plans = [TaskPlan(c, 0, 0, 0.0, [], 1.0) for c in (0, 2, 3)]
-    for plan in plans:
-        learner.submit(plan)
-    info = RoundInfo(0, 0.0, 1.0, selected=[0, 1, 2, 3], received=plans)
-    updates = learner.collect_updates(info)
+    closed = ClosedRound(1, 0.0, 1.0, selected=[0, 1, 2, 3], received=plans, started_tasks=plans)
+    learner.queue(closed.started_tasks)
+    updates = learner.train(closed, staleness_of(closed))
     assert all(int((u.delta != 0).sum()) == 65 for u in updates)  # k = ceil(0.1 * 650)
-    learner.apply(info, updates, record_weights=False)
+    learner.apply(closed, updates, record_weights=False)
     deltas = [trainer.run(w0, [TrainingJob(c, 0, 0, s.training.local_steps)])[0].delta for c in (0, 2, 3)]
     spec = s.training.compression
     sent = [topk.compress(d, spec, None) for d in deltas]
@@ -238,7 +238,7 @@ TIMING = dict(
 @pytest.mark.parametrize("timing_only", [True, False])
 def test_the_upload_lasts_the_compressed_bytes_over_the_bandwidth(tmp_path, compression, upload_s, timing_only):
     s = scenario(**TIMING, training={"compression": compression}, timing_only=timing_only)
-    run_dir = runner.run_scenario(s, tmp_path / "run")
+    run_dir = start.run_scenario(s, tmp_path / "run")
     started = {}
     durations = []
     for e in events(run_dir):
@@ -268,8 +268,8 @@ def test_battery_energy_follows_the_compressed_upload():
 
 
 def test_none_is_the_run_without_compression(tmp_path):
-    plain = runner.run_scenario(scenario(**TIMING), tmp_path / "plain")
-    none = runner.run_scenario(scenario(**TIMING, training={"compression": {"kind": "none"}}), tmp_path / "none")
+    plain = start.run_scenario(scenario(**TIMING), tmp_path / "plain")
+    none = start.run_scenario(scenario(**TIMING, training={"compression": {"kind": "none"}}), tmp_path / "none")
     assert (plain / "events.jsonl").read_bytes() == (none / "events.jsonl").read_bytes()
     for name in ("metrics.csv", "rounds.csv", "clients.csv"):
         rows = [[{k: v for k, v in r.items() if k != "wall_seconds"} for r in table(d / name)] for d in (plain, none)]
@@ -287,17 +287,17 @@ def test_a_compressed_run_is_deterministic_and_resumes_identically(tmp_path, mon
     raw = {**MODES["k_async"], "stop": {"rounds": 8}}  # fedbuff: a client may deliver twice per buffer
     raw["training"] = {**raw["training"], "compression": COMPRESSED[kind]}
     s = scenario(**raw)
-    first = runner.run_scenario(s, tmp_path / "first")
-    second = runner.run_scenario(s, tmp_path / "second")
+    first = start.run_scenario(s, tmp_path / "first")
+    second = start.run_scenario(s, tmp_path / "second")
     _same_results(first, second)
-    plain = runner.run_scenario(scenario(**{**raw, "training": MODES["k_async"]["training"]}), tmp_path / "plain")
+    plain = start.run_scenario(scenario(**{**raw, "training": MODES["k_async"]["training"]}), tmp_path / "plain")
     assert table(plain / "metrics.csv")[-1]["test_accuracy"] != table(first / "metrics.csv")[-1]["test_accuracy"]
     lines = (first / "events.jsonl").read_text().splitlines()
     total = sum('"event":"aggregate"' not in line for line in lines)
     for n in (total // 3, 2 * total // 3, total - 1):
         run_dir = tmp_path / f"killed_at_{n}"
         assert _kill_at_event(monkeypatch, s, run_dir, n)
-        runner.resume_run(run_dir)
+        start.resume_run(run_dir)
         _same_results(first, run_dir)
     summary = json.loads((first / "summary.json").read_text())
     assert summary["status"] == "finished"

@@ -54,7 +54,7 @@ STRATEGY, PARAMS = FedAvgHalf, FedAvgHalfParams
 SCRIPT = """
 import json, sys
 from asyncfl.config import ConfigError, validate_scenario
-from asyncfl.runner import run_scenario
+from asyncfl.runner.start import run_scenario
 
 base = {"data": {"dataset": "digits", "clients": 8}, "model": {"name": "logreg"}, "training": {"local_steps": 3},
         "stop": {"rounds": 2}, "output": {"plot": False}, "checkpoint": {"every_rounds": None}}

@@ -107,7 +107,7 @@ import asyncfl
 from asyncfl.cli import main
 from asyncfl.config import load_scenario
 from asyncfl.learn.datasets import dataset_spec, load_arrays
-from asyncfl.runner import timing_model_bytes
+from asyncfl.runner.parts import timing_model_bytes
 
 isolated = {"kind": "isolated_class", "label": 1, "clients": 2, "base": {"kind": "alternate"}}
 codes = {

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from asyncfl.sections import Section
 from asyncfl.sim.clients import plan_task, run_task
-from asyncfl.sim.servers.base import RoundInfo, ServerMode
+from asyncfl.sim.servers.base import ClosedRound, ServerMode
 
 
 class SerialKeys(Section):
@@ -38,15 +38,14 @@ def serial_server(ctx):
         client = ctx.clients[version % len(ctx.clients)]
         started = env.now
         plan = plan_task(client, ctx.work, started, version)
-        if plan.delivered:
-            ctx.submit(plan)
         yield env.process(run_task(env, client, plan, ctx.log))
-        info = RoundInfo(version, started, env.now, selected=[client.id])
+        closed = ClosedRound(version + 1, started, env.now, selected=[client.id])
         if plan.delivered:
-            info.received.append(plan)
+            closed.received.append(plan)
+            closed.started_tasks.append(plan)  # its training job is queued at the close
         else:
-            info.failed(plan)
-        if ctx.close_round(info) or env.now >= ctx.time_limit:
+            closed.failed(plan)
+        if (yield ctx.rounds.close(closed)) or env.now >= ctx.time_limit:
             return
         version += 1
         yield env.timeout(ctx.server.pause_s)
@@ -77,7 +76,7 @@ STRATEGY, PARAMS = FedAvg, FedAvgSerialParams
 SCRIPT = """
 import json, sys
 from asyncfl.config import ConfigError, validate_scenario
-from asyncfl.runner import run_scenario
+from asyncfl.runner.start import run_scenario
 
 base = {"data": {"dataset": "digits", "clients": 4}, "model": {"name": "logreg"}, "training": {"local_steps": 2},
         "stop": {"rounds": 5}, "output": {"plot": False}, "checkpoint": {"every_rounds": None}}

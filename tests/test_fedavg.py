@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
-from conftest import scenario
+from conftest import scenario, update
 
 from asyncfl.algorithms import Context, Update, make_strategy
 from asyncfl.algorithms.staleness import (
@@ -16,9 +17,7 @@ from asyncfl.algorithms.staleness import (
     staleness_weight,
 )
 
-
-def _update(client, delta, samples=10, staleness=0):
-    return Update(client, torch.tensor(delta), 0, staleness, samples, 5, 0.1)
+_update = partial(update, steps=5, lr=0.1, dtype=torch.float32)  # the shared builder, as FedAvg's tests use it
 
 
 def _strategy(name, **params):
@@ -81,9 +80,10 @@ def test_learner_applies_the_mean_of_the_trainers_deltas():
     from asyncfl.learn.federation import build_federation
     from asyncfl.learn.models import build_model
     from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
-    from asyncfl.learner import Learner
+    from asyncfl.runner.learning import Learner
+    from asyncfl.runner.record import staleness_of
     from asyncfl.sim.clients import TaskPlan
-    from asyncfl.sim.servers import RoundInfo
+    from asyncfl.sim.servers import ClosedRound
 
     s = scenario(data={"dataset": "digits", "clients": 4}, model={"name": "logreg"})
     fed = build_federation(s.data, s.seed, torch.device("cpu"))
@@ -92,10 +92,9 @@ def test_learner_applies_the_mean_of_the_trainers_deltas():
     trainer = SequentialTrainer(model, fed, s.training, s.seed)
     learner = Learner(model, fed, make_strategy(s.algorithm, 4, w0), trainer, s.training)
     plans = [TaskPlan(c, 0, 0, 0.0, [], 1.0) for c in (0, 2, 3)]
-    for plan in plans:
-        learner.submit(plan)
-    info = RoundInfo(0, 0.0, 1.0, selected=[0, 1, 2, 3], received=plans)
-    learner.apply(info, learner.collect_updates(info), record_weights=False)
+    closed = ClosedRound(1, 0.0, 1.0, selected=[0, 1, 2, 3], received=plans, started_tasks=plans)
+    learner.queue(closed.started_tasks)
+    learner.apply(closed, learner.train(closed, staleness_of(closed)), record_weights=False)
     deltas = [trainer.run(w0, [TrainingJob(c, 0, 0, s.training.local_steps)])[0].delta for c in (0, 2, 3)]
     expected = w0 + torch.stack(deltas).mean(0)
     assert torch.allclose(learner.params, expected, atol=1e-6)

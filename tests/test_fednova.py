@@ -3,16 +3,16 @@ FedAvg when every client ran the same number of steps, and the settings it refus
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
-from conftest import scenario
+from conftest import scenario, update
 
 from asyncfl.algorithms import Context, Update, make_strategy
 from asyncfl.config import ConfigError
 
-
-def _update(client: int, delta: list[float], steps: int, samples: int) -> Update:
-    return Update(client, torch.tensor(delta, dtype=torch.float32), 0, 0, samples, steps, 0.1)
+_update = partial(update, lr=0.1, dtype=torch.float32)  # the shared builder
 
 
 def _fednova(**params):
@@ -24,7 +24,11 @@ def test_three_updates_by_hand():
     p = [0.1, 0.3, 0.6]; tau_eff = 0.1*1 + 0.3*2 + 0.6*3 = 2.5;
     normalised d = [1, 0], [0, 1], [1, 1]; sum p_i d_i = [0.1 + 0.6, 0.3 + 0.6] = [0.7, 0.9];
     w = w0 + eta_g * 2.5 * [0.7, 0.9] = [1, -1] + [1.75, 2.25] (eta_g 1) or + [0.875, 1.125] (eta_g 0.5)."""
-    updates = [_update(0, [1, 0], 1, 10), _update(1, [0, 2], 2, 30), _update(2, [3, 3], 3, 60)]
+    updates = [
+        _update(0, [1, 0], steps=1, samples=10),
+        _update(1, [0, 2], steps=2, samples=30),
+        _update(2, [3, 3], steps=3, samples=60),
+    ]
     w0 = torch.tensor([1.0, -1.0])
     result = _fednova().aggregate(w0, updates, Context(round=0, time=0.0, num_clients=3))
     assert torch.allclose(result.params, torch.tensor([2.75, 1.25]), atol=1e-6)

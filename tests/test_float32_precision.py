@@ -16,7 +16,8 @@ from asyncfl.learn.federation import build_federation
 from asyncfl.learn.fused_conv import CONV_CUDA_CHUNK_CLIENTS, ConvFusedTrainer
 from asyncfl.learn.models import build_model
 from asyncfl.learn.training import Trainer, Training
-from asyncfl.runner import Simulation, run_scenario
+from asyncfl.runner.simulation import Simulation
+from asyncfl.runner.start import run_scenario
 from tests.conftest import scenario
 
 NEW_API = hasattr(torch.backends.cudnn, "conv") and hasattr(torch.backends.cudnn.conv, "fp32_precision")

@@ -10,7 +10,6 @@ import pytest
 import torch
 from conftest import scenario, table
 
-from asyncfl import runner
 from asyncfl.config import ConfigError
 from asyncfl.config.schema import Data
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer
@@ -18,6 +17,7 @@ from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Training
+from asyncfl.runner import start
 from asyncfl.sim.clients import ClientDevice, Work, plan_task, time_budget_problem
 from asyncfl.sim.profiles import DeviceProfile
 
@@ -113,7 +113,7 @@ def test_run_start_refuses_a_budget_no_client_can_use(tmp_path, device_trace):
     trace = device_trace([(c, 10.0, 10.0, 50.0, 0.0) for c in range(4)])  # 32 / 10 = 3.2 s per step
     s = scenario(**_budget_run(local_work={"kind": "time_budget", "seconds": 3.0}), population={"device_trace": trace})
     with pytest.raises(ConfigError, match="takes 3.2 s"):
-        runner.run_scenario(s, tmp_path / "run")
+        start.run_scenario(s, tmp_path / "run")
 
 
 def test_compute_time_and_update_steps_follow_the_budget(tmp_path, device_trace):
@@ -123,7 +123,7 @@ def test_compute_time_and_update_steps_follow_the_budget(tmp_path, device_trace)
     trace = device_trace([(0, 100.0, 10.0, 50.0, 0.0), (1, 64.0, 10.0, 50.0, 0.0), (2, 20.0, 10.0, 50.0, 0.0),
                           (3, 10.0, 10.0, 50.0, 0.0)])  # fmt: skip
     s = scenario(**_budget_run(local_work={"kind": "time_budget", "seconds": 1.0}), population={"device_trace": trace})
-    run_dir = runner.run_scenario(s, tmp_path / "run")
+    run_dir = start.run_scenario(s, tmp_path / "run")
     clients = table(run_dir / "clients.csv")
     assert all(int(r["train_samples"]) >= 32 for r in clients)
     for row, per_task in zip(clients, (0.96, 1.0, 1.6, 3.2)):
@@ -140,13 +140,13 @@ def test_resume_with_a_time_budget_continues_identically(tmp_path, monkeypatch):
     sections["training"] = {"local_work": {"kind": "time_budget", "seconds": 1.0}}
     sections["algorithm"] = {"name": "fednova", "record_weights": True}
     s = scenario(**sections)
-    reference = runner.run_scenario(s, tmp_path / "reference")
+    reference = start.run_scenario(s, tmp_path / "reference")
     steps = {r["local_steps"] for r in table(reference / "weights.csv")}
     assert len(steps) > 2  # the lognormal speeds give clients different step counts
     for n in (5, 40, 90):
         run_dir = tmp_path / f"killed_at_{n}"
         assert _kill_at_event(monkeypatch, s, run_dir, n)
-        runner.resume_run(run_dir)
+        start.resume_run(run_dir)
         _same_results(reference, run_dir)
 
 

@@ -13,9 +13,9 @@ from conftest import table
 
 import asyncfl.figures.common as figures_common
 import asyncfl.figures.run_figures as run_figures
-from asyncfl.callbacks import clients_table
 from asyncfl.cli import main
-from asyncfl.runner import Simulation
+from asyncfl.runner.callbacks import clients_table
+from asyncfl.runner.simulation import Simulation
 
 SCENARIO = {
     "name": "memory",

@@ -19,9 +19,9 @@ import pytest
 from conftest import events, run, scenario, table
 from test_resume import _kill_at_event, _same_results
 
-from asyncfl import runner
 from asyncfl.errors import ConfigError
-from asyncfl.runner import Simulation
+from asyncfl.runner import start
+from asyncfl.runner.simulation import Simulation
 from asyncfl.sim.servers.sync import asked
 
 TRANSFER = 0.5026
@@ -181,12 +181,12 @@ def test_resume_after_a_kill_gives_identical_results(tmp_path, monkeypatch):
         output={"plot": False},
     )
     s = scenario(**sections)
-    reference = runner.run_scenario(s, tmp_path / "reference")
+    reference = start.run_scenario(s, tmp_path / "reference")
     assert sum(int(r["failed_cancelled"]) for r in table(reference / "rounds.csv")) > 0
     lines = (reference / "events.jsonl").read_text().splitlines()
     total = sum('"event":"aggregate"' not in line for line in lines)
     for n in (5, total // 2, total - 3):
         run_dir = tmp_path / f"killed_at_{n}"
         assert _kill_at_event(monkeypatch, s, run_dir, n)
-        runner.resume_run(run_dir)
+        start.resume_run(run_dir)
         _same_results(reference, run_dir)

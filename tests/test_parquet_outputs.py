@@ -13,14 +13,14 @@ import pandas as pd
 import pytest
 from conftest import scenario
 
-from asyncfl import runner
 from asyncfl.api import read_run
-from asyncfl.callbacks.offline_periods import OfflinePeriods
 from asyncfl.cli import main
 from asyncfl.errors import ConfigError
 from asyncfl.output.files import csv_to_parquet, round6, write_table
 from asyncfl.output.run_directory import RunDirectory
 from asyncfl.run_files import has_table, load_table, read_table, table_file
+from asyncfl.runner import simulation, start
+from asyncfl.runner.callbacks.offline_periods import OfflinePeriods
 from asyncfl.study.cost import run_costs
 
 TABLES = ("metrics", "rounds", "updates", "weights", "clients")
@@ -112,8 +112,8 @@ def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
 
 
 def test_a_parquet_run_holds_the_same_values_as_the_csv_run(tmp_path):
-    csv_dir = runner.run_scenario(scenario(**RUN), tmp_path / "csv", quiet=True)
-    pq_dir = runner.run_scenario(scenario(**{**RUN, "output": {"plot": False, "format": "parquet"}}), tmp_path / "pq",
+    csv_dir = start.run_scenario(scenario(**RUN), tmp_path / "csv", quiet=True)
+    pq_dir = start.run_scenario(scenario(**{**RUN, "output": {"plot": False, "format": "parquet"}}), tmp_path / "pq",
                                  quiet=True)  # fmt: skip
     for name in TABLES:
         assert (pq_dir / f"{name}.parquet").is_file() and not (pq_dir / f"{name}.csv").exists(), name
@@ -138,10 +138,10 @@ def test_a_parquet_run_holds_the_same_values_as_the_csv_run(tmp_path):
 
 def test_resume_after_a_kill_continues_the_logs_then_writes_the_same_parquet_files(tmp_path, monkeypatch):
     s = scenario(**{**RUN, "output": {"plot": False, "format": "parquet"}})
-    reference = runner.run_scenario(s, tmp_path / "reference", quiet=True)
+    reference = start.run_scenario(s, tmp_path / "reference", quiet=True)
     killed = tmp_path / "killed"
     seen = {"events": 0}
-    log = runner.Simulation._log
+    log = simulation.Simulation._log
 
     class Killed(BaseException):
         pass
@@ -153,14 +153,14 @@ def test_resume_after_a_kill_continues_the_logs_then_writes_the_same_parquet_fil
             raise Killed
         log(self, *args)
 
-    monkeypatch.setattr(runner.Simulation, "_log", dying_log)
-    monkeypatch.setattr(runner.Simulation, "finish", lambda self, now: None)
+    monkeypatch.setattr(simulation.Simulation, "_log", dying_log)
+    monkeypatch.setattr(simulation.Simulation, "finish", lambda self, now: None)
     with pytest.raises(Killed):
-        runner.run_scenario(s, killed, quiet=True)
+        start.run_scenario(s, killed, quiet=True)
     monkeypatch.undo()
     assert (killed / "metrics.csv").is_file() and not (killed / "metrics.parquet").exists()  # crash: CSV, readable
     assert 3 <= len(read_table(killed / "metrics.csv")) < 7  # killed after round 2 (a checkpoint), before round 6
-    runner.resume_run(killed)
+    start.resume_run(killed)
     for name, table in _tables(reference).items():
         pd.testing.assert_frame_equal(table, _tables(killed)[name], obj=name)
     assert not list(killed.glob("metrics.csv"))
@@ -196,7 +196,7 @@ def test_a_crash_while_the_run_ends_leaves_both_files_and_resumes_to_the_same_ta
     are whole (readers take them), the CSV logs and the checkpoint are there, and a resume (which
     drops the Parquet files and continues the CSV logs) ends with the reference's tables."""
     s = scenario(**{**RUN, "output": {"plot": False, "format": "parquet"}})
-    reference = runner.run_scenario(s, tmp_path / "reference", quiet=True)
+    reference = start.run_scenario(s, tmp_path / "reference", quiet=True)
 
     class Killed(BaseException):
         pass
@@ -206,14 +206,14 @@ def test_a_crash_while_the_run_ends_leaves_both_files_and_resumes_to_the_same_ta
 
     monkeypatch.setattr(OfflinePeriods, "on_end", die)  # the callback after CloseLogs
     with pytest.raises(Killed):
-        runner.run_scenario(s, tmp_path / "crashed", quiet=True)
+        start.run_scenario(s, tmp_path / "crashed", quiet=True)
     monkeypatch.undo()
     crashed = tmp_path / "crashed"
     for name in ("metrics", "rounds", "updates", "weights"):
         assert (crashed / f"{name}.csv").is_file() and (crashed / f"{name}.parquet").is_file(), name
     assert (crashed / "checkpoint.pt").is_file()
     pd.testing.assert_frame_equal(load_table(crashed / "metrics.csv"), pd.read_parquet(crashed / "metrics.parquet"))
-    runner.resume_run(crashed)
+    start.resume_run(crashed)
     for name, table in _tables(reference).items():
         pd.testing.assert_frame_equal(table, _tables(crashed)[name], obj=name)
     assert not (crashed / "checkpoint.pt").exists() and not (crashed / "metrics.csv").exists()

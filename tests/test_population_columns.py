@@ -1,5 +1,5 @@
 """A population held in columns (asyncfl/sim/population.py ``Clients``) and clients.csv built from them
-(asyncfl/callbacks/clients_table.py): the same numbers as the per-client objects, the same bytes as
+(asyncfl/runner/callbacks/clients_table.py): the same numbers as the per-client objects, the same bytes as
 the row-wise writer."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from asyncfl.callbacks import clients_table
-from asyncfl.callbacks.clients_table import Sparse, sparse, texts, write_table
 from asyncfl.config import validate_scenario
 from asyncfl.output.files import write_columns
+from asyncfl.runner.callbacks import clients_table
+from asyncfl.runner.callbacks.clients_table import Sparse, sparse, texts, write_table
 from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.population import _masked_row_sums, build_clients, participation_probabilities
 

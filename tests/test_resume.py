@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import scenario, table
 
-from asyncfl import runner
 from asyncfl.algorithms import PARAMS
-from asyncfl.loop_guards import interrupts_deferred
+from asyncfl.runner import simulation, start
+from asyncfl.runner.loop_guards import interrupts_deferred
 
 MODES = {
     "sync": dict(
@@ -72,7 +72,7 @@ def _same_results(a: Path, b: Path) -> None:
 def _kill_at_event(monkeypatch, s, run_dir: Path, n: int) -> bool:
     """Run until the n-th event line, then die like SIGKILL (no summary, a torn last line)."""
     count = {"events": 0}
-    log = runner.Simulation._log
+    log = simulation.Simulation._log
 
     def dying_log(self, *args):
         if self.resume is None:
@@ -83,10 +83,10 @@ def _kill_at_event(monkeypatch, s, run_dir: Path, n: int) -> bool:
                 raise Killed
         log(self, *args)
 
-    monkeypatch.setattr(runner.Simulation, "_log", dying_log)
-    monkeypatch.setattr(runner.Simulation, "finish", lambda self, now: None)  # SIGKILL runs no cleanup
+    monkeypatch.setattr(simulation.Simulation, "_log", dying_log)
+    monkeypatch.setattr(simulation.Simulation, "finish", lambda self, now: None)  # SIGKILL runs no cleanup
     try:
-        runner.run_scenario(s, run_dir)
+        start.run_scenario(s, run_dir)
     except Killed:
         pass
     else:
@@ -102,14 +102,14 @@ def _kill_at_event(monkeypatch, s, run_dir: Path, n: int) -> bool:
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_resume_after_a_kill_at_many_moments_gives_identical_results(tmp_path, monkeypatch, mode):
     s = scenario(**MODES[mode])
-    reference = runner.run_scenario(s, tmp_path / "reference")
+    reference = start.run_scenario(s, tmp_path / "reference")
     lines = (reference / "events.jsonl").read_text().splitlines()
     total_events = sum('"event":"aggregate"' not in line for line in lines)  # client events go through _log
     kill_points = sorted({1, 2, *range(7, total_events, max(1, total_events // 12)), total_events - 1})
     for n in kill_points:
         run_dir = tmp_path / f"killed_at_{n}"
         assert _kill_at_event(monkeypatch, s, run_dir, n)
-        runner.resume_run(run_dir)
+        start.resume_run(run_dir)
         _same_results(reference, run_dir)
     assert len(kill_points) >= 10
 
@@ -243,13 +243,13 @@ def test_resume_restores_every_strategy_memory(tmp_path, monkeypatch, name):
     run killed half-way resumes to the same files whatever the algorithm remembers."""
     import torch
 
-    from asyncfl.checkpoint import FILE
+    from asyncfl.runner.checkpoint import FILE
 
     raw = {**MODES[MEMORY_ALGORITHMS[name]], "algorithm": {"name": name, "record_weights": True}}
     if PARAMS[name].tags.get("server_k"):  # it requires its own server.k
         raw["server"] = {**raw["server"], "k": PARAMS[name].tags["server_k"]}
     s = scenario(**raw)
-    reference = runner.run_scenario(s, tmp_path / "reference")
+    reference = start.run_scenario(s, tmp_path / "reference")
     lines = (reference / "events.jsonl").read_text().splitlines()
     killed = tmp_path / "killed"
     assert _kill_at_event(monkeypatch, s, killed, len(lines) // 2)
@@ -266,7 +266,7 @@ def test_resume_restores_every_strategy_memory(tmp_path, monkeypatch, name):
 
     assert plain(checkpoint)
     assert checkpoint["learner"]["jobs"]["pending"] or checkpoint["learner"]["jobs"]["done"]  # jobs in flight
-    runner.resume_run(killed)
+    start.resume_run(killed)
     _same_results(reference, killed)
 
 
@@ -286,14 +286,14 @@ def test_a_run_with_a_server_optimizer_is_deterministic_and_resumes_identically(
     name = {"sync": "fedavg", "k_async": "fedbuff"}[mode]
     algorithm = {"name": name, "record_weights": True, "server_optimizer": SERVER_OPTIMIZERS[optimizer]}
     s = scenario(**{**MODES[mode], "algorithm": algorithm})
-    reference = runner.run_scenario(s, tmp_path / "reference")
-    _same_results(reference, runner.run_scenario(s, tmp_path / "again"))  # same scenario + seed: same run
-    plain = runner.run_scenario(scenario(**{**MODES[mode], "algorithm": {"name": name}}), tmp_path / "plain")
+    reference = start.run_scenario(s, tmp_path / "reference")
+    _same_results(reference, start.run_scenario(s, tmp_path / "again"))  # same scenario + seed: same run
+    plain = start.run_scenario(scenario(**{**MODES[mode], "algorithm": {"name": name}}), tmp_path / "plain")
     assert table(plain / "metrics.csv") != table(reference / "metrics.csv")  # the optimizer acted
     lines = (reference / "events.jsonl").read_text().splitlines()
     total_events = sum('"event":"aggregate"' not in line for line in lines)
     for n in sorted({2, total_events // 3, total_events // 2, (3 * total_events) // 4, total_events - 1}):
         run_dir = tmp_path / f"killed_at_{n}"
         assert _kill_at_event(monkeypatch, s, run_dir, n)
-        runner.resume_run(run_dir)
+        start.resume_run(run_dir)
         _same_results(reference, run_dir)

@@ -224,7 +224,7 @@ def test_a_resume_that_restarts_in_place_holds_its_directory_once(tmp_path):
     """Without checkpoints a resume starts the run again in its directory: the same process takes the
     lock it already holds (re-entrant), and the lock file is gone afterwards."""
     from asyncfl.config import validate_scenario
-    from asyncfl.runner import resume_run, run_scenario
+    from asyncfl.runner.start import resume_run, run_scenario
 
     raw = {**SCENARIO, "stop": {"rounds": 3}, "checkpoint": {"every_rounds": None}}
     run_dir = run_scenario(validate_scenario(raw, "<test>"), tmp_path / "run")

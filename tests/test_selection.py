@@ -11,10 +11,10 @@ import pytest
 from conftest import events, run, scenario, table
 from test_resume import _kill_at_event, _same_results
 
-from asyncfl import runner
 from asyncfl.errors import ConfigError
 from asyncfl.registry import register_object
-from asyncfl.runner import Simulation
+from asyncfl.runner import start
+from asyncfl.runner.simulation import Simulation
 from asyncfl.sections import Section
 from asyncfl.seeding import stream
 from asyncfl.sim.selection import KINDS, ClientFeedback, SelectionKind, SelectionRequest
@@ -267,7 +267,7 @@ def test_resume_with_a_feedback_policy_gives_identical_results(tmp_path, monkeyp
         output={"plot": False},
     )
     s = scenario(**sections)
-    reference = runner.run_scenario(s, tmp_path / "reference")
+    reference = start.run_scenario(s, tmp_path / "reference")
     asked = [sorted(c for c, r, _ in _task_starts(reference) if r == rnd) for rnd in range(9)]
     assert asked[0] == [0, 1, 2] and asked[1] == [3, 4, 5] and asked[2] == [6, 7, 8]  # never heard from first
     assert 9 in asked[3] and len(asked[3]) == 3  # the last one never heard from, then two by loss
@@ -275,7 +275,7 @@ def test_resume_with_a_feedback_policy_gives_identical_results(tmp_path, monkeyp
     for n in (total // 3, total - 4):
         run_dir = tmp_path / f"killed_at_{n}"
         assert _kill_at_event(monkeypatch, s, run_dir, n)
-        runner.resume_run(run_dir)
+        start.resume_run(run_dir)
         _same_results(reference, run_dir)
 
 

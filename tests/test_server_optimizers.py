@@ -6,11 +6,12 @@ server momentum, and the refused contradictions.  Whole runs (determinism, resum
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import partial
 
 import pytest
 import torch
 import yaml
-from conftest import scenario
+from conftest import scenario, update
 
 from asyncfl.algorithms import Context, Update, make_strategy
 from asyncfl.algorithms.fedavg import FedAvg
@@ -104,8 +105,7 @@ def test_the_state_holds_m_and_v_and_v_starts_at_tau_squared():
     assert torch.equal(optimizer.state_dict()["m"], torch.zeros(2, dtype=F64))
 
 
-def _update(client: int, delta: list[float], staleness: int = 0) -> Update:
-    return Update(client, torch.tensor(delta, dtype=F64), 0, staleness, 10, 1, 0.1)
+_update = partial(update, lr=0.1)  # the shared builder
 
 
 def _context(r: int) -> Context:

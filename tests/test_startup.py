@@ -53,7 +53,7 @@ def test_validate_needs_neither_pandas_nor_scipy():
 
 @pytest.mark.slow
 def test_runner_import_leaves_plotting_and_dynamo_out():
-    loaded = _modules_after("import asyncfl.runner")
+    loaded = _modules_after("import asyncfl.runner.start")
     assert "torch" in loaded  # a run needs torch (a timing-only run too: the model size is the real model's)
     assert not {m for m in loaded if m.startswith(("matplotlib", "torch._dynamo", "asyncfl.figures"))}
 

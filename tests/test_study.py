@@ -276,7 +276,7 @@ def test_cli_compare_overlays_separate_runs(sweep, tmp_path):
 @pytest.fixture(scope="module")
 def markov_run(tmp_path_factory):
     from asyncfl.config import validate_scenario
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
 
     raw = {**BASE, "data": {"dataset": "digits", "clients": 6}, "algorithm": {"name": "fedbuff"},
            "server": {"mode": "k_async", "k": 2, "concurrency": 4}, "stop": {"rounds": 12},
@@ -329,8 +329,8 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
 
     from test_resume import _kill_at_event
 
-    from asyncfl import runner
     from asyncfl.config import validate_scenario
+    from asyncfl.runner import start
 
     study, original = sweep
     sweep_dir = tmp_path / "copy"
@@ -341,8 +341,8 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
     assert _kill_at_event(monkeypatch, validate_scenario(spec.scenario.model_dump(mode="json")), killed, 5)
     assert (killed / "checkpoint.pt").is_file() and not (killed / "summary.json").exists()
     resumed = []
-    original_resume = runner.resume_run
-    monkeypatch.setattr(runner, "resume_run", lambda d, quiet=True: resumed.append(d) or original_resume(d, quiet))
+    original_resume = start.resume_run
+    monkeypatch.setattr(start, "resume_run", lambda d, quiet=True: resumed.append(d) or original_resume(d, quiet))
     result = run_sweep(study, resume=sweep_dir, quiet=True)
     assert (result.ran, result.skipped, result.failures) == (1, 3, [])
     assert resumed == [killed]
@@ -353,7 +353,7 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
 def same_name_runs(tmp_path_factory):
     """Three runs of scenario 'tiny': seeds 0 and 1 of one setting, and seed 0 with other local steps."""
     from asyncfl.config import validate_scenario
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
 
     tmp = tmp_path_factory.mktemp("same_name")
     settings = [("a", 0, 2), ("b", 1, 2), ("c", 0, 3)]

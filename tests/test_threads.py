@@ -10,7 +10,7 @@ from torch import nn
 from asyncfl.config import ConfigError, validate_scenario
 from asyncfl.learn.executors import CPU_BATCHED_MAX_PARAMS, training_threads
 from asyncfl.learn.training import Trainer
-from asyncfl.runner import Simulation
+from asyncfl.runner.simulation import Simulation
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # a device object only: nothing runs on it
 

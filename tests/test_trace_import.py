@@ -191,7 +191,7 @@ def test_converted_traces_run_in_a_scenario(tmp_path, capsys):
         }
     )
     check_trace_files(scenario)
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
 
     run_dir = run_scenario(scenario, tmp_path / "run", quiet=True)
     clients = table(run_dir / "clients.csv")

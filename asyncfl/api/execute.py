@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.api.results import Run, Study, read_run
-from asyncfl.callbacks.base import Callback
 from asyncfl.config import Scenario, apply_override, read_scenario
 from asyncfl.config.runnable import check_runnable
 from asyncfl.config.yaml_files import override_list
 from asyncfl.errors import ConfigError
 from asyncfl.output.run_directory import refuse_used_out
-from asyncfl.runner import run_scenario
+from asyncfl.runner.callbacks.base import Callback
+from asyncfl.runner.start import run_scenario
 from asyncfl.study.spec import build_study
 from asyncfl.study.sweep import run_sweep
 

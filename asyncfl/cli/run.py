@@ -43,8 +43,8 @@ def run_command(args: argparse.Namespace) -> int:
         from asyncfl.output.run_directory import refuse_used_out
 
         refuse_used_out(args.out, "refusing to overwrite a run.")
-    from asyncfl.loop_guards import RunInterrupted
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.loop_guards import RunInterrupted
+    from asyncfl.runner.start import run_scenario
 
     try:
         run_dir = run_scenario(scenario, args.out, quiet=args.quiet, announce=announce)
@@ -59,15 +59,15 @@ def resume_run_command(args: argparse.Namespace, overrides: list[str]) -> int:
         raise ConfigError(
             f"--resume {args.resume}: a run resumes as it was configured; give no FILE, --set, --seed or --out."
         )
-    from asyncfl.checkpoint import read_summary_status
     from asyncfl.output.run_directory import ENDED
+    from asyncfl.runner.checkpoint import read_summary_status
 
     status = read_summary_status(args.resume)
     if status in ENDED:
         print(f"{args.resume}: this run already ended ({status}); nothing to resume.")
         return 3 if status == "diverged" else 0  # the exit status a run's end always has
-    from asyncfl.loop_guards import RunInterrupted
-    from asyncfl.runner import resume_run
+    from asyncfl.runner.loop_guards import RunInterrupted
+    from asyncfl.runner.start import resume_run
 
     try:
         run_dir = resume_run(args.resume, quiet=args.quiet, announce=_announce)

@@ -42,7 +42,7 @@ from asyncfl.output.folders import cannot_create, make_directory, remove_empty
 TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
 TIMELINE_BINS = 16  # speed ranges, each of which adds the first client that starts a task to the timeline
 ENDED = ("finished", "target_reached", "diverged")  # summary.json statuses of a run that cannot go on
-CHECKPOINT_FILE = "checkpoint.pt"  # what --resume reads (asyncfl.checkpoint); dropped once a run has ended
+CHECKPOINT_FILE = "checkpoint.pt"  # what --resume reads (asyncfl.runner.checkpoint); dropped once a run has ended
 PARQUET_LOGS = ("metrics.csv", "rounds.csv", "updates.csv", "weights.csv")  # logs that become .parquet at the end
 
 
@@ -189,11 +189,13 @@ class RunDirectory:
             self._task_row(client, self.open_versions[client], phases, now, "running")
         self.open_tasks.clear()
 
-    def aggregated(self, version: int, clients: Iterable[int], staleness: Iterable[int]) -> None:
-        """updates.csv: one row per update aggregated into ``version`` (base version = version - 1 -
-        staleness), written as one block: a sync round at 10^5 clients aggregates 10^5 updates."""
+    def aggregated(
+        self, version: int, clients: Iterable[int], base_versions: Iterable[int], staleness: Iterable[int]
+    ) -> None:
+        """updates.csv: one row per update aggregated into ``version``, written as one block: a sync round at
+        10^5 clients aggregates 10^5 updates."""
         self.updates.handle.write(
-            "".join(f"{version},{c},{version - 1 - tau},{tau}\n" for c, tau in zip(clients, staleness))
+            "".join(f"{version},{c},{base},{tau}\n" for c, base, tau in zip(clients, base_versions, staleness))
         )
 
     def write_offline_periods(self, periods: Mapping[int, Sequence[tuple[float, float]]]) -> None:

@@ -37,7 +37,7 @@ class ClientStats:
     failures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILURE_REASONS, 0))
     busy_s: float = 0.0
     # virtual seconds spent in each phase by every task planned so far (failed ones up to their cut);
-    # a task still running when the run stops is trimmed by the report (asyncfl.callbacks.clients_table)
+    # a task still running when the run stops is trimmed by the report (asyncfl.runner.callbacks.clients_table)
     download_s: float = 0.0
     compute_s: float = 0.0
     upload_s: float = 0.0
@@ -116,7 +116,7 @@ def time_budget_problem(work: Work, speeds, train_samples: list[int] | None) -> 
 @dataclass
 class TaskPlan:
     client: int
-    round: int  # sync round or async base version
+    base_version: int  # the global model version the task starts from (sync: the round's, counted from 0)
     attempt: int  # per-client attempt counter (keys the minibatch stream)
     start: float
     phase_starts: list[float]  # start of each phase that begins
@@ -235,7 +235,7 @@ def run_task(env: simpy.Environment, client: ClientDevice, plan: TaskPlan, log: 
     """Play ``plan`` out in virtual time; the process's value is the plan (for the server)."""
     for name, start in zip(PHASES, plan.phase_starts):
         yield env.timeout(start - env.now)
-        log(env.now, client.id, name, plan.round, None)
+        log(env.now, client.id, name, plan.base_version, None)
     yield env.timeout(plan.end - env.now)
     _finish(client, plan, env.now, log)
     return plan
@@ -245,11 +245,11 @@ def _finish(client: ClientDevice, plan: TaskPlan, now: float, log: EventSink) ->
     client.stats.busy_s += plan.end - plan.start
     if plan.failure is None:
         client.stats.delivered += 1
-        log(now, client.id, "arrive", plan.round, None)
+        log(now, client.id, "arrive", plan.base_version, None)
     else:
         client.stats.failures[plan.failure] += 1
         client.stats.lost_compute_s += phase_seconds(plan)[1]
-        log(now, client.id, "fail", plan.round, plan.failure)
+        log(now, client.id, "fail", plan.base_version, plan.failure)
 
 
 def play_tasks(
@@ -309,7 +309,7 @@ def _play_steps(env: simpy.Environment, group: list, log: EventSink) -> None:
     now, going_on = env.now, []
     for client, plan, step in group:
         if step < len(plan.phase_starts):
-            log(now, client.id, PHASES[step], plan.round, None)
+            log(now, client.id, PHASES[step], plan.base_version, None)
             going_on.append((client, plan, step + 1))
         else:
             _finish(client, plan, now, log)

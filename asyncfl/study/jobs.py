@@ -28,7 +28,7 @@ def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
     """One run from plain scenario data (or its checkpoint) to a finished run directory (with its
     figures when ``output.plot``: the run draws them)."""
     from asyncfl.config import validate_scenario
-    from asyncfl.runner import resume_run, run_scenario
+    from asyncfl.runner.start import resume_run, run_scenario
 
     if resume:
         resume_run(run_dir, quiet=True)

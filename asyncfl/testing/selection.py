@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from asyncfl.config import validate_scenario
-from asyncfl.runner import run_scenario
+from asyncfl.runner.start import run_scenario
 from asyncfl.sim.population import build_clients
 from asyncfl.sim.selection import KINDS, ClientFeedback, SelectionKind, SelectionRequest
 from asyncfl.testing.server_mode import merged, table

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from asyncfl.config import validate_scenario
-from asyncfl.runner import run_scenario
+from asyncfl.runner.start import run_scenario
 from asyncfl.sim.servers import SERVER_MODES, ServerMode
 
 BASE = {

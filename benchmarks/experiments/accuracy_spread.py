@@ -64,7 +64,7 @@ print(json.dumps(out))
 
 def _summary_accuracy(sections: dict, seed: int, threads: int | None) -> float:
     from asyncfl.config import validate_scenario
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
 
     sections = {**sections, "seed": seed, "trainer": {**sections.get("trainer", {}), "threads": threads}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,7 +82,7 @@ def learned(mode: str):
     """Final minus first test accuracy of tests/test_batched.py's run (sequential executor)."""
     from asyncfl.config import validate_scenario
     from asyncfl.output.files import read_csv
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
     from tests.test_batched import same_metrics_scenario
 
     def measure(seeds, threads):

@@ -135,7 +135,7 @@ def central_baselines() -> list[dict]:
     one row per model and seed (``CENTRAL_SEEDS``: model init and minibatch order).
     Same settings as tests/test_mnist1d.py (SGD with momentum 0.9, batch 100, 500 steps per round)."""
     from asyncfl.config import validate_scenario
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
 
     settings = {"logreg": (0.1, 4, "32 %"), "mlp": (0.1, 8, "68 %"), "cnn1d": (0.05, 12, "94 %")}
     rows = []

@@ -81,7 +81,7 @@ def run_one(job: tuple[str, str, str, list[str], list[str], Path]) -> dict:
     import torch
 
     from asyncfl.config import load_scenario
-    from asyncfl.runner import run_scenario
+    from asyncfl.runner.start import run_scenario
 
     torch.set_num_threads(1)  # one core per run; --jobs runs side by side
     file, setting, method, overrides, extra, out = job

@@ -36,7 +36,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread avoids 
 import torch  # noqa: E402
 
 from asyncfl.config import read_scenario, validate_scenario  # noqa: E402
-from asyncfl.runner import run_scenario  # noqa: E402
+from asyncfl.runner.start import run_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"nk10": "scenarios/papers/fedhist_nk10.yaml", "nk100": "scenarios/papers/fedhist_nk100.yaml"}

@@ -97,7 +97,7 @@ def child(scenario: str, device: str, threads: int, model: str, partition: Path)
     from asyncfl.config import load_scenario
     from asyncfl.learn.batched import BatchedTrainer
     from asyncfl.learn.trainer import SequentialTrainer
-    from asyncfl.runner import Simulation
+    from asyncfl.runner.simulation import Simulation
 
     spent = {"train": 0.0, "loop": 0.0, "jobs": 0, "calls": 0}
 

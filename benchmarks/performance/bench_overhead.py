@@ -11,6 +11,15 @@ interleaved, best kept (the machine is shared):
     python benchmarks/performance/bench_overhead.py [scenarios/k_async.yaml] [--threads N] [--repeats 2] [--device cuda]
 
 Writes the table to ``docs/results/<scenario name>.md``.
+
+With ``--base REV`` it compares instead: REV's code (extracted to a temporary folder with ``git archive``, so the
+repository's worktrees and stash are left alone) and the working tree run side by side, interleaved, ``--repeats``
+times each with ``--executors`` (default fused), best kept; it prints, per side, the whole command, the in-process
+run and its training, and the run loop's own cost: the seconds inside SimPy's ``env.run`` that are neither the
+trainers' ``run`` calls nor the global model's evaluations (counted apart), with the ratios working tree / REV.
+Nothing is written.
+
+    python benchmarks/performance/bench_overhead.py scenarios/k_async.yaml --base c65e818 --repeats 3
 """
 
 from __future__ import annotations
@@ -34,7 +43,9 @@ EXECUTORS = ("sequential", "batched", "fused", "auto")
 
 
 def child(scenario: str, executor: str, device: str, threads: int | None) -> None:
-    """One run in this process; prints a JSON line: run and training seconds, cohort sizes."""
+    """One run in this process (of the checkout first on ``sys.path``: ``--root``); prints a JSON line: run,
+    training, ``env.run`` and evaluation seconds, cohort sizes."""
+    import simpy.core
     import torch
 
     if threads:
@@ -42,9 +53,31 @@ def child(scenario: str, executor: str, device: str, threads: int | None) -> Non
     from asyncfl.config import load_scenario
     from asyncfl.learn.batched import BatchedTrainer
     from asyncfl.learn.trainer import SequentialTrainer
-    from asyncfl.runner import run_scenario
+
+    try:  # the package as it is since issue 30, or as it was before (--base)
+        from asyncfl.runner.learning import Learner
+        from asyncfl.runner.start import run_scenario
+    except ImportError:
+        from asyncfl.learner import Learner
+
+        from asyncfl.runner import run_scenario
 
     training, cohorts = [0.0], collections.Counter()
+    spent = {"env_run_s": 0.0, "eval_s": 0.0}
+
+    def clocked(function, key):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+
+        return wrapper
+
+    simpy.core.Environment.run = clocked(simpy.core.Environment.run, "env_run_s")
+    Learner.test_metrics = clocked(Learner.test_metrics, "eval_s")
+    Learner.client_accuracies = clocked(Learner.client_accuracies, "eval_s")
 
     def timed(run):
         def wrapper(self, base, jobs):
@@ -75,20 +108,79 @@ def child(scenario: str, executor: str, device: str, threads: int | None) -> Non
                 "trainer": summary["trainer"],
                 "computed": summary["training_jobs_computed"],
                 "used": summary["updates"],
+                **spent,
             }
         )  # fmt: skip
     )
 
 
-def process(command: list[str], threads: int | None) -> tuple[float, str]:
+def process(command: list[str], threads: int | None, cwd: Path | None = None) -> tuple[float, str]:
     env = dict(os.environ)
     if threads:
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     return time.perf_counter() - start, done.stdout
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """REV's files (``git archive``: no worktree is registered, nothing in the repository changes)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def side_by_side(args) -> None:
+    """``--base``: REV and the working tree, interleaved; prints the best of each and the ratios."""
+    tmp = Path(tempfile.mkdtemp())
+    (tmp / "base").mkdir()
+    sides = {"base": checkout(args.base, tmp / "base"), "work": ROOT}
+    executors = args.executors.split(",")
+    best: dict[tuple[str, str], dict] = {}
+    print(f"{args.scenario}: {args.base} (base) vs the working tree (work), device={args.device}, "
+          f"torch threads={args.threads or 'default'}, best of {args.repeats}, interleaved")  # fmt: skip
+    try:
+        for _ in range(args.repeats):
+            for executor in executors:
+                for side, root in sides.items():
+                    record = measure(args, root, executor)
+                    key = (side, executor)
+                    for name, value in record.items():
+                        if name in TIMES and (key not in best or value < best[key].get(name, float("inf"))):
+                            best.setdefault(key, {})[name] = value
+                    print(f"  {side:4} {executor:10} " + "  ".join(f"{n} {record[n]:6.2f}" for n in TIMES), flush=True)
+    finally:
+        shutil.rmtree(tmp)
+    for executor in executors:
+        base, work = best[("base", executor)], best[("work", executor)]
+        print(f"\n{executor}: seconds, best of {args.repeats} (base -> work, ratio work/base)")
+        for name in TIMES:
+            print(f"  {name:22} {base[name]:7.3f} -> {work[name]:7.3f}   {work[name] / base[name]:.2f}")
+
+
+# what --base compares: the whole command; in process, the run, its training, the run minus training; inside
+# SimPy's run, the loop's own cost (minus training and evaluation) and the evaluations
+TIMES = ("command_s", "run_s", "train_s", "outside_training_s", "loop_s", "eval_s")
+
+
+def measure(args, root: Path, executor: str) -> dict:
+    """One whole command and one in-process run of ``root``'s code."""
+    out = Path(tempfile.mkdtemp()) / "run"
+    cli = [sys.executable, "-m", "asyncfl", "run", args.scenario, "--quiet", "--out", str(out)]
+    cli += ["--set", f"trainer.executor={executor}", "--set", f"device={args.device}"]
+    wall, _ = process(cli, args.threads, cwd=root)
+    shutil.rmtree(out.parent)
+    me = [sys.executable, str(Path(__file__).resolve()), args.scenario, "--child", executor, "--device", args.device]
+    me += ["--root", str(root)] + (["--threads", str(args.threads)] if args.threads else [])
+    _, stdout = process(me, args.threads, cwd=root)
+    r = json.loads(stdout.strip().splitlines()[-1])
+    return {
+        "command_s": wall, "run_s": r["run_s"], "train_s": r["train_s"],
+        "outside_training_s": r["run_s"] - r["train_s"], "loop_s": r["env_run_s"] - r["train_s"] - r["eval_s"],
+        "eval_s": r["eval_s"],
+    }  # fmt: skip
 
 
 def cohort_summary(cohorts: dict) -> str:
@@ -103,11 +195,19 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--base", help="compare with this git revision, side by side (nothing is written)")
+    parser.add_argument("--executors", default="fused", help="with --base: comma-separated (default fused)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)  # the checkout a child imports asyncfl from
     add_force_argument(parser)
     args = parser.parse_args()
     if args.child:
+        if args.root:
+            sys.path.insert(0, args.root)
         child(args.scenario, args.child, args.device, args.threads)
+        return
+    if args.base:
+        side_by_side(args)
         return
     name = Path(args.scenario).stem
     load = check_load(args.force, f"docs/results/{name}.md")

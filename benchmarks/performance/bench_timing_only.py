@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from asyncfl.config.loading import validate_scenario
-from asyncfl.runner import run_scenario
+from asyncfl.runner.start import run_scenario
 
 SCENARIO = {
     "name": "timing_100k",

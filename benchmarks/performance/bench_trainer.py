@@ -164,7 +164,7 @@ def whole_run(model: str, executor: str) -> None:
     import tempfile
 
     from asyncfl.config import load_scenario
-    from asyncfl.runner import Simulation
+    from asyncfl.runner.simulation import Simulation
 
     spent = [0.0]
 

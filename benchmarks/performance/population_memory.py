@@ -35,7 +35,7 @@ SCENARIO = ROOT / "benchmarks" / "scenarios" / "population.yaml"
 CHILD = """
 import sys, tempfile, gc
 from asyncfl.config import load_scenario
-from asyncfl.runner import run_scenario
+from asyncfl.runner.start import run_scenario
 def status(key):
     for line in open('/proc/self/status'):
         if line.startswith(key):

@@ -3,7 +3,7 @@
 One module per ``kind`` (``none``, ``qsgd``, ``topk``): its section, its function and the size of
 what it sends, registered as ``COMPRESSOR`` (see :mod:`asyncfl.registry`).  The learning world
 compresses every delivered update before the strategy sees it (:class:`CompressedUploads`, used by
-:class:`asyncfl.learner.Learner`), so every algorithm aggregates what was really sent and accuracy
+:class:`asyncfl.runner.learning.Learner`), so every algorithm aggregates what was really sent and accuracy
 pays for it; the timing world charges the upload (time and energy) for :func:`upload_bytes`, the
 real compressed size computed from the parameter count.  Downloads stay the full model.
 

@@ -5,7 +5,7 @@ numbers the learning world hands back after each aggregation (:class:`ClientFeed
 A policy decides *who* a sync round asks (and, where its registration says so, which idle client a
 K-async server dispatches next).  It lives in the timing world: no torch, no SimPy.  Policies that
 rank clients by loss read :class:`ClientFeedback`, plain numpy columns indexed by client id that the
-run loop fills from each aggregation's updates (:mod:`asyncfl.runner`); in ``timing_only`` runs
+run loop fills from each aggregation's updates (:mod:`asyncfl.runner.simulation`); in ``timing_only`` runs
 nothing fills them, so a kind with ``needs_losses`` is refused there.
 """
 

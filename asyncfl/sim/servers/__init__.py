@@ -10,9 +10,9 @@ a mode is adding one file (and an algorithm that states it runs under it).  No t
 from __future__ import annotations
 
 from asyncfl.registry import Registry, discover
-from asyncfl.sim.servers.base import CloseRound, RoundInfo, ServerContext, ServerMode, Submit
+from asyncfl.sim.servers.base import ClosedRound, RoundHandoff, ServerContext, ServerMode
 
 # in server.mode's order; the first is the default
 SERVER_MODES: Registry = discover(__name__, __path__, "MODE", entry_type=ServerMode, axis="server.mode")
 
-__all__ = ["SERVER_MODES", "CloseRound", "RoundInfo", "ServerContext", "ServerMode", "Submit"]
+__all__ = ["SERVER_MODES", "ClosedRound", "RoundHandoff", "ServerContext", "ServerMode"]

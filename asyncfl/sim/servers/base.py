@@ -1,12 +1,10 @@
-"""What every server mode shares (docs/explanation/architecture.md section 4): the round record, the context a
-server process runs in, and the registration a mode module exports as ``MODE``.
+"""What every server mode shares (docs/explanation/architecture.md section 4): the closed round a server hands
+to the run loop, the context a server process runs in, and the registration a mode module exports as ``MODE``.
 
-The servers decide *who* works and *which* updates are aggregated *when*; they never touch a tensor.
-Two callbacks of the context connect them to the rest of the run:
-
-``submit(plan)``      a task that will deliver has started: its training job may be queued
-``close_round(info)`` an aggregation is due: the learning world aggregates ``info.received``,
-                      evaluates and records; returns True to stop the run
+The servers decide *who* works and *which* updates are aggregated *when*; they never touch a tensor.  A server
+meets the run loop in one place, through SimPy (:class:`RoundHandoff`): when an aggregation is due it hands over
+a :class:`ClosedRound` (what the round received, and the tasks started since the last one, whose training jobs
+the learning side queues) and waits for the loop's answer, True to stop the run.
 """
 
 from __future__ import annotations
@@ -23,14 +21,17 @@ from asyncfl.sim.selection.base import ClientFeedback
 
 
 @dataclass
-class RoundInfo:
-    """Everything the server knows about one aggregation."""
+class ClosedRound:
+    """Everything the server knows about one aggregation when it hands it to the run loop."""
 
-    round: int  # index of this aggregation (sync round / async version being produced)
+    round: int  # the aggregation's number, counted from 1: the model version it produces
     started: float  # sync: round start; k_async: time of the previous aggregation
     time: float  # aggregation time
     selected: list[int] = field(default_factory=list)
-    received: list[TaskPlan] = field(default_factory=list)  # updates to aggregate (plan.round = base version)
+    received: list[TaskPlan] = field(default_factory=list)  # updates to aggregate
+    # tasks that will deliver, started since the previous closed round: their training jobs are queued before
+    # this round's updates are collected (a job is computed only when an update needs it, maybe in a batch)
+    started_tasks: list[TaskPlan] = field(default_factory=list)
     late: int = 0  # updates still running at a sync close (dropped or delivered later)
     failures: Counter = field(default_factory=Counter)  # reason -> count
     failed_clients: list[int] = field(default_factory=list)
@@ -51,8 +52,37 @@ class RoundInfo:
         self.lost_compute_s += compute
 
 
-Submit = Callable[[TaskPlan], None]
-CloseRound = Callable[[RoundInfo], bool]
+def happen_now(event: simpy.Event, value: Any) -> None:
+    """Trigger ``event`` with ``value`` ahead of every other event of this moment: SimPy's URGENT priority, which
+    its own ``Initialize`` and ``Interruption`` events use (``succeed`` would queue it behind them)."""
+    event._ok, event._value = True, value
+    event.env.schedule(event, simpy.core.URGENT)
+
+
+class RoundHandoff:
+    """Where a server process and the run loop process meet.  The server ``yield``s :meth:`close` and gets
+    the loop's answer (True: stop); the loop ``yield``s :meth:`next_round`, gets ``(closed round, answer)``
+    and triggers the answer with :meth:`reply`.  Both happen right away (:func:`happen_now`): nothing else
+    runs between a round's close and the server going on, so the events read as if the server had called
+    the loop."""
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self.waiting = env.event()  # what the loop waits on: triggered by the next close
+
+    def close(self, closed: ClosedRound) -> simpy.Event:
+        """Hand ``closed`` to the loop; the returned event's value is the loop's answer (True: stop)."""
+        answer, waiting = self.env.event(), self.waiting
+        self.waiting = self.env.event()
+        happen_now(waiting, (closed, answer))
+        return answer
+
+    def next_round(self) -> simpy.Event:
+        return self.waiting
+
+    @staticmethod
+    def reply(answer: simpy.Event, stop: bool) -> None:
+        happen_now(answer, stop)
 
 
 @dataclass(frozen=True)
@@ -64,6 +94,7 @@ class ServerContext:
     lines (None: all), a speed hint a server may use to skip building events nobody keeps.
     ``feedback``: the per-client numbers the learning world reports after each aggregation, for the
     selection policy (``server.selection``); the run loop fills it in place (None: an empty one).
+    ``rounds``: where the server hands each closed round to the run loop and hears whether to stop.
     """
 
     env: simpy.Environment
@@ -71,8 +102,7 @@ class ServerContext:
     work: Work
     server: Any
     seed: int
-    submit: Submit
-    close_round: CloseRound
+    rounds: RoundHandoff
     log: EventSink
     time_limit: float = math.inf
     logs_client: Callable[[int], bool] | None = None

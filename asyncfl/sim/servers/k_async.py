@@ -19,7 +19,7 @@ from asyncfl.sim.selection import SelectionRequest, build_policy, feedback_for
 from asyncfl.sim.servers.base import (
     EXAMPLE_BATTERY,
     EXAMPLE_MARKOV,
-    RoundInfo,
+    ClosedRound,
     ServerContext,
     ServerMode,
     nobody_can_work,
@@ -49,7 +49,7 @@ def k_async_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | N
     feedback = feedback_for(cfg.selection, len(ctx.clients), ctx.feedback)
     version, in_flight, last_aggregation = 0, 0, 0.0
     buffer: list[TaskPlan] = []
-    info = RoundInfo(0, 0.0, 0.0)
+    closing = ClosedRound(1, 0.0, 0.0)  # the round being filled: it makes version 1
     stalled: str | None = None  # set once nobody can ever work again
 
     def task(client: ClientDevice, plan: TaskPlan):
@@ -71,10 +71,12 @@ def k_async_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | N
             plan = plan_task(client, ctx.work, env.now, version)
             dispatcher.dispatched(client)
             if plan.delivered:
-                ctx.submit(plan)
+                closing.started_tasks.append(plan)
             env.process(task(client, plan))
             in_flight += 1
-        waits = [arrival, env.timeout(max(0.0, time_limit - env.now))]
+        waits = [arrival]
+        if math.isfinite(time_limit):  # a timeout at infinity would never fire: it would only fill the heap
+            waits.append(env.timeout(max(0.0, time_limit - env.now)))
         if in_flight < cfg.concurrency:
             wake = dispatcher.wake_time(env.now)
             if math.isfinite(wake):
@@ -91,19 +93,19 @@ def k_async_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | N
         plan, arrival = arrival.value, inbox.get()
         in_flight -= 1
         if not plan.delivered:
-            info.failed(plan)
-        elif cfg.max_staleness is not None and version - plan.round > cfg.max_staleness:
-            info.dropped_stale += 1
-            ctx.log(env.now, plan.client, "drop_stale", plan.round, "staleness")
+            closing.failed(plan)
+        elif cfg.max_staleness is not None and version - plan.base_version > cfg.max_staleness:
+            closing.dropped_stale += 1  # admission: the record's staleness is computed once, at aggregation
+            ctx.log(env.now, plan.client, "drop_stale", plan.base_version, "staleness")
         else:
             buffer.append(plan)
         if len(buffer) >= cfg.k:
-            info.round, info.started, info.time = version, last_aggregation, env.now
-            info.received, buffer = buffer[: cfg.k], buffer[cfg.k :]
-            if ctx.close_round(info):
+            closing.started, closing.time = last_aggregation, env.now
+            closing.received, buffer = buffer[: cfg.k], buffer[cfg.k :]
+            if (yield ctx.rounds.close(closing)):
                 return None
             version, last_aggregation = version + 1, env.now
-            info = RoundInfo(version, env.now, env.now)
+            closing = ClosedRound(version + 1, env.now, env.now)
 
 
 EXAMPLES = (  # for the contract checks (ServerMode.examples)

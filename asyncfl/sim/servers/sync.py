@@ -35,7 +35,7 @@ from asyncfl.sim.selection import SelectionRequest, build_policy, checked_in, fe
 from asyncfl.sim.servers.base import (
     EXAMPLE_BATTERY,
     EXAMPLE_MARKOV,
-    RoundInfo,
+    ClosedRound,
     ServerContext,
     ServerMode,
     nobody_can_work,
@@ -96,46 +96,44 @@ def sync_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None
     checks_in = SELECTION_KINDS[cfg.selection.kind].checked_in_only
     feedback = feedback_for(cfg.selection, len(clients), ctx.feedback)
     count = asked(cfg.clients_per_round, cfg.over_selection)
-    rnd = 0
+    version = 0  # the global model version the round's tasks start from (the round closes making version + 1)
     while True:
         t0 = env.now
         idle = np.flatnonzero(busy_until <= t0)
-        rng = LazyStream(ctx.seed, "selection", rnd)  # built only by a policy that draws
-        request = SelectionRequest(rnd, t0, idle, count, rng, clients, feedback)
+        rng = LazyStream(ctx.seed, "selection", version)  # built only by a policy that draws
+        request = SelectionRequest(version, t0, idle, count, rng, clients, feedback)
         selected = policy.select(checked_in(request) if checks_in else request)
         deadline_s = cfg.deadline_s if cfg.deadline_s is not None else math.inf
         deadline_at = t0 + deadline_s  # the same sum plan_task uses, so on-time tasks end <= deadline_at
-        plans = [plan_task(clients[i], ctx.work, t0, rnd, deadline_s, drop_late) for i in selected]
+        plans = [plan_task(clients[i], ctx.work, t0, version, deadline_s, drop_late) for i in selected]
         close_at = min(deadline_at, ctx.time_limit, _all_done_at(plans, pending, t0))
         if not plans and len(idle):  # idle clients but none asked (none checked in): wait for one to
             close_at = min(close_at, _next_check_in(clients, idle, t0))
         if cfg.over_selection > 0:
             close_at = _cancel_after_target(clients, plans, cfg.clients_per_round, close_at)
         busy_until[selected] = [plan.end for plan in plans]
-        for plan in plans:
-            if plan.delivered:
-                ctx.submit(plan)
         play_tasks(env, clients, plans, ctx.log, ctx.logs_client)  # same events as one run_task process per plan
         if math.isinf(close_at):  # nobody can ever answer: nothing left to simulate
             return nobody_can_work(t0, len(clients), ctx.time_limit)
         yield env.timeout(close_at - t0)
-        info = RoundInfo(rnd, t0, close_at, selected=selected)
+        started = [plan for plan in plans if plan.delivered]  # their training jobs are queued at the close
+        closed = ClosedRound(version + 1, t0, close_at, selected=selected, started_tasks=started)
         still_running = []
         for plan in pending + plans:
             if plan.end > close_at:
                 still_running.append(plan)
             elif plan.delivered:
-                info.received.append(plan)
+                closed.received.append(plan)
             else:
-                info.failed(plan)
-        info.late = sum(1 for p in plans if p.end > close_at) + info.failures["deadline"]
+                closed.failed(plan)
+        closed.late = sum(1 for p in plans if p.end > close_at) + closed.failures["deadline"]
         pending = [] if drop_late else still_running
         for plan in still_running:  # a task running on into later rounds (for the time breakdown)
-            if plan.round == rnd:
+            if plan.base_version == version:
                 clients[plan.client].stats.late_spans.append((close_at, plan.end))
-        if ctx.close_round(info) or env.now >= ctx.time_limit:
+        if (yield ctx.rounds.close(closed)) or env.now >= ctx.time_limit:
             return None
-        rnd += 1
+        version += 1
         if close_at == t0:  # every asked client failed at once: the next round would be the same
             stalled = yield from _wait_for_change(env, clients, busy_until, t0, ctx.time_limit)
             if stalled is not None or env.now >= ctx.time_limit:

@@ -8,8 +8,8 @@ import json
 import time
 from typing import Any
 
-from asyncfl.callbacks.base import Callback, RunState
-from asyncfl.callbacks.clients_table import ClientsTable
+from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.clients_table import ClientsTable
 
 
 class RunFigures(Callback):

@@ -18,6 +18,7 @@ never continued on top of damaged files.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import zlib
@@ -35,8 +36,10 @@ CHUNK = 1 << 24  # bytes read at a time when a log is read back
 
 def save_checkpoint(run_dir: Path, state: dict) -> None:
     tmp = run_dir / f".{FILE}.tmp"
+    serialized = io.BytesIO()  # one write: torch.save writes each tensor as a record of its own
+    torch.save(state, serialized)
     with open(tmp, "wb") as handle:
-        torch.save(state, handle)
+        handle.write(serialized.getbuffer())
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, run_dir / FILE)

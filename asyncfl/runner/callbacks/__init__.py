@@ -2,7 +2,7 @@
 one file each.
 
 The run loop (:class:`asyncfl.runner.Simulation`) only plays the clock world, has the learner
-aggregate what each round received, and hands the same :class:`~asyncfl.callbacks.base.Aggregation`
+aggregate what each round received, and hands the same :class:`~asyncfl.runner.callbacks.base.Aggregation`
 to every callback:
 
 ====================  ======================================================================
@@ -14,7 +14,7 @@ to every callback:
 ``ProgressBar``       the tqdm bar
 ====================  ======================================================================
 
-and then, in ``on_end``, the end-of-run files (:func:`asyncfl.callbacks.end_of_run.end_of_run`, in
+and then, in ``on_end``, the end-of-run files (:func:`asyncfl.runner.callbacks.end_of_run.end_of_run`, in
 this order):
 
 ====================  ======================================================================
@@ -30,7 +30,7 @@ this order):
 ``DropConvertedLogs`` then the CSV logs written again as Parquet (``output.format: parquet``)
 ====================  ======================================================================
 
-Hooks (:class:`~asyncfl.callbacks.base.Callback`): ``on_start`` (a fresh run, before the clock
+Hooks (:class:`~asyncfl.runner.callbacks.base.Callback`): ``on_start`` (a fresh run, before the clock
 starts), ``on_aggregation``, ``on_resume`` (a resumed run, once the checkpoint's learning state is
 back: until then every callback is muted, see ``Simulation``) and ``on_end``.  Nothing here imports
 torch: evaluating, saving a checkpoint and the learner's state come in as plain callables, so every

@@ -1,43 +1,13 @@
-"""What every callback builds on: the hooks (:class:`Callback`), what they share (:class:`RunState`,
-:class:`Progress`) and what they are handed at each aggregation (:class:`Aggregation`)."""
+"""What every callback builds on: the hooks (:class:`Callback`) and what they share (:class:`RunState`,
+:class:`Progress`); at each aggregation they are handed its :class:`~asyncfl.runner.record.AggregationRecord`."""
 
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-
-@dataclass
-class AggregationReport:
-    """What the learner's aggregation did, for metrics.csv / rounds.csv / weights.csv."""
-
-    version: int
-    train_loss: float
-    staleness: list[int]
-    weight_rows: list[dict] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Aggregation:
-    """One aggregation as every callback sees it: the server's round (``info``: a
-    :class:`asyncfl.sim.servers.RoundInfo`), what the learner made of it, the clients whose updates
-    went in, and whether the model has diverged (non-finite parameters, or a non-finite training
-    loss in a run that trains)."""
-
-    info: Any
-    report: AggregationReport
-    clients: list[int]
-    diverged: bool = False
-
-    @property
-    def time(self) -> float:
-        return self.info.time
-
-    @property
-    def version(self) -> int:
-        return self.report.version
+from asyncfl.runner.record import AggregationRecord
 
 
 @dataclass
@@ -52,9 +22,13 @@ class Progress:
     rounds: int = 0
     staleness: list[int] = field(default_factory=list)
 
-    def count(self, report: AggregationReport) -> None:
-        self.rounds = report.version
-        self.staleness.extend(report.staleness)
+    def saved(self) -> dict:
+        """As a checkpoint holds it (``Progress(**saved)`` restores it): a copy of every field."""
+        return {**vars(self), "staleness": list(self.staleness)}
+
+    def count(self, record: AggregationRecord) -> None:
+        self.rounds = record.round
+        self.staleness.extend(record.staleness)
 
     def note_accuracy(self, accuracy: float, now: float, version: int, target: float | None) -> None:
         self.last_accuracy = accuracy
@@ -90,7 +64,7 @@ class Callback:
     def on_start(self, state: RunState) -> None:
         """A fresh run, before the clock starts (a resumed run never hears it)."""
 
-    def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
+    def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
         """After every live aggregation (not while a resumed run replays up to its checkpoint)."""
 
     def on_resume(self, state: RunState, checkpoint: dict) -> None:

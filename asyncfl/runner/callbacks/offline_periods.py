@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncfl.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.sim.availability.measure import offline_periods
 
 

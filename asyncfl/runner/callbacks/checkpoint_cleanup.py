@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asyncfl.callbacks.base import Callback, RunState
 from asyncfl.output.run_directory import CHECKPOINT_FILE, ENDED
+from asyncfl.runner.callbacks.base import Callback, RunState
 
 
 class CheckpointCleanup(Callback):

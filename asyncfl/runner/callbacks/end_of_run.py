@@ -1,17 +1,17 @@
-"""The end-of-run callbacks, in the order their files are written (see :mod:`asyncfl.callbacks`)."""
+"""The end-of-run callbacks, in the order their files are written (see :mod:`asyncfl.runner.callbacks`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from asyncfl.callbacks.base import Callback
-from asyncfl.callbacks.checkpoint_cleanup import CheckpointCleanup
-from asyncfl.callbacks.clients_table import ClientsTable
-from asyncfl.callbacks.close_logs import CloseLogs, DropConvertedLogs, SettleFormat
-from asyncfl.callbacks.offline_periods import OfflinePeriods
-from asyncfl.callbacks.run_figures import RunFigures
-from asyncfl.callbacks.strategy_tables import StrategyTables
-from asyncfl.callbacks.summary_json import SummaryJson
+from asyncfl.runner.callbacks.base import Callback
+from asyncfl.runner.callbacks.checkpoint_cleanup import CheckpointCleanup
+from asyncfl.runner.callbacks.clients_table import ClientsTable
+from asyncfl.runner.callbacks.close_logs import CloseLogs, DropConvertedLogs, SettleFormat
+from asyncfl.runner.callbacks.offline_periods import OfflinePeriods
+from asyncfl.runner.callbacks.run_figures import RunFigures
+from asyncfl.runner.callbacks.strategy_tables import StrategyTables
+from asyncfl.runner.callbacks.summary_json import SummaryJson
 
 
 def end_of_run(

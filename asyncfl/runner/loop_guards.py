@@ -58,20 +58,27 @@ def interrupts_deferred():
         raise KeyboardInterrupt
 
 
-@contextmanager
-def collections_per_aggregation():
+class LoopGuards:
     """Python's cyclic garbage collector, left as it is, took about 40 % of a timing-only run of
     10^5 clients: every full collection walks every live object (plans, clients, streams), and a
-    large run keeps millions alive.  During the simulation, at each aggregation, one full collection
-    looks at what the round made (garbage cycles are freed, never frozen) and then everything alive
-    is frozen (``gc.freeze``: later collections skip it; reference counting still frees it), and
-    young collections run less often, so no collection walks the whole population again.
-    Afterwards everything is unfrozen and the thresholds restored.  Results never depend on it."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(thresholds[0], 10_000), *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
+    large run keeps millions alive.  Inside ``with LoopGuards() as guards:`` (the simulation), at each
+    aggregation (:meth:`round_closed`) one full collection looks at what the round made (garbage cycles are
+    freed, never frozen) and then everything alive is frozen (``gc.freeze``: later collections skip it;
+    reference counting still frees it), and young collections run less often, so no collection walks the
+    whole population again.  Afterwards everything is unfrozen and the thresholds restored.  Results never
+    depend on it."""
+
+    def __enter__(self) -> LoopGuards:
+        self.thresholds = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(max(self.thresholds[0], 10_000), *self.thresholds[1:])
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.set_threshold(*self.thresholds)
         gc.unfreeze()
+
+    @staticmethod
+    def round_closed() -> None:
+        gc.collect()  # only what this round made: everything older is frozen
+        gc.freeze()

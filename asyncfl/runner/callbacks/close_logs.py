@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncfl.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, RunState
 
 
 class CloseLogs(Callback):

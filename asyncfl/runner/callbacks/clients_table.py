@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from asyncfl.callbacks.base import Callback, RunState
 from asyncfl.output.columns import CLIENT_COLUMNS, LOST_COMPUTE, TIME_BREAKDOWN_COLUMNS, failure_columns
 from asyncfl.output.files import round6
+from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.clients import ClientDevice, phase_seconds
 from asyncfl.sim.population import utc_offsets
@@ -79,9 +79,7 @@ class ClientsTable(Callback):
     def on_end(self, state: RunState, now: float) -> None:
         s, clients, learner = self.scenario, self.clients, self.learner
         accuracies = learner.client_accuracies() if s.eval.per_client and state.progress.status != "diverged" else []
-        federation = getattr(learner, "federation", None)  # none when timing_only: no data set
-        test_samples = [len(split) for split in federation.client_test] if federation is not None else []
-        columns = client_columns(clients, self.probabilities, accuracies, s.timing_only, test_samples)
+        columns = client_columns(clients, self.probabilities, accuracies, s.timing_only, learner.client_test_sizes())
         # p_i = 1 means online at every time and round, for every kind (the availability contract suite
         # checks it): then nobody is ever offline and no client's model need be built to say so
         probabilities = np.asarray(self.probabilities, dtype=np.float64)

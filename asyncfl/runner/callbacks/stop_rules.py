@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncfl.callbacks.base import Aggregation, Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.record import AggregationRecord
 
 
 class StopRules(Callback):
@@ -20,11 +21,11 @@ class StopRules(Callback):
         rounds, virtual_time = self.stop.rounds, self.stop.virtual_time_s
         return (rounds is not None and version >= rounds) or (virtual_time is not None and now >= virtual_time)
 
-    def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
+    def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
         progress = state.progress
-        if aggregation.diverged:
+        if record.diverged:
             progress.status = "diverged"
-        if progress.status != "running" or self.limit_reached(aggregation.version, aggregation.time):
+        if progress.status != "running" or self.limit_reached(record.round, record.time):
             state.stop = True
         elif self.stop.target_accuracy is not None and self.stop.at_target and progress.target_time is not None:
             progress.status = "target_reached"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncfl.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, RunState
 
 
 class StrategyTables(Callback):

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
-from asyncfl.callbacks.base import Aggregation, Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.record import AggregationRecord
 
 
 class Checkpointer(Callback):
-    """Saves what ``--resume`` needs (``asyncfl.checkpoint``) at the start, every
+    """Saves what ``--resume`` needs (``asyncfl.runner.checkpoint``) at the start, every
     ``checkpoint.every_rounds`` aggregations or ``every_virtual_s`` virtual seconds, and at the
     aggregation that stops the run; with neither set, never (the files are still flushed).  Between
     checkpoints the run files are flushed after every aggregation.  ``save(state)`` writes the
@@ -30,8 +30,8 @@ class Checkpointer(Callback):
     def on_start(self, state: RunState) -> None:
         self.checkpoint(state, 0, 0.0)
 
-    def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
-        version, now = aggregation.version, aggregation.time
+    def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
+        version, now = record.round, record.time
         if state.stop or self.due(version, now):
             self.checkpoint(state, version, now)
         else:
@@ -50,7 +50,7 @@ class Checkpointer(Callback):
             "time": now,
             "stop": state.stop,
             "learner": self.learner_state(),
-            "progress": asdict(state.progress),
+            "progress": state.progress.saved(),
             "offsets": self.out.offsets(),
             "elapsed_s": state.wall_seconds(),
         })  # fmt: skip

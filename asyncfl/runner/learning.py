@@ -1,12 +1,15 @@
 """The learning side of a run: global model, strategy, lazy training jobs, evaluation.
 
-This is the one place where the timing world (task plans, round infos) meets torch.  The servers
-only see ``submit`` and the aggregation callback of :mod:`asyncfl.runner`.
+This is the one place where the timing world (task plans, closed rounds) meets torch.  The run loop
+(:mod:`asyncfl.runner.simulation`) hands it each closed round: the started tasks' jobs are queued, the round's
+updates trained (or taken from the job book), aggregated, and what came of it returned as
+:class:`~asyncfl.runner.record.Learned`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Protocol
 
 import torch
@@ -14,30 +17,32 @@ from torch import nn
 from torch.nn.utils import parameters_to_vector
 
 from asyncfl.algorithms import Context, Strategy, Update
-from asyncfl.callbacks.base import AggregationReport
 from asyncfl.learn.compression import CompressedUploads
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.trainer import TrainingJob, evaluate, hit_rate
 from asyncfl.learn.training import Training
+from asyncfl.runner.record import Learned, mean_loss
 from asyncfl.sim.clients import TaskPlan
-from asyncfl.sim.servers import RoundInfo
+from asyncfl.sim.servers import ClosedRound
 
 
 class LearningWorld(Protocol):
-    """What the run loop (:class:`asyncfl.runner.Simulation`) asks of the learning world; both
-    :class:`Learner` and, for ``timing_only`` runs, :class:`TimingLearner` provide it."""
+    """What the run loop (:class:`asyncfl.runner.simulation.Simulation`) asks of the learning side; :class:`Learner`
+    provides it, and stands-ins take its place where nothing is trained: :class:`asyncfl.runner.timing_learning.
+    TimingLearner` (``timing_only``) and :class:`asyncfl.runner.replay.ReplayLearner` (a resumed run up to its
+    checkpoint)."""
 
     model_bytes: int  # bytes of one model transfer (the timing world's download and upload)
     participation: tuple[float, ...] | None  # p_i of the availability model, set by the runner
     strategy: Strategy | None
     jobs: JobBook
 
-    def submit(self, plan: TaskPlan) -> None: ...
-    def collect_updates(self, info: RoundInfo) -> list: ...
-    def apply(self, info: RoundInfo, updates: list, record_weights: bool) -> AggregationReport: ...
-    def diverged(self) -> bool: ...
+    def queue(self, plans: Sequence[TaskPlan]) -> None: ...
+    def train(self, closed: ClosedRound, staleness: Sequence[int]) -> list: ...
+    def apply(self, closed: ClosedRound, updates: list, record_weights: bool) -> Learned: ...
     def test_metrics(self) -> tuple[float, float, list[float]]: ...
     def client_accuracies(self) -> list[float]: ...
+    def client_test_sizes(self) -> list[int]: ...
     def state(self) -> dict: ...
     def restore(self, state: dict) -> None: ...
 
@@ -69,26 +74,30 @@ class Learner:
     def model_bytes(self) -> int:
         return self.params.numel() * self.params.element_size()
 
-    def submit(self, plan: TaskPlan) -> None:
-        steps = self.training.local_steps if plan.steps is None else plan.steps  # None: a plan made by hand
-        self.jobs.submit(TrainingJob(plan.client, plan.round, plan.attempt, steps))
+    def queue(self, plans: Sequence[TaskPlan]) -> None:
+        """Queue the training jobs of tasks that will deliver (computed only when an update needs one)."""
+        default = self.training.local_steps
+        for plan in plans:
+            steps = default if plan.steps is None else plan.steps  # None: a plan made by hand
+            self.jobs.submit(TrainingJob(plan.client, plan.base_version, plan.attempt, steps))
 
-    def collect_updates(self, info: RoundInfo) -> list[Update]:
-        """Train (or take from the job book) every update the round received. This is where the time
-        goes; it changes no federated state, so an interrupt here leaves the last round intact."""
+    def train(self, closed: ClosedRound, staleness: Sequence[int]) -> list[Update]:
+        """Train (or take from the job book) every update the round received, ``staleness`` being each one's
+        (:func:`asyncfl.runner.record.staleness_of`).  This is where the time goes; it changes no federated
+        state, so an interrupt here leaves the last round intact."""
         self.pending_residuals = {}
-        return [self._update(plan, info.round) for plan in info.received]
+        return [self._update(plan, tau) for plan, tau in zip(closed.received, staleness)]
 
-    def apply(self, info: RoundInfo, updates: list[Update], record_weights: bool) -> AggregationReport:
-        """Aggregate the collected updates into a new global version (strategy memory included)."""
+    def apply(self, closed: ClosedRound, updates: list[Update], record_weights: bool) -> Learned:
+        """Aggregate the trained updates into a new global version (strategy memory included)."""
         self.seen.update(u.client for u in updates)
         self.uploads.commit(self.pending_residuals)
         context = Context(
-            round=info.round,
-            time=info.time,
+            round=closed.round - 1,
+            time=closed.time,
             num_clients=self.federation.num_clients,
-            selected=frozenset(info.selected),
-            failed=frozenset(info.failed_clients),
+            selected=frozenset(closed.selected),
+            failed=frozenset(closed.failed_clients),
             seen=frozenset(self.seen),
             participation=self.participation,
         )
@@ -96,21 +105,18 @@ class Learner:
         self.params = result.params.detach()
         self.version += 1
         self.jobs.publish(self.version, self.params)
-        losses = [u.train_loss for u in updates]
-        rows = []
+        losses = tuple(u.train_loss for u in updates)
+        rows = ()
         if record_weights:
-            rows = [
+            rows = tuple(
                 {"round": self.version, "client": c, "weight": w, **result.notes.get(c, {})}
                 for c, w in sorted(result.weights.items())
-            ]
-        return AggregationReport(
-            self.version,
-            sum(losses) / len(losses) if losses else math.nan,
-            [u.staleness for u in updates],
-            rows,
-        )
+            )
+        nonfinite_loss = bool(losses) and not math.isfinite(mean_loss(losses))
+        diverged = not bool(torch.isfinite(self.params).all()) or nonfinite_loss
+        return Learned(losses, tuple(u.train_loss_sq for u in updates), rows, diverged)
 
-    def _update(self, plan: TaskPlan, current_round: int) -> Update:
+    def _update(self, plan: TaskPlan, staleness: int) -> Update:
         result = self.jobs.result(plan.client, plan.attempt)
         delta = result.delta
         if self.uploads.active:  # what the client sends is what every algorithm aggregates
@@ -118,8 +124,8 @@ class Learner:
         return Update(
             client=plan.client,
             delta=delta,
-            base_version=plan.round,
-            staleness=current_round - plan.round,
+            base_version=plan.base_version,
+            staleness=staleness,
             num_samples=len(self.federation.client_train[plan.client]),
             num_steps=result.num_steps,
             lr=self.training.lr,
@@ -168,42 +174,6 @@ class Learner:
             start += n
         return out
 
-    def diverged(self) -> bool:
-        return not bool(torch.isfinite(self.params).all())
-
-
-class TimingLearner:
-    """Stands in for :class:`asyncfl.learner.Learner` when ``timing_only``: the servers, clients and
-    event log run exactly as in a full run, but no data set is loaded and nothing is trained.  Every
-    client is taken to hold at least ``batch_size`` samples (full batches), so its tasks last as long
-    as in a full run whose clients all have that many."""
-
-    def __init__(self, model_bytes: int) -> None:
-        self.model_bytes, self.version = model_bytes, 0
-        self.jobs = JobBook(None)  # never receives a job: ``computed`` stays 0
-        self.strategy, self.participation = None, None
-
-    def submit(self, plan) -> None:
-        """Nothing is trained: the plan's timing is all the run needs."""
-
-    def state(self) -> dict:
-        return {"version": self.version}
-
-    def restore(self, state: dict) -> None:
-        self.version = state["version"]
-
-    def collect_updates(self, info: RoundInfo) -> list:
-        return list(info.received)
-
-    def apply(self, info: RoundInfo, updates: list, record_weights: bool) -> AggregationReport:
-        self.version += 1
-        return AggregationReport(self.version, math.nan, [info.round - p.round for p in updates])
-
-    def diverged(self) -> bool:
-        return False
-
-    def test_metrics(self) -> tuple[float, float, list[float]]:
-        return math.nan, math.nan, []  # nothing is learned: never called by the run loop
-
-    def client_accuracies(self) -> list[float]:
-        return []
+    def client_test_sizes(self) -> list[int]:
+        """Samples in each client's local test split."""
+        return [len(split) for split in self.federation.client_test]

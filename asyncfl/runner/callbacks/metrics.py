@@ -7,8 +7,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from asyncfl.callbacks.base import Aggregation, AggregationReport, Callback, RunState
-from asyncfl.callbacks.stop_rules import StopRules
+from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.stop_rules import StopRules
+from asyncfl.runner.record import AggregationRecord
 
 
 class MetricsRecorder(Callback):
@@ -33,24 +34,24 @@ class MetricsRecorder(Callback):
     def on_start(self, state: RunState) -> None:
         self.write(state, 0.0, 0, None, evaluate=True)
 
-    def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
-        version, now = aggregation.version, aggregation.time
+    def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
+        version, now = record.round, record.time
         due = version % self.every == 0 or self.stop_rules.limit_reached(version, now)
-        self.write(state, now, version, aggregation.report, evaluate=due or aggregation.diverged)
+        self.write(state, now, version, record, evaluate=due or record.diverged)
 
-    def write(self, state: RunState, now: float, version: int, report: AggregationReport | None, evaluate: bool):
+    def write(self, state: RunState, now: float, version: int, record: AggregationRecord | None, evaluate: bool):
         accuracy = loss = math.nan
         per_class = [math.nan] * len(self.class_columns)
         if evaluate and self.evaluate is not None:
             accuracy, loss, per_class = self.evaluate()
             state.progress.note_accuracy(accuracy, now, version, self.target)
-        staleness = report.staleness if report else []
+        staleness = record.staleness if record else ()
         self.out.metrics.write({
             "time": now,
             "round": version,
             "test_accuracy": accuracy,
             "test_loss": loss,
-            "train_loss": report.train_loss if report else math.nan,
+            "train_loss": record.train_loss_mean if record else math.nan,
             "updates": len(staleness),
             "staleness_mean": statistics.fmean(staleness) if staleness else math.nan,
             "wall_seconds": state.wall_seconds(),

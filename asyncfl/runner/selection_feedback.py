@@ -1,6 +1,6 @@
 """What the learning world reports to ``server.selection``'s policy after each aggregation.
 
-The run loop (:mod:`asyncfl.runner`) hands every aggregation to :class:`FeedbackRecorder`, which fills
+The run loop (:mod:`asyncfl.runner.simulation`) hands every aggregation to :class:`FeedbackRecorder`, which fills
 the policy's :class:`~asyncfl.sim.selection.ClientFeedback` columns (plain numbers: the timing world
 stays torch-free) and keeps one log entry per aggregation, so that a resumed run replays what the
 policy saw up to its checkpoint and then selects exactly as the run that was never stopped.
@@ -8,14 +8,13 @@ policy saw up to its checkpoint and then selects exactly as the run that was nev
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from asyncfl.learner import LearningWorld
+from asyncfl.runner.learning import LearningWorld
+from asyncfl.runner.record import AggregationRecord
 from asyncfl.sections import Section
 from asyncfl.sim.selection import KINDS as SELECTION_KINDS
 from asyncfl.sim.selection import ClientFeedback
-from asyncfl.sim.servers import RoundInfo
 
 
 class FeedbackRecorder:
@@ -32,18 +31,18 @@ class FeedbackRecorder:
             self.feedback.filled = not scenario.timing_only
         self.log: list[tuple] = []
 
-    def aggregated(self, info: RoundInfo, updates: list, version: int) -> None:
-        """Record one aggregation that made ``version`` from ``updates`` (timing_only: the plans)."""
+    def aggregated(self, record: AggregationRecord) -> None:
+        """Record one aggregation (its losses are NaN where nothing is trained: ``timing_only``)."""
         if self.feedback is None:
             return
         self.record(
-            info.round,
-            [plan.client for plan in info.received],
-            [float(getattr(u, "train_loss", math.nan)) for u in updates],  # timing_only: plans, no loss
-            [float(getattr(u, "train_loss_sq", math.nan)) for u in updates],
-            [plan.end - plan.start for plan in info.received],
-            self._client_accuracies(version),
-            info.timed_out,
+            record.round - 1,  # the policy's rounds count from 0: the version the round's tasks started from
+            list(record.clients),
+            [float(loss) for loss in record.train_loss],
+            [float(loss) for loss in record.train_loss_sq],
+            list(record.task_s),
+            self._client_accuracies(record.round),
+            record.timed_out,
         )
 
     def replay(self, saved_log: list, index: int) -> None:

@@ -8,7 +8,7 @@ import statistics
 from importlib import metadata
 from typing import Any
 
-from asyncfl.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, RunState
 
 
 class SummaryJson(Callback):

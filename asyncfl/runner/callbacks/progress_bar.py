@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from asyncfl.callbacks.base import Aggregation, Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.record import AggregationRecord
 
 
 class ProgressBar(Callback):
@@ -24,10 +25,10 @@ class ProgressBar(Callback):
         self._open()
         self.bar.update(checkpoint["aggregations"])
 
-    def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
+    def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
         self.bar.update(1)
         self.bar.set_postfix_str(
-            f"t={aggregation.time:,.0f}s acc={state.progress.last_accuracy:.3f}", refresh=False
+            f"t={record.time:,.0f}s acc={state.progress.last_accuracy:.3f}", refresh=False
         )  # fmt: skip
 
     def on_end(self, state: RunState, now: float) -> None:
