@@ -21,7 +21,7 @@ from asyncfl.output.run_directory import ENDED
 from asyncfl.study import build_study
 from asyncfl.study.compare import write_comparison
 from asyncfl.study.seed_statistics import RunRecord, step_value
-from asyncfl.study.sweep import run_sweep
+from asyncfl.sweep.study_sweep import run_sweep
 
 BASE = {
     "name": "tiny",
@@ -394,7 +394,7 @@ def test_the_local_executor_frees_each_runs_reference_cycles(tmp_path, monkeypat
     import gc
     import weakref
 
-    from asyncfl.study import jobs
+    from asyncfl.sweep import jobs
 
     class Node:
         pass
