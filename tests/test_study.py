@@ -329,8 +329,8 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
 
     from test_resume import _kill_at_event
 
-    from asyncfl import runner
     from asyncfl.config import validate_scenario
+    from asyncfl.sweep import jobs
 
     study, original = sweep
     sweep_dir = tmp_path / "copy"
@@ -341,8 +341,8 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
     assert _kill_at_event(monkeypatch, validate_scenario(spec.scenario.model_dump(mode="json")), killed, 5)
     assert (killed / "checkpoint.pt").is_file() and not (killed / "summary.json").exists()
     resumed = []
-    original_resume = runner.resume_run
-    monkeypatch.setattr(runner, "resume_run", lambda d, quiet=True: resumed.append(d) or original_resume(d, quiet))
+    original_resume = jobs.resume_run
+    monkeypatch.setattr(jobs, "resume_run", lambda d, quiet=True: resumed.append(d) or original_resume(d, quiet))
     result = run_sweep(study, resume=sweep_dir, quiet=True)
     assert (result.ran, result.skipped, result.failures) == (1, 3, [])
     assert resumed == [killed]
