@@ -18,11 +18,11 @@ from asyncfl.cli.study import report_dir
 from asyncfl.config import ConfigError
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
-from asyncfl.study import jobs as jobs_module
 from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_needed, sign_flip_p, verdict
 from asyncfl.study.claims import Claim, smallest_holm_p, smallest_p, unreachable_families
 from asyncfl.study.seed_statistics import run_measures
-from asyncfl.study.sweep import run_sweep
+from asyncfl.sweep import jobs as jobs_module
+from asyncfl.sweep.study_sweep import run_sweep
 from tests.conftest import write_finished_run
 from tests.test_study import BASE as STUDY_BASE
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from conftest import imported_modules, under
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("asyncfl.study", "asyncfl.cli", "asyncfl.sim", "asyncfl.learn", "asyncfl.algorithms", "asyncfl.runner",
-             "torch", "simpy")  # fmt: skip
+FORBIDDEN = ("asyncfl.study", "asyncfl.sweep", "asyncfl.cli", "asyncfl.sim", "asyncfl.learn", "asyncfl.algorithms",
+             "asyncfl.runner", "asyncfl.learner", "torch", "simpy")  # fmt: skip
 
 
 def _reaching(folder: Path, roots: tuple[str, ...]) -> dict[str, list[str]]:
@@ -24,11 +24,11 @@ def test_figures_import_no_simulation_learning_study_or_cli_code():
 
 
 def test_only_the_command_line_and_the_api_import_the_study_or_the_command_line():
-    """Core modules (everything outside study/, cli/ and the Python API) never import asyncfl.study nor
-    asyncfl.cli; asyncfl/__main__.py only hands over to asyncfl.cli."""
+    """Core modules (everything outside study/, sweep/, cli/ and the Python API) never import
+    asyncfl.study, asyncfl.sweep nor asyncfl.cli; asyncfl/__main__.py only hands over to asyncfl.cli."""
     package = ROOT / "asyncfl"
-    above = ("study", "cli", "api")
+    above = ("study", "sweep", "cli", "api")
     core = [p for p in package.rglob("*.py") if p.parent.name not in above and p.name != "__main__.py"]
-    roots = ("asyncfl.study", "asyncfl.cli")
+    roots = ("asyncfl.study", "asyncfl.sweep", "asyncfl.cli")
     assert {p: found for p in core if (found := sorted(m for m in imported_modules(p) if under(m, roots)))} == {}
     assert imported_modules(package / "__main__.py") == {"sys", "asyncfl.cli"}

@@ -21,8 +21,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "asyncfl"
 
-# The command line and the Python API sit above everything, the analysis included: they run studies.
-ABOVE_ANALYSIS = ("asyncfl.__main__", "asyncfl.tools", "asyncfl.cli", "asyncfl.api")
+# The command line and the Python API sit above everything; below them the sweeps (running many scenarios,
+# then the analysis of what they wrote), then the analysis, which reads run directories only.
+ABOVE_SWEEPS = ("asyncfl.__main__", "asyncfl.tools", "asyncfl.cli", "asyncfl.api")
+ABOVE_ANALYSIS = (*ABOVE_SWEEPS, "asyncfl.sweep")
+# the run loop and what it calls at each aggregation (issue 30 moves them into asyncfl/run/)
+RUN_LOOP = ("asyncfl.runner", "asyncfl.learner", "asyncfl.run", "asyncfl.checkpoint", "asyncfl.callbacks",
+            "asyncfl.selection_feedback", "asyncfl.loop_guards")  # fmt: skip
 
 
 def _module_name(path: Path) -> str:
@@ -181,6 +186,24 @@ def test_the_core_never_imports_the_analysis():
     }
     unknown = sorted(edges)
     assert not unknown, "core modules importing asyncfl.study:\n" + "\n".join(f"{a} -> {b}" for a, b in unknown)
+
+
+def test_only_the_command_line_and_the_api_import_the_sweeps():
+    edges = sorted(
+        (module, child)
+        for module, children in GRAPH.items()
+        if not _inside(module, "asyncfl.sweep", *ABOVE_SWEEPS)
+        for child in children
+        if _inside(child, "asyncfl.sweep")
+    )
+    assert not edges, "modules below the sweeps importing asyncfl.sweep:\n" + "\n".join(f"{a} -> {b}" for a, b in edges)
+
+
+def test_the_analysis_never_reaches_the_run_loop_or_the_sweeps():
+    """study/ reads run directories: no import chain leads from it to the loop that writes them (it reaches
+    the registries' sections through asyncfl.config, which is why sim modules are not named here)."""
+    chains = _reaching(("asyncfl.study",), lambda m: _inside(m, "asyncfl.sweep", *RUN_LOOP))
+    assert not chains, "asyncfl.study reaching the run loop or the sweeps:\n" + "\n".join(chains)
 
 
 def test_the_graph_sees_deferred_and_type_checking_imports():

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow  # every test starts a local Ray instance (seconds
 
 from asyncfl.output.files import read_csv  # noqa: E402
 from asyncfl.study import build_study  # noqa: E402
-from asyncfl.study.sweep import run_sweep  # noqa: E402
+from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
 
 STUDY = {
     "name": "raytiny",

@@ -26,7 +26,7 @@ from asyncfl.study.report import (
 )
 from asyncfl.study.seed_statistics import RunRecord, tail_accuracy
 from asyncfl.study.spec import load_study
-from asyncfl.study.sweep import run_sweep
+from asyncfl.sweep.study_sweep import run_sweep
 
 T_975_2 = 4.302652729749462  # Student t quantile 0.975 with 2 degrees of freedom (tables: 4.303)
 T_975_3 = 3.1824463052837078  # ... with 3 degrees of freedom (tables: 3.182)

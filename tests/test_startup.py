@@ -64,7 +64,7 @@ def test_figure_modules_leave_the_users_matplotlib_backend_alone():
     calls matplotlib.use (which would override a backend the user picked)."""
     loaded = _modules_after(
         "import matplotlib\nmatplotlib.use('svg')\n"
-        "import asyncfl.figures, asyncfl.figures.compare, asyncfl.study.advise\n"
+        "import asyncfl.figures, asyncfl.figures.compare, asyncfl.sweep.advise\n"
         "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()"
     )
     assert "asyncfl.figures.run_figures" in loaded and "matplotlib.pyplot" not in loaded

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.client_statistics import bias_stats
 from asyncfl.config import ConfigError
 from asyncfl.figures import render_run_figures
 from asyncfl.figures.timeline_files import offline_periods, task_segments, timeline_clients, update_staleness
+from asyncfl.output.client_statistics import bias_stats
 from asyncfl.output.files import read_csv
 from asyncfl.output.run_directory import ENDED
 from asyncfl.study import build_study
 from asyncfl.study.compare import write_comparison
 from asyncfl.study.seed_statistics import RunRecord, step_value
-from asyncfl.study.sweep import run_sweep
+from asyncfl.sweep.study_sweep import run_sweep
 
 BASE = {
     "name": "tiny",
@@ -330,7 +330,7 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
     from test_resume import _kill_at_event
 
     from asyncfl.config import validate_scenario
-    from asyncfl.runner import start
+    from asyncfl.sweep import jobs
 
     study, original = sweep
     sweep_dir = tmp_path / "copy"
@@ -341,8 +341,8 @@ def test_resume_continues_a_killed_run_from_its_checkpoint(sweep, tmp_path, monk
     assert _kill_at_event(monkeypatch, validate_scenario(spec.scenario.model_dump(mode="json")), killed, 5)
     assert (killed / "checkpoint.pt").is_file() and not (killed / "summary.json").exists()
     resumed = []
-    original_resume = start.resume_run
-    monkeypatch.setattr(start, "resume_run", lambda d, quiet=True: resumed.append(d) or original_resume(d, quiet))
+    original_resume = jobs.resume_run
+    monkeypatch.setattr(jobs, "resume_run", lambda d, quiet=True: resumed.append(d) or original_resume(d, quiet))
     result = run_sweep(study, resume=sweep_dir, quiet=True)
     assert (result.ran, result.skipped, result.failures) == (1, 3, [])
     assert resumed == [killed]
@@ -394,7 +394,7 @@ def test_the_local_executor_frees_each_runs_reference_cycles(tmp_path, monkeypat
     import gc
     import weakref
 
-    from asyncfl.study import jobs
+    from asyncfl.sweep import jobs
 
     class Node:
         pass

@@ -22,7 +22,7 @@ from asyncfl.study.cost import (
     write_costs,
 )
 from asyncfl.study.seed_statistics import RunRecord
-from asyncfl.study.sweep import run_sweep
+from asyncfl.sweep.study_sweep import run_sweep
 
 T_975_1 = 12.706204736174698  # Student t quantile 0.975 with 1 degree of freedom (tables: 12.706)
 

@@ -26,7 +26,7 @@ SEEDS = [0, 1, 2, 3, 4]
 IN_A_FINALIZER = textwrap.dedent(
     """
     import os, signal, sys, time
-    from asyncfl.study import jobs
+    from asyncfl.sweep import jobs
     from asyncfl.cli.main import main
 
     real, done = jobs.run_job, []

@@ -17,9 +17,9 @@ from asyncfl.cli.study import validate_study
 from asyncfl.config import ConfigError, Scenario
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
-from asyncfl.study import jobs as jobs_module
-from asyncfl.study.sweep import run_sweep
 from asyncfl.study.tuning import TUNABLE, UNTUNABLE, grid_points, point_id
+from asyncfl.sweep import jobs as jobs_module
+from asyncfl.sweep.study_sweep import run_sweep
 from tests.conftest import write_finished_run
 
 EVAL_SEEDS, TUNE_SEEDS = [0, 1], [100, 101]

@@ -18,7 +18,7 @@ from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.runner.callbacks.base import Callback
 from asyncfl.runner.start import run_scenario
 from asyncfl.study.spec import build_study
-from asyncfl.study.sweep import run_sweep
+from asyncfl.sweep.study_sweep import run_sweep
 
 
 def _scenario(scenario: Scenario | Mapping[str, Any] | str | Path, overrides: list[str]) -> Scenario:

@@ -1,4 +1,4 @@
-"""Command-line glue for ``advise`` (asyncfl.study.advise)."""
+"""Command-line glue for ``advise`` (asyncfl.sweep.advise)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def add_advise_parser(sub) -> None:
 
 
 def advise_command(args: argparse.Namespace) -> int:
-    from asyncfl.study.advise import run_advice
+    from asyncfl.sweep.advise import run_advice
 
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
     out = run_advice(

@@ -47,10 +47,9 @@ def add_report_parser(sub) -> None:
 
 def report_dir(sweep_dir: Path, baseline: str | None) -> int:
     """Write report.csv / report.md of a sweep directory and print the table."""
-    from asyncfl.study.compare import STUDY_FILE, sweep_records
+    from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records
     from asyncfl.study.report import write_report
     from asyncfl.study.seed_statistics import read_summary
-    from asyncfl.study.sweep import is_finished
 
     if not (sweep_dir / STUDY_FILE).is_file():
         raise ConfigError(f"{sweep_dir}: not a sweep directory (no {STUDY_FILE}); report needs a study's runs.")
@@ -146,7 +145,7 @@ def warn_study(study: Study) -> None:
 
 
 def run_study(study: Study, args: argparse.Namespace) -> int:
-    from asyncfl.study.sweep import run_sweep
+    from asyncfl.sweep.study_sweep import run_sweep
 
     if args.out is not None and args.resume is not None:
         raise ConfigError("--out and --resume: give one of them (--resume names the sweep directory).")

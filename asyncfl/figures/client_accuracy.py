@@ -9,8 +9,8 @@ import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from asyncfl.client_statistics import bias_stats
 from asyncfl.figures.common import ClientTable, read_clients, run_label, spread_ties
+from asyncfl.output.client_statistics import bias_stats
 from asyncfl.tables import write_csv, write_markdown
 
 

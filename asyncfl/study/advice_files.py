@@ -1,5 +1,5 @@
 """advise's outputs: one row per setting read back from its run directory (the columns are described
-in :mod:`asyncfl.study.advise`), written as ``advice.csv``, ``advice.md`` and ``advice.png``."""
+in :mod:`asyncfl.sweep.advise`), written as ``advice.csv``, ``advice.md`` and ``advice.png``."""
 
 from __future__ import annotations
 

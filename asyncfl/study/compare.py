@@ -16,6 +16,7 @@ from typing import Sequence
 
 from asyncfl.errors import ConfigError
 from asyncfl.figures.compare import plot_comparison
+from asyncfl.output.run_directory import ENDED
 from asyncfl.run_files import has_table
 from asyncfl.study.seed_statistics import (
     RunRecord,
@@ -81,6 +82,12 @@ def _bias_markdown(r: dict) -> dict[str, str]:
         "Worst 10%": pm(r["worst10_mean"], r["worst10_std"]),
         "Best 10%": pm(r["best10_mean"], r["best10_std"]),
     }
+
+
+def is_finished(run_dir: Path) -> bool:
+    """Whether a run has ended (summary.json holds finished, target_reached or diverged): a sweep's
+    resume skips it, a report counts it."""
+    return read_summary(run_dir).get("status") in ENDED
 
 
 def sweep_records(sweep_dir: Path) -> list[RunRecord]:

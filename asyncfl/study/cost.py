@@ -1,7 +1,7 @@
 """The cost side of a study, read from the timing world's files of every run: how much the server heard,
 how much computing was thrown away, and how many clients it never heard from.
 
-Per run (the same definitions as ``advise``'s, :mod:`asyncfl.study.advise`):
+Per run (the same definitions as ``advise``'s, :mod:`asyncfl.sweep.advise`):
 
 ``updates per virtual hour``  aggregated updates (rows of updates.csv) / (summary.json ``virtual_time_s`` / 3600)
 ``lost compute (virtual s)``  Σ clients.csv ``lost_compute_s``: seconds of computing spent on tasks that then

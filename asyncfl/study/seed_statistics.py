@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from asyncfl.client_statistics import bias_stats
+from asyncfl.output.client_statistics import bias_stats
 from asyncfl.output.run_directory import ENDED
 from asyncfl.run_files import has_table, load_table
 from asyncfl.study.measures import column_label

@@ -51,13 +51,13 @@ import yaml  # noqa: E402
 from asyncfl.config import read_yaml  # noqa: E402
 from asyncfl.study.claim_tests import claim_rows  # noqa: E402
 from asyncfl.study.claims import Claim, study_claims  # noqa: E402
-from asyncfl.study.compare import STUDY_FILE, sweep_records  # noqa: E402
+from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records  # noqa: E402
 from asyncfl.study.measures import column_label, column_of  # noqa: E402
 from asyncfl.study.report import format_interval, measure_table  # noqa: E402
 from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_interval  # noqa: E402
 from asyncfl.study.spec import load_study  # noqa: E402
-from asyncfl.study.sweep import is_finished, run_sweep  # noqa: E402
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E402
+from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
 from asyncfl.tables import markdown, write_csv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

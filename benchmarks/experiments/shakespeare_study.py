@@ -30,7 +30,7 @@ from scipy.stats import spearmanr  # noqa: E402
 
 from asyncfl.study.compare import sweep_records  # noqa: E402
 from asyncfl.study.spec import load_study  # noqa: E402
-from asyncfl.study.sweep import run_sweep  # noqa: E402
+from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY_FILE = ROOT / "scenarios" / "shakespeare_stragglers.yaml"

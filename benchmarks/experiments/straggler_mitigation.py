@@ -32,7 +32,7 @@ from asyncfl.study.compare import sweep_records
 from asyncfl.study.cost import write_costs
 from asyncfl.study.report import markdown_rows
 from asyncfl.study.spec import STUDY_KEYS, load_study
-from asyncfl.study.sweep import run_sweep
+from asyncfl.sweep.study_sweep import run_sweep
 from asyncfl.tables import markdown
 
 ROOT = Path(__file__).resolve().parents[2]

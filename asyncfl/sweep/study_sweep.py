@@ -37,17 +37,18 @@ from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
 from asyncfl.output.run_directory import CHECKPOINT_FILE as CHECKPOINT
-from asyncfl.output.run_directory import ENDED, new_run_dir, refuse_used_out
+from asyncfl.output.run_directory import new_run_dir, refuse_used_out
 from asyncfl.run_files import has_table
 from asyncfl.sections import resolved_dump
 from asyncfl.study.claims import DECLARED_FILE, declared_claims, record_claims
-from asyncfl.study.compare import STUDY_FILE, write_comparison
-from asyncfl.study.jobs import Job, run_locally
+from asyncfl.study.compare import STUDY_FILE, is_finished, write_comparison
 from asyncfl.study.report import write_report
-from asyncfl.study.seed_statistics import RunRecord, read_summary
+from asyncfl.study.seed_statistics import RunRecord
 from asyncfl.study.spec import RunSpec, Study
 from asyncfl.study.tuning import TUNED_FILE, TuningRun, tuned_scenario
 from asyncfl.study.tuning_results import write_choice
+from asyncfl.sweep.jobs import Job, run_locally
+from asyncfl.sweep.ray_executor import check_ray, run_on_ray
 
 
 @dataclass
@@ -56,10 +57,6 @@ class SweepResult:
     ran: int
     skipped: int
     failures: list[tuple[Job, str]]
-
-
-def is_finished(run_dir: Path) -> bool:
-    return read_summary(run_dir).get("status") in ENDED
 
 
 def run_sweep(
@@ -76,8 +73,6 @@ def run_sweep(
     The sweep directory is held (:func:`asyncfl.output.lock.writing`) from before anything is written
     in it until the comparison is written; an executor that cannot run fails before anything is made."""
     if executor == "ray":
-        from asyncfl.study.ray_executor import check_ray
-
         check_ray(gpus_per_task, cpus_per_task)
     elif executor != "local":
         raise ConfigError(f"--executor {executor!r}: allowed: local, ray.")
@@ -121,8 +116,6 @@ def _execute(
 ) -> list[tuple[Job, str]]:
     try:
         if executor == "ray":
-            from asyncfl.study.ray_executor import run_on_ray
-
             return run_on_ray(jobs, address, gpus, cpus, log)
         return run_locally(jobs, log)
     except KeyboardInterrupt:

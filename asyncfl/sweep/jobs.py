@@ -1,7 +1,7 @@
 """One run of a sweep (or of ``advise``'s grid): what it is (:class:`Job`), how it runs (:func:`run_job`,
-the only place the study layer reaches the runner, lazily) and the local executor (:func:`run_locally`).
-The Ray executor (:mod:`asyncfl.study.ray_executor`) builds on this module; :mod:`asyncfl.study.sweep`
-chooses between the two, so the imports go one way: sweep -> ray_executor -> jobs."""
+the one place that calls the run loop) and the local executor (:func:`run_locally`).  The Ray executor
+(:mod:`asyncfl.sweep.ray_executor`) builds on this module; :mod:`asyncfl.sweep.study_sweep` chooses
+between the two, so the imports go one way: study_sweep -> ray_executor -> jobs."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from asyncfl.config import validate_scenario
+from asyncfl.runner.start import resume_run, run_scenario
 from asyncfl.study.seed_statistics import read_summary
 
 
@@ -27,9 +29,6 @@ class Job:
 def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
     """One run from plain scenario data (or its checkpoint) to a finished run directory (with its
     figures when ``output.plot``: the run draws them)."""
-    from asyncfl.config import validate_scenario
-    from asyncfl.runner.start import resume_run, run_scenario
-
     if resume:
         resume_run(run_dir, quiet=True)
     else:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from asyncfl.errors import ConfigError
-from asyncfl.study.jobs import Job, describe, run_job
+from asyncfl.sweep.jobs import Job, describe, run_job
 
 
 def run_in_scratch(scenario: dict) -> tuple[dict, dict[str, bytes]]:

@@ -1,6 +1,8 @@
-"""Statistics over the clients of one run, shared by the run's own client_accuracy tables and figure
+"""Statistics over the clients of one run: the columns of client_accuracy.csv and how they are computed
+from clients.csv, shared by the run's own client_accuracy tables and figure
 (:mod:`asyncfl.figures.client_accuracy`) and a comparison's table over seeds
-(:mod:`asyncfl.study.seed_statistics`): both sit above this module, neither imports the other."""
+(:mod:`asyncfl.study.seed_statistics`).  Here, beside the run files both read, so that neither needs
+the other (the analysis would otherwise load matplotlib through figures/ to average a table)."""
 
 from __future__ import annotations
 

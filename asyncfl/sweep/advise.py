@@ -2,7 +2,7 @@
 
 The scenario runs once per grid value in ``timing_only`` mode (the clock world alone: no model, no
 training; a data set that needs no files is dealt, for each client's sample count) through the sweep's
-job runner (:func:`asyncfl.study.jobs.run_locally`), each into an ordinary run directory.
+job runner (:func:`asyncfl.sweep.jobs.run_locally`), each into an ordinary run directory.
 
 Every setting runs for the same virtual time (the *horizon*: ``stop.virtual_time_s``, with
 ``stop.rounds`` lifted), because a fixed number of rounds lasts 42 virtual seconds with K = 1 and
@@ -44,6 +44,8 @@ from asyncfl.config import ConfigError, apply_override, read_scenario, validate_
 from asyncfl.config.runnable import check_runnable
 from asyncfl.output.run_directory import new_run_dir, refuse_used_out
 from asyncfl.study.advice_files import advice_row, write_advice
+from asyncfl.study.spec import is_study
+from asyncfl.sweep.jobs import Job, run_locally
 
 MAX_SETTINGS = 200
 REFERENCE = "scenario_setting"  # run directory of the scenario's own setting when it sets the horizon
@@ -170,8 +172,6 @@ def plan(
     horizon: str | None = None,
 ) -> Plan:  # fmt: skip
     """Read the scenario, check the grid and every setting's scenario (nothing is written yet)."""
-    from asyncfl.study.spec import is_study
-
     raw = read_scenario(path)
     for item in overrides:
         apply_override(raw, item)
@@ -241,8 +241,6 @@ def run_advice(
 ) -> Path:
     """Run the grid over one common virtual horizon and write advice.csv / .md / .png into the output
     directory (returned)."""
-    from asyncfl.study.jobs import Job, run_locally
-
     chosen = plan(path, overrides, deadline, k, concurrency, horizon)
     if out is not None:
         refuse_used_out(out)
