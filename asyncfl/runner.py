@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import math
 import time
 from contextlib import ExitStack
@@ -37,10 +36,11 @@ from asyncfl.learn.partition import cluster_of_clients
 from asyncfl.learner import Learner, TimingLearner
 from asyncfl.loop_guards import RunInterrupted, RunOutOfMemory, collections_per_aggregation, interrupts_deferred
 from asyncfl.output.columns import class_accuracy_columns, metrics_extra_columns, rounds_extra_columns
-from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
+from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import RunDirectory, new_run_dir, speed_bins, speed_order, timeline_sample
+from asyncfl.output.writing import write_atomic
 from asyncfl.sections import resolved_dump
 from asyncfl.seeding import stream
 from asyncfl.selection_feedback import FeedbackRecorder
@@ -274,9 +274,8 @@ class Simulation:
 
     def _record_failure(self, state: RunState) -> None:
         """summary.json with ``failed_stage`` (written whole, over the one the run wrote, if any)."""
-        path = self.out.path / "summary.json"
         try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
+            summary = read_summary(self.out.path)
         except (OSError, ValueError):  # the summary's own stage failed: say what is known
             summary = {"status": state.progress.status, "rounds": state.progress.rounds}
         error = f"out of memory in the {state.failed_stage} stage"

@@ -15,7 +15,7 @@ import yaml
 
 from asyncfl.cli.study import validate_study
 from asyncfl.config import ConfigError, Scenario
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study import jobs as jobs_module
 from asyncfl.study.sweep import run_sweep

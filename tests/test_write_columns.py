@@ -1,5 +1,6 @@
 """RunDirectory.write_columns (clients.csv and every whole-file table, formatted a column at a time)
-writes the bytes csv.writer writes for the cleaned rows, a row at a time, whatever the columns hold."""
+and the logs' column blocks write the bytes csv.writer writes for the cleaned rows, a row at a time,
+whatever the columns hold: one text rule (asyncfl.output.csv_text), lines ending in \n."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ import random
 
 import numpy as np
 
-from asyncfl.output.files import _clean
+from asyncfl.output.csv_text import clean
 from asyncfl.output.run_directory import RunDirectory
+from asyncfl.output.writing import Log
 
 
 def _rows_by_csv(path, columns: dict) -> None:
     """The reference: csv.writer over the rows, every value cleaned as the logs clean it."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(list(columns))
-        writer.writerows([_clean(v) for v in row] for row in zip(*columns.values()))
+        writer.writerows([clean(v) for v in row] for row in zip(*columns.values()))
 
 
 def _column(rng: random.Random, kind: str, n: int, trial: int) -> list:
@@ -52,3 +54,7 @@ def test_columns_are_written_as_csv_writes_the_rows(tmp_path):
         assert (tmp_path / "columns.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes(), columns
         out.write_table("table.csv", [dict(zip(columns, row)) for row in zip(*columns.values())])
         assert (tmp_path / "table.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
+        log = Log(tmp_path / "log.csv", columns)
+        log.append(columns)
+        log.close()
+        assert (tmp_path / "log.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()

@@ -46,6 +46,6 @@ class RoundLog(Callback):
     def on_aggregation(self, state: RunState, aggregation: Aggregation) -> None:
         info, report = aggregation.info, aggregation.report
         self.out.event(info.time, None, "aggregate", report.version, None)
-        self.out.rounds.write(rounds_row(info, report, self.reasons))
+        self.out.rounds.append([rounds_row(info, report, self.reasons)])
         self.out.aggregated(report.version, aggregation.clients, report.staleness)
         self.out.weight_rows(report.weight_rows)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from asyncfl.study.seed_statistics import read_summary
+from asyncfl.output.reading import read_summary
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
         resume_run(run_dir, quiet=True)
     else:
         run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
-    return read_summary(run_dir)
+    return read_summary(run_dir, required=False)
 
 
 def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, str]]:

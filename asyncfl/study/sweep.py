@@ -33,18 +33,18 @@ from typing import Iterator, Sequence
 import yaml
 
 from asyncfl.errors import ConfigError
-from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
+from asyncfl.output.reading import has_table, read_summary
 from asyncfl.output.run_directory import CHECKPOINT_FILE as CHECKPOINT
 from asyncfl.output.run_directory import ENDED, new_run_dir, refuse_used_out
-from asyncfl.run_files import has_table
+from asyncfl.output.writing import write_atomic
 from asyncfl.sections import resolved_dump
 from asyncfl.study.claims import DECLARED_FILE, declared_claims, record_claims
 from asyncfl.study.compare import STUDY_FILE, write_comparison
 from asyncfl.study.jobs import Job, run_locally
 from asyncfl.study.report import write_report
-from asyncfl.study.seed_statistics import RunRecord, read_summary
+from asyncfl.study.seed_statistics import RunRecord
 from asyncfl.study.spec import RunSpec, Study
 from asyncfl.study.tuning import TUNED_FILE, TuningRun, tuned_scenario
 from asyncfl.study.tuning_results import write_choice
@@ -59,7 +59,7 @@ class SweepResult:
 
 
 def is_finished(run_dir: Path) -> bool:
-    return read_summary(run_dir).get("status") in ENDED
+    return read_summary(run_dir, required=False).get("status") in ENDED
 
 
 def run_sweep(

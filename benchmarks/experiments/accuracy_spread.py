@@ -81,7 +81,7 @@ def central(model: str):
 def learned(mode: str):
     """Final minus first test accuracy of tests/test_batched.py's run (sequential executor)."""
     from asyncfl.config import validate_scenario
-    from asyncfl.output.files import read_csv
+    from asyncfl.output.reading import read_csv
     from asyncfl.runner import run_scenario
     from tests.test_batched import same_metrics_scenario
 

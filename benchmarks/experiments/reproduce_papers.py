@@ -49,6 +49,7 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 
 from asyncfl.config import read_yaml  # noqa: E402
+from asyncfl.output.tables import markdown, write_csv  # noqa: E402
 from asyncfl.study.claim_tests import claim_rows  # noqa: E402
 from asyncfl.study.claims import Claim, study_claims  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, sweep_records  # noqa: E402
@@ -58,7 +59,6 @@ from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_
 from asyncfl.study.spec import load_study  # noqa: E402
 from asyncfl.study.sweep import is_finished, run_sweep  # noqa: E402
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E402
-from asyncfl.tables import markdown, write_csv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools

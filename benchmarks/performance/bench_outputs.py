@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from asyncfl.output.files import write_table  # noqa: E402
-from asyncfl.run_files import load_table, table_file  # noqa: E402
+from asyncfl.output.reading import load_table, table_file  # noqa: E402
+from asyncfl.output.writing import write_table  # noqa: E402
 
 SCENARIO = ROOT / "benchmarks" / "scenarios" / "population.yaml"
 TABLES = ("clients", "updates", "rounds", "metrics")
