@@ -127,9 +127,7 @@ class Log:
         self.handle.close()
 
 
-def write_columns(
-    path: Path, columns: Columns, digits: int | None = DIGITS, header_only: bool = False
-) -> Path | None:
+def write_columns(path: Path, columns: Columns, digits: int | None = DIGITS, header_only: bool = False) -> Path | None:
     """A CSV file given column by column, written whole (temporary file, then renamed): the bytes
     :func:`asyncfl.output.csv_text.row_writer` writes for the rows ``zip(*columns.values())``, every
     value cleaned (:func:`asyncfl.output.csv_text.clean`), but formatted a column and a block of rows

@@ -62,6 +62,7 @@ from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E40
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 RUNS = ROOT / "runs" / "papers"
@@ -150,7 +151,7 @@ def central_baselines() -> list[dict]:
             "output": {"events": "none", "plot": False}, "checkpoint": {"every_rounds": None},
         }, source=f"central {model}")  # fmt: skip
         run_dir = run_scenario(scenario, RUNS / "central" / model / f"seed{seed}", quiet=True)
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = read_summary(run_dir)
         rows.append({"model": model, "seed": seed, "steps": 500 * rounds, "lr": lr,
                      "test_accuracy": summary["final_accuracy"], "paper": paper,
                      "real_seconds": summary["real_seconds"]})  # fmt: skip
