@@ -283,9 +283,8 @@ def run_seconds(records: list[RunRecord], sweep_dir: Path) -> tuple[int, float, 
     dirs = [r.path for r in records] + sorted((sweep_dir / TUNING_DIR).glob("*/*/seed*"))
     seconds = []
     for d in dirs:
-        summary = d / "summary.json"
-        if summary.is_file():
-            seconds.append(float(json.loads(summary.read_text()).get("real_seconds") or 0.0))
+        if (d / "summary.json").is_file():
+            seconds.append(float(read_summary(d).get("real_seconds") or 0.0))
     return len(seconds), sum(seconds), max(seconds, default=0.0)
 
 
