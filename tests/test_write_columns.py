@@ -9,9 +9,11 @@ import math
 import random
 
 import numpy as np
+import pandas as pd
 
 from asyncfl.output.csv_text import clean
 from asyncfl.output.run_directory import RunDirectory
+from asyncfl.output.tables import frame, write_csv
 from asyncfl.output.writing import Log
 
 
@@ -58,3 +60,33 @@ def test_columns_are_written_as_csv_writes_the_rows(tmp_path):
         log.append(columns)
         log.close()
         assert (tmp_path / "log.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
+
+
+def _pandas_csv(table, digits) -> str:
+    """The reference for study tables: pandas' to_csv of the frame, cells cleaned (as tables.py wrote before)."""
+
+    def cell(value):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        return round(value, digits) if isinstance(value, float) and digits is not None else value
+
+    return frame(table).map(cell).to_csv(index=False, lineterminator="\n")
+
+
+def test_study_tables_are_written_as_pandas_wrote_them(tmp_path):
+    rng = random.Random(1)
+    values = [
+        rng.random, lambda: rng.randint(0, 9), lambda: None, lambda: math.nan, lambda: "a,b", lambda: "x", lambda: "",
+        lambda: True, lambda: np.float64(rng.random()), lambda: np.int64(3), lambda: rng.lognormvariate(0, 20),
+        lambda: 1e-7, lambda: 'q"q',
+    ]  # fmt: skip
+    for trial in range(200):
+        ncol, nrow = rng.randint(1, 5), rng.randint(0, 6)
+        kinds = [rng.sample(range(len(values)), rng.randint(1, 3)) for _ in range(ncol)]
+        rows = [
+            {f"c{j}": values[rng.choice(kinds[j])]() for j in range(ncol) if rng.random() < 0.9} for _ in range(nrow)
+        ]
+        table = pd.DataFrame(rows) if trial % 3 == 0 and rows else rows  # typed columns, or rows of objects
+        for digits in (6, None):
+            write_csv(tmp_path / "t.csv", table, digits)
+            assert (tmp_path / "t.csv").read_text(encoding="utf-8") == _pandas_csv(table, digits), (rows, digits)

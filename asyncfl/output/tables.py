@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from asyncfl.output.csv_text import clean
 from asyncfl.output.writing import write_atomic, write_columns
 
 Table = pd.DataFrame | Sequence[Mapping[str, Any]]
@@ -23,12 +24,13 @@ def frame(table: Table) -> pd.DataFrame:
 def write_csv(path: Path, table: Table, digits: int | None = 6) -> Path:
     """``table`` as CSV, floats rounded to ``digits`` (None: written in full), None and NaN empty; a
     table without rows is its header line."""
-    table = frame(table)
-    columns = {str(name): table[name].tolist() for name in table.columns}
+    # cleaned cell by cell, then typed by pandas per column as it always was (ints among floats become floats)
+    cleaned = frame(table).map(lambda value: "" if value is None else clean(value, digits))
+    columns = {str(name): cleaned[name].tolist() for name in cleaned.columns}
     if columns:
-        write_columns(path, columns, digits=digits, header_only=True)
+        write_columns(path, columns, digits=None, header_only=True)  # rounded already
     else:
-        write_atomic(path, "\n")  # no columns at all: one empty line, as csv writes an empty row
+        write_atomic(path, "\n" * (1 + len(cleaned)))  # no columns at all: an empty line per row, as csv writes
     return path
 
 
