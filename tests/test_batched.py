@@ -38,7 +38,7 @@ from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Trainer, Training
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.runner.start import run_scenario
 
 TOL = 1e-5

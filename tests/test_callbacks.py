@@ -22,8 +22,8 @@ class Rows:
     def __init__(self) -> None:
         self.rows: list[dict] = []
 
-    def write(self, row: dict) -> None:
-        self.rows.append(dict(row))
+    def append(self, rows: list[dict]) -> None:  # the rows form of asyncfl.output.writing.Log.append
+        self.rows.extend(dict(row) for row in rows)
 
 
 class FakeOut:

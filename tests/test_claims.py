@@ -16,7 +16,7 @@ import yaml
 
 from asyncfl.cli.study import report_dir
 from asyncfl.config import ConfigError
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_needed, sign_flip_p, verdict
 from asyncfl.study.claims import Claim, smallest_holm_p, smallest_p, unreachable_families

@@ -24,7 +24,7 @@ from asyncfl.figures.common import accuracy_limits
 from asyncfl.figures.participation import draw_participation
 from asyncfl.figures.timeline import draw_timeline
 from asyncfl.figures.timeline_files import timeline_clients
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.output.run_directory import TIMELINE_BINS, timeline_sample
 
 RUN_FILES_PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "run-files.md"

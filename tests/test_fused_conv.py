@@ -30,7 +30,7 @@ from asyncfl.learn.fused_conv import CONV_CPU_CHUNK_BYTES, ConvFusedTrainer, con
 from asyncfl.learn.models import build_model, parameter_count
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Trainer, Training
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.runner.start import run_scenario
 
 TOL = 1e-5 if torch.device(TEST_DEVICE).type == "cpu" else 1e-4

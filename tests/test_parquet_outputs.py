@@ -16,9 +16,10 @@ from conftest import scenario
 from asyncfl.api import read_run
 from asyncfl.cli import main
 from asyncfl.errors import ConfigError
-from asyncfl.output.files import csv_to_parquet, round6, write_table
+from asyncfl.output.csv_text import round6
+from asyncfl.output.reading import has_table, load_table, read_table, table_file
 from asyncfl.output.run_directory import RunDirectory
-from asyncfl.run_files import has_table, load_table, read_table, table_file
+from asyncfl.output.writing import csv_to_parquet, write_table
 from asyncfl.runner import simulation, start
 from asyncfl.runner.callbacks.offline_periods import OfflinePeriods
 from asyncfl.study.cost import run_costs
@@ -92,7 +93,7 @@ def test_a_run_that_can_resume_keeps_csv_and_one_that_ended_becomes_parquet(tmp_
     for status, expected in (("interrupted", "csv"), ("finished", "parquet"), ("diverged", "parquet")):
         (tmp_path / status).mkdir()
         out = RunDirectory(tmp_path / status, events="none", format="parquet")
-        out.metrics.write({"time": 0.0, "round": 0, "test_accuracy": 0.5})
+        out.metrics.append([{"time": 0.0, "round": 0, "test_accuracy": 0.5}])
         assert out.settle_format(status) == expected
         out.write_columns("clients.csv", {"client": [0, 1], "attempts": [2, 0]})
         out.close()

@@ -1,18 +1,19 @@
 """A population held in columns (asyncfl/sim/population.py ``Clients``) and clients.csv built from them
-(asyncfl/runner/callbacks/clients_table.py): the same numbers as the per-client objects, the same bytes as
-the row-wise writer."""
+(asyncfl/runner/callbacks/clients_table.py, written by asyncfl/output/writing.py): the same numbers as the
+per-client objects, the same bytes as the row-wise writer."""
 
 from __future__ import annotations
 
+import csv
 import math
 
 import numpy as np
 import pytest
 
 from asyncfl.config import validate_scenario
-from asyncfl.output.files import write_columns
-from asyncfl.runner.callbacks import clients_table
-from asyncfl.runner.callbacks.clients_table import Sparse, sparse, texts, write_table
+from asyncfl.output import writing
+from asyncfl.output.csv_text import clean, column_texts
+from asyncfl.output.writing import Sparse, sparse, write_columns
 from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.population import _masked_row_sums, build_clients, participation_probabilities
 
@@ -79,6 +80,10 @@ def test_offline_in_rounds_is_none_where_the_availability_has_no_columns() -> No
     assert clients.offline_in_rounds(np.arange(5), p, OfflineMeter(10.0, [(0.0, 1.0, 0)])) is None
 
 
+def texts(values: np.ndarray) -> list[str]:
+    return column_texts(values)
+
+
 def test_texts_are_the_logs_cleaned_values() -> None:
     # numpy's rint(x * 1e6) / 1e6 gives 2e-06 for 2.5e-06 (2.5e-06 * 1e6 is 2.4999999999999996); Python's
     # correctly rounded round() gives 3e-06 (2.5e-06 is stored as 2.50000000000000010e-06)
@@ -92,7 +97,7 @@ def test_texts_are_the_logs_cleaned_values() -> None:
 
 @pytest.mark.parametrize("block", [3, 1 << 16])
 def test_write_table_writes_the_bytes_of_the_row_wise_writer(tmp_path, monkeypatch, block: int) -> None:
-    monkeypatch.setattr(clients_table, "ROWS_PER_BLOCK", block)
+    monkeypatch.setattr(writing, "ROWS_PER_BLOCK", block)
     n, ids = 11, np.array([1, 2, 9])
     columns = {
         "client": np.arange(n),
@@ -103,9 +108,12 @@ def test_write_table_writes_the_bytes_of_the_row_wise_writer(tmp_path, monkeypat
         "p": np.array([0.25] * n),
         "lost": sparse(n, 0.0, ids[1:], [0.125, 7.0]),
     }
-    write_table(tmp_path / "cols.csv", columns)
+    write_columns(tmp_path / "cols.csv", columns)
     as_lists = {k: (v.dense() if isinstance(v, Sparse) else v).tolist() for k, v in columns.items()}
-    write_columns(tmp_path / "rows.csv", as_lists)
+    with open(tmp_path / "rows.csv", "w", newline="", encoding="utf-8") as handle:  # the reference: csv, row by row
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(list(columns))
+        writer.writerows([clean(v) for v in row] for row in zip(*as_lists.values()))
     assert (tmp_path / "cols.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
     # client 2: speed 0.5 + 2 * 0.275 (linspace step 2.75 / 10), its counters, NaN energy empty
     assert (tmp_path / "cols.csv").read_bytes().splitlines()[3] == b"2,1.05,1,2.0,,0.25,0.125"

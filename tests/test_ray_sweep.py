@@ -11,7 +11,7 @@ import yaml
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # every test starts a local Ray instance (seconds each)
 
-from asyncfl.output.files import read_csv  # noqa: E402
+from asyncfl.output.reading import read_csv  # noqa: E402
 from asyncfl.study import build_study  # noqa: E402
 from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
 

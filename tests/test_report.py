@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from asyncfl.config import ConfigError
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.compare import write_comparison
 from asyncfl.study.report import (

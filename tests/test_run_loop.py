@@ -115,8 +115,9 @@ def test_timing_only_records_carry_nan_learning_columns_and_the_same_timing(tmp_
 
 
 def test_updates_csv_holds_the_records_base_versions_and_each_one_is_the_tasks_start_version(tmp_path):
-    """updates.csv: base_version + staleness = version - 1 (the version the update went into), and the base version is the version the client's
-    task logged when it started downloading (events.jsonl's ``round`` of its ``download`` event)."""
+    """updates.csv: base_version + staleness = version - 1 (the version the update went into), and the base
+    version is the version the client's task logged when it started downloading (events.jsonl's ``round`` of
+    its ``download`` event)."""
     run_dir = run(tmp_path, **{**K_ASYNC, "timing_only": True})
     rows = table(run_dir / "updates.csv")
     assert rows and any(int(r["staleness"]) > 0 for r in rows)

@@ -16,7 +16,7 @@ from asyncfl.config import ConfigError
 from asyncfl.figures import render_run_figures
 from asyncfl.figures.timeline_files import offline_periods, task_segments, timeline_clients, update_staleness
 from asyncfl.output.client_statistics import bias_stats
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.output.run_directory import ENDED
 from asyncfl.study import build_study
 from asyncfl.study.compare import write_comparison

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.compare import sweep_records
 from asyncfl.study.cost import (

@@ -319,7 +319,7 @@ def _scenario(algorithm: dict, availability: dict, partition: dict | None = None
 
 
 def test_runner_passes_participation_and_writes_diagnostics(tmp_path):
-    from asyncfl.output.files import read_csv
+    from asyncfl.output.reading import read_csv
     from asyncfl.runner.start import run_scenario
 
     run = run_scenario(_scenario({"name": "fl_fdms"}, {"kind": "cluster_dropout", "alpha": 0.5}), tmp_path / "a")

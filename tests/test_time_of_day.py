@@ -11,7 +11,7 @@ import pytest
 
 from asyncfl.config import ConfigError
 from asyncfl.config.loading import validate_scenario
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.runner.start import run_scenario
 from asyncfl.sim import availability as av
 from asyncfl.sim.availability.measure import OfflineMeter

@@ -18,7 +18,7 @@ from asyncfl.config.loading import validate_scenario
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.learn.federation import build_federation, client_train_sizes
 from asyncfl.learn.models import build_model
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.runner.parts import timing_model_bytes
 from asyncfl.runner.start import run_scenario
 from asyncfl.sim.clients import run_task

@@ -15,7 +15,7 @@ import yaml
 
 from asyncfl.cli.study import validate_study
 from asyncfl.config import ConfigError, Scenario
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.tuning import TUNABLE, UNTUNABLE, grid_points, point_id
 from asyncfl.sweep import jobs as jobs_module

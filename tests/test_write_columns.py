@@ -1,5 +1,6 @@
 """RunDirectory.write_columns (clients.csv and every whole-file table, formatted a column at a time)
-writes the bytes csv.writer writes for the cleaned rows, a row at a time, whatever the columns hold."""
+and the logs' column blocks write the bytes csv.writer writes for the cleaned rows, a row at a time,
+whatever the columns hold: one text rule (asyncfl.output.csv_text), lines ending in \n."""
 
 from __future__ import annotations
 
@@ -8,17 +9,20 @@ import math
 import random
 
 import numpy as np
+import pandas as pd
 
-from asyncfl.output.files import _clean
+from asyncfl.output.csv_text import clean
 from asyncfl.output.run_directory import RunDirectory
+from asyncfl.output.tables import frame, write_csv
+from asyncfl.output.writing import Log
 
 
 def _rows_by_csv(path, columns: dict) -> None:
     """The reference: csv.writer over the rows, every value cleaned as the logs clean it."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(list(columns))
-        writer.writerows([_clean(v) for v in row] for row in zip(*columns.values()))
+        writer.writerows([clean(v) for v in row] for row in zip(*columns.values()))
 
 
 def _column(rng: random.Random, kind: str, n: int, trial: int) -> list:
@@ -52,3 +56,37 @@ def test_columns_are_written_as_csv_writes_the_rows(tmp_path):
         assert (tmp_path / "columns.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes(), columns
         out.write_table("table.csv", [dict(zip(columns, row)) for row in zip(*columns.values())])
         assert (tmp_path / "table.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
+        log = Log(tmp_path / "log.csv", columns)
+        log.append(columns)
+        log.close()
+        assert (tmp_path / "log.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
+
+
+def _pandas_csv(table, digits) -> str:
+    """The reference for study tables: pandas' to_csv of the frame, cells cleaned (as tables.py wrote before)."""
+
+    def cell(value):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        return round(value, digits) if isinstance(value, float) and digits is not None else value
+
+    return frame(table).map(cell).to_csv(index=False, lineterminator="\n")
+
+
+def test_study_tables_are_written_as_pandas_wrote_them(tmp_path):
+    rng = random.Random(1)
+    values = [
+        rng.random, lambda: rng.randint(0, 9), lambda: None, lambda: math.nan, lambda: "a,b", lambda: "x", lambda: "",
+        lambda: True, lambda: np.float64(rng.random()), lambda: np.int64(3), lambda: rng.lognormvariate(0, 20),
+        lambda: 1e-7, lambda: 'q"q',
+    ]  # fmt: skip
+    for trial in range(200):
+        ncol, nrow = rng.randint(1, 5), rng.randint(0, 6)
+        kinds = [rng.sample(range(len(values)), rng.randint(1, 3)) for _ in range(ncol)]
+        rows = [
+            {f"c{j}": values[rng.choice(kinds[j])]() for j in range(ncol) if rng.random() < 0.9} for _ in range(nrow)
+        ]
+        table = pd.DataFrame(rows) if trial % 3 == 0 and rows else rows  # typed columns, or rows of objects
+        for digits in (6, None):
+            write_csv(tmp_path / "t.csv", table, digits)
+            assert (tmp_path / "t.csv").read_text(encoding="utf-8") == _pandas_csv(table, digits), (rows, digits)

@@ -19,8 +19,8 @@ from asyncfl.config.yaml_files import read_yaml
 from asyncfl.errors import ConfigError
 from asyncfl.figures import render_run_figures
 from asyncfl.output.lock import holder
+from asyncfl.output.reading import DAMAGED, has_table, load_table, read_config, read_summary, table_file
 from asyncfl.output.run_directory import ENDED
-from asyncfl.run_files import DAMAGED, has_table, load_table, read_config, read_json, table_file
 
 STUDY_FILE = "study.yaml"
 
@@ -44,10 +44,9 @@ def run_status(run_dir: Path) -> str:
     it ran)."""
     if holder(run_dir) is not None:
         return "running"
-    path = run_dir / "summary.json"
-    if not path.is_file():
+    if not (run_dir / "summary.json").is_file():
         return "killed"
-    status = read_json(path).get("status")
+    status = read_summary(run_dir).get("status")
     return "failed" if status in (None, "running") else str(status)
 
 
@@ -95,7 +94,7 @@ class Run:
         path = self.path / "summary.json"
         if not path.is_file():
             raise FileNotFoundError(f"{path}: this run has no summary.json yet (status: {self.status})")
-        return read_json(path)
+        return read_summary(self.path)
 
     @cached_property
     def config(self) -> dict[str, Any]:

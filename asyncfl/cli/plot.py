@@ -25,7 +25,7 @@ def plot_dir(path: Path, window: str | None = None, clients: str | None = None) 
     it is then written beside timeline.png).  Every file the figures read is checked first: a damaged one is an
     error naming it, and no figure is redrawn."""
     from asyncfl.figures import render_run_figures
-    from asyncfl.run_files import check_run_files, has_table
+    from asyncfl.output.reading import check_run_files, has_table
     from asyncfl.study.compare import sweep_records, write_comparison
 
     span, rows, timeline = parse_window(window), parse_clients(clients), timeline_file(window, clients)

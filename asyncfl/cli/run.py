@@ -102,10 +102,10 @@ def _interrupted(run_dir: Path) -> int:
 def _finished(run_dir: Path) -> int:
     """The run directory on stdout (its figures are drawn by the run), and an exit status that says
     whether the run diverged."""
-    import json
+    from asyncfl.output.reading import read_summary
 
     print(run_dir)
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = read_summary(run_dir)
     for warning in summary.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     if summary["status"] == "diverged":

@@ -47,9 +47,9 @@ def add_report_parser(sub) -> None:
 
 def report_dir(sweep_dir: Path, baseline: str | None) -> int:
     """Write report.csv / report.md of a sweep directory and print the table."""
+    from asyncfl.output.reading import read_summary
     from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records
     from asyncfl.study.report import write_report
-    from asyncfl.study.seed_statistics import read_summary
 
     if not (sweep_dir / STUDY_FILE).is_file():
         raise ConfigError(f"{sweep_dir}: not a sweep directory (no {STUDY_FILE}); report needs a study's runs.")
@@ -57,7 +57,7 @@ def report_dir(sweep_dir: Path, baseline: str | None) -> int:
     records = sweep_records(sweep_dir)
     if not records:
         raise ConfigError(f"{sweep_dir}: no finished runs to report (no <variant>/seed<N>/metrics.csv).")
-    unfinished = [f"{r.label}/seed{r.seed} ({read_summary(r.path).get('status', 'no summary.json')})"
+    unfinished = [f"{r.label}/seed{r.seed} ({read_summary(r.path, required=False).get('status', 'no summary.json')})"
                   for r in records if not is_finished(r.path)]  # fmt: skip
     if unfinished:  # their measures are NaN (seed_statistics.run_measures): counted as missing seeds
         print(f"warning: {sweep_dir}: {len(unfinished)} run(s) have not ended, so the report counts them as missing "

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch (PNGs via Agg)
 
 from asyncfl.figures.common import accuracy_limits, run_title, time_of_day_axis
-from asyncfl.run_files import has_table, read_table
+from asyncfl.output.reading import has_table, read_table
 
 MARKERS_UP_TO = 200  # points per line drawn with markers; more would merge into a solid band
 

@@ -11,7 +11,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from asyncfl.figures.common import ClientTable, read_clients, run_label, spread_ties
 from asyncfl.output.client_statistics import bias_stats
-from asyncfl.tables import write_csv, write_markdown
+from asyncfl.output.tables import write_csv, write_markdown
 
 
 def _client_accuracies(

@@ -12,8 +12,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from asyncfl.output.files import round6
-from asyncfl.run_files import read_config, read_table, table_file
+from asyncfl.output.csv_text import round6
+from asyncfl.output.reading import read_config, read_table, table_file
 
 COLORS = {"download": "#4c72b0", "compute": "#dd8452", "upload": "#55a868", "offline": "#c8c8c8", "failed": "#c44e52"}
 

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure  # (object API: no pyplot, no global backen
 
 from asyncfl.figures.aggregate import group_means, speed_groups
 from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label
+from asyncfl.output.columns import TIME_BREAKDOWN_COLUMNS  # clients.csv's: they add up to the run
 
 BREAKDOWN = (
     ("download_s", "downloading", COLORS["download"]),
@@ -20,8 +21,6 @@ BREAKDOWN = (
     ("offline_s", "offline / not eligible", COLORS["offline"]),
 )
 
-TIME_COLUMNS = ("download_s", "compute_s", "upload_s", "idle_s", "offline_s")  # clients.csv: they add up to the run
-
 
 def draw_time_breakdown(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:
     """Mean share of the run each speed group spent downloading, computing (the part of it whose
@@ -29,12 +28,12 @@ def draw_time_breakdown(run_dir: Path, clients: ClientTable | None = None) -> Fi
     columns, which add up to the run's virtual length per client), and the same in virtual seconds
     per client on the right axis.  ``clients``: clients.csv's columns (default: read from ``run_dir``)."""
     clients = read_clients(run_dir) if clients is None else clients
-    if not clients.rows or any(key not in clients for key in TIME_COLUMNS):
+    if not clients.rows or any(key not in clients for key in TIME_BREAKDOWN_COLUMNS):
         return None  # a run directory from before these columns
     speed = clients["samples_per_s"].astype(float)
     groups, names = speed_groups(speed)
     count = len(names)
-    seconds = {key: clients[key].astype(float) for key in TIME_COLUMNS}
+    seconds = {key: clients[key].astype(float) for key in TIME_BREAKDOWN_COLUMNS}
     length = float(np.median(sum(seconds.values())))
     if not length > 0:
         return None

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from asyncfl.output.columns import PHASES
-from asyncfl.run_files import has_table, read_json, read_table
+from asyncfl.output.reading import has_table, read_summary, read_table
 
 
 class NotRecorded(Exception):
@@ -56,7 +56,7 @@ def _need(run_dir: Path, *names: str) -> None:
 def timeline_clients(run_dir: Path) -> list[int]:
     """The clients whose tasks and offline periods the run recorded (listed in summary.json)."""
     _need(run_dir, "summary.json", "timeline_tasks.csv", "offline_periods.csv")
-    clients = read_json(run_dir / "summary.json").get("timeline_clients")
+    clients = read_summary(run_dir).get("timeline_clients")
     if clients is None:
         raise NotRecorded(f"{run_dir}/summary.json lists no timeline_clients: run its scenario again.")
     return [int(c) for c in clients]

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
 from asyncfl.figures.common import ClientTable, read_clients, run_label, run_start, time_of_day_axis
-from asyncfl.run_files import has_table, read_table
+from asyncfl.output.reading import has_table, read_table
 
 
 def draw_timezones(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:

@@ -8,7 +8,7 @@ below (their meanings are in the ``*_OPTIONAL`` dicts).  The strategies' own tab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 PHASES = ("download", "compute", "upload")  # a task's phases, as events.jsonl and timeline_tasks.csv name them
 
@@ -123,6 +123,18 @@ CLIENT_COLUMNS = tuple(CLIENTS)
 TIME_BREAKDOWN_COLUMNS = tuple(TIME_BREAKDOWN)
 WEIGHTS_COLUMNS = tuple(WEIGHTS)
 
+TEXT_COLUMNS = ("utc_time", "outcome")  # the run's text columns (the others are numbers): kept as text in Parquet
+
+# what a reader checks (asyncfl.output.reading): the tables the figures read, with the columns every
+# row must fill with a number (a row cut short leaves them empty)
+REQUIRED_COLUMNS = {
+    "metrics.csv": ("time", "round"),
+    "rounds.csv": ("time", "round", "started", "received"),
+    "updates.csv": UPDATES_COLUMNS,
+    "timeline_tasks.csv": ("client", "base_version", "start_s", "end_s", "outcome"),
+    "offline_periods.csv": OFFLINE_COLUMNS,
+    "clients.csv": ("client", "samples_per_s", "attempts", "participations"),
+}
 
 CLASS_ACCURACY = "accuracy_class_"
 
@@ -147,3 +159,18 @@ def failure_columns(reasons: Sequence[str]) -> list[str]:
 def rounds_extra_columns(reasons: Sequence[str]) -> list[str]:
     """rounds.csv's columns after :data:`ROUNDS_COLUMNS` in a run: the round times, then the reasons'."""
     return list(ROUND_TIME_COLUMNS) + failure_columns(reasons)
+
+
+def clients_columns(reasons: Sequence[str], timezones: bool) -> list[str]:
+    """clients.csv's columns in a run: the client's profile and counters, where its time went, the
+    failure reasons' counts, then its time zone (with ``population.timezones``)."""
+    return [
+        *CLIENT_COLUMNS, *TIME_BREAKDOWN_COLUMNS, LOST_COMPUTE, *failure_columns(reasons),
+        *(["utc_offset_h"] if timezones else []),
+    ]  # fmt: skip
+
+
+def weights_columns(strategy_columns: Iterable[str]) -> list[str]:
+    """weights.csv's columns: :data:`WEIGHTS_COLUMNS`, then the strategy's own, sorted
+    (``algorithm.record_weights``)."""
+    return list(WEIGHTS_COLUMNS) + sorted(set(strategy_columns) - set(WEIGHTS_COLUMNS))

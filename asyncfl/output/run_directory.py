@@ -11,13 +11,12 @@ and a checkpoint's byte offsets continue them exactly, as with CSV.  Only when t
 logs go (:meth:`RunDirectory.drop_converted_logs`) only after the checkpoint has, so a crash at any
 moment leaves a run that reads (both files: the Parquet one is whole) or resumes (its CSV logs are
 there; a resume drops the Parquet files such a crash left).  Readers take ``<table>.parquet`` when
-there is one and ``<table>.csv`` otherwise (:func:`asyncfl.run_files.table_file`); summary.json's
+there is one and ``<table>.csv`` otherwise (:func:`asyncfl.output.reading.table_file`); summary.json's
 ``format`` says which the run holds.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from datetime import datetime
@@ -34,10 +33,10 @@ from asyncfl.output.columns import (
     ROUNDS_COLUMNS,
     TASKS_COLUMNS,
     UPDATES_COLUMNS,
-    WEIGHTS_COLUMNS,
+    weights_columns,
 )
-from asyncfl.output.files import CsvLog, csv_to_parquet, open_truncated, write_atomic, write_columns, write_table
 from asyncfl.output.folders import cannot_create, make_directory, remove_empty
+from asyncfl.output.writing import Log, csv_to_parquet, open_truncated, write_atomic, write_columns, write_table
 
 TIMELINE_SAMPLE = 32  # clients whose tasks and offline periods are recorded for timeline.png
 TIMELINE_BINS = 16  # speed ranges, each of which adds the first client that starts a task to the timeline
@@ -107,10 +106,10 @@ class RunDirectory:
         if offsets is not None:  # resuming the CSV logs: Parquet files are from a crash after the run's end
             for name in (*PARQUET_LOGS, "clients.csv"):
                 (path / name).with_suffix(".parquet").unlink(missing_ok=True)
-        self.metrics = CsvLog(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
-        self.rounds = CsvLog(path / "rounds.csv", ROUNDS_COLUMNS + tuple(extra_rounds), at.get("rounds.csv"))
-        self.updates = CsvLog(path / "updates.csv", UPDATES_COLUMNS, at.get("updates.csv"))
-        self.tasks = CsvLog(path / "timeline_tasks.csv", TASKS_COLUMNS, at.get("timeline_tasks.csv"))
+        self.metrics = Log(path / "metrics.csv", METRICS_COLUMNS + tuple(extra_metrics), at.get("metrics.csv"))
+        self.rounds = Log(path / "rounds.csv", ROUNDS_COLUMNS + tuple(extra_rounds), at.get("rounds.csv"))
+        self.updates = Log(path / "updates.csv", UPDATES_COLUMNS, at.get("updates.csv"))
+        self.tasks = Log(path / "timeline_tasks.csv", TASKS_COLUMNS, at.get("timeline_tasks.csv"))
         self.timeline = set(timeline)
         self.speed_bins = speed_bins
         self.open_bins = set(range(int(speed_bins.max()) + 1)) if speed_bins is not None and len(speed_bins) else set()
@@ -127,11 +126,9 @@ class RunDirectory:
             )
         self.event_limit = event_sample if events == "sample" else math.inf
         self._time, self._time_text = None, ""  # the last time written and its text (see event)
-        self.weights: CsvLog | None = None
+        self.weights: Log | None = None
         if at.get("weights.csv") is not None:
-            with open(path / "weights.csv", newline="", encoding="utf-8") as handle:
-                header = next(csv.reader(handle))
-            self.weights = CsvLog(path / "weights.csv", header, at["weights.csv"])
+            self.weights = Log(path / "weights.csv", None, at["weights.csv"])  # the header it has
 
     def logs_client(self, client: int) -> bool:
         """Does this client's every event matter (events.jsonl keeps it, or the timeline shows it)?
@@ -178,10 +175,10 @@ class RunDirectory:
                 self._task_row(client, version, phases, t, "delivered" if event == "arrive" else reason)
 
     def _task_row(self, client: int, version: int, phases: dict[str, float], end: float, outcome: str | None) -> None:
-        self.tasks.write({
+        self.tasks.append([{
             "client": client, "base_version": version, "start_s": phases.get("download", end),
             **{f"{p}_s": phases.get(p, math.nan) for p in PHASES}, "end_s": end, "outcome": outcome,
-        })  # fmt: skip
+        }])  # fmt: skip
 
     def end_open_tasks(self, now: float) -> None:
         """The timeline clients' tasks still running when the run stops, cut at ``now`` (outcome ``running``)."""
@@ -194,26 +191,25 @@ class RunDirectory:
     ) -> None:
         """updates.csv: one row per update aggregated into ``version``, written as one block: a sync round at
         10^5 clients aggregates 10^5 updates."""
-        self.updates.handle.write(
-            "".join(f"{version},{c},{base},{tau}\n" for c, base, tau in zip(clients, base_versions, staleness))
-        )
+        clients = list(clients)
+        self.updates.append({
+            "version": [version] * len(clients), "client": clients,
+            "base_version": list(base_versions), "staleness": list(staleness),
+        })  # fmt: skip
 
     def write_offline_periods(self, periods: Mapping[int, Sequence[tuple[float, float]]]) -> None:
         """offline_periods.csv: the offline periods of the timeline clients, client by client
         (:func:`asyncfl.sim.availability.measure.offline_periods`); a period that never ends is left out."""
-        lines = [",".join(OFFLINE_COLUMNS)]
-        for client in sorted(periods):
-            lines += [f"{client},{round(a, 6)!r},{round(b, 6)!r}" for a, b in periods[client] if math.isfinite(b)]
-        write_atomic(self.path / "offline_periods.csv", "\n".join(lines) + "\n")
+        ended = [(client, a, b) for client in sorted(periods) for a, b in periods[client] if math.isfinite(b)]
+        columns = dict(zip(OFFLINE_COLUMNS, map(list, zip(*ended)))) if ended else dict.fromkeys(OFFLINE_COLUMNS, [])
+        write_columns(self.path / "offline_periods.csv", columns, header_only=True)
 
     def weight_rows(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
             return
         if self.weights is None:
-            columns = list(WEIGHTS_COLUMNS) + sorted({k for r in rows for k in r} - set(WEIGHTS_COLUMNS))
-            self.weights = CsvLog(self.path / "weights.csv", columns)
-        for row in rows:
-            self.weights.write({k: v for k, v in row.items() if k in self.weights.columns})
+            self.weights = Log(self.path / "weights.csv", weights_columns({k for r in rows for k in r}))
+        self.weights.append([{k: v for k, v in row.items() if k in self.weights.columns} for row in rows])
 
     def offsets(self) -> dict[str, int]:
         """Bytes written to each log so far (call after :meth:`flush`): what a checkpoint records."""
@@ -221,7 +217,7 @@ class RunDirectory:
             "metrics.csv": self.metrics, "rounds.csv": self.rounds, "weights.csv": self.weights,
             "updates.csv": self.updates, "timeline_tasks.csv": self.tasks,
         }  # fmt: skip
-        out = {name: log.handle.tell() for name, log in logs.items() if log is not None}
+        out = {name: log.tell() for name, log in logs.items() if log is not None}
         if self.events is not None:
             out["events.jsonl"] = self.events.tell()
         return out
@@ -242,7 +238,7 @@ class RunDirectory:
             self.write_columns(name, {key: [row[key] for row in rows] for key in rows[0]})
 
     def write_columns(self, name: str, columns: Mapping[str, Any]) -> Path | None:
-        """A table given column by column, written whole (see :func:`asyncfl.output.files.write_table`):
+        """A table given column by column, written whole (see :func:`asyncfl.output.writing.write_table`):
         ``clients.csv`` in :attr:`tables_format` (``clients.parquet`` once the run has ended with
         ``output.format: parquet``), any other name as CSV.  Returns the file written (None: no rows)."""
         if name.endswith(".csv"):

@@ -19,7 +19,6 @@ never continued on top of damaged files.
 from __future__ import annotations
 
 import io
-import json
 import os
 import zlib
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import torch
 
 from asyncfl.config import ConfigError, Scenario, read_yaml, validate_scenario
+from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import CHECKPOINT_FILE as FILE
 from asyncfl.output.run_directory import ENDED
 
@@ -113,19 +113,14 @@ def read_summary_status(run_dir: Path) -> str | None:
     """summary.json's ``status`` (None without a summary: the run died before writing one).  An
     unreadable summary.json is a ConfigError naming it: it is only ever replaced whole, so that is
     damage from outside."""
-    path = run_dir / "summary.json"
-    if not path.is_file():
-        return None
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        summary = read_summary(run_dir, required=False)
+    except ConfigError as exc:
         raise ConfigError(
-            f"--resume {run_dir}: {path} is unreadable ({exc}); it is only ever written whole, so it was "
-            "damaged from outside. Nothing was changed; restore it, or delete it to resume from the checkpoint."
+            f"--resume {run_dir}: {exc} It is only ever written whole, so it was damaged from outside. "
+            "Nothing was changed; restore it, or delete it to resume from the checkpoint."
         ) from None
-    if not isinstance(summary, dict):
-        raise ConfigError(f"--resume {run_dir}: {path} must hold a JSON object, not {type(summary).__name__}.")
-    return summary.get("status")
+    return summary.get("status") if summary else None
 
 
 def load_for_resume(run_dir: Path) -> tuple[Scenario, dict | None]:

@@ -12,10 +12,10 @@ import yaml
 
 from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
-from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
 from asyncfl.output.run_directory import new_run_dir
+from asyncfl.output.writing import write_atomic
 from asyncfl.runner.callbacks.base import Callback
 from asyncfl.runner.checkpoint import load_for_resume
 from asyncfl.runner.simulation import Simulation

@@ -3,7 +3,6 @@ in :mod:`asyncfl.sweep.advise`), written as ``advice.csv``, ``advice.md`` and ``
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
@@ -12,9 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from asyncfl.output.files import write_atomic
-from asyncfl.run_files import load_table
-from asyncfl.tables import markdown, write_csv
+from asyncfl.output.reading import load_table, read_summary
+from asyncfl.output.tables import markdown, write_csv
+from asyncfl.output.writing import write_atomic
 
 QUARTILES = 4
 
@@ -40,7 +39,7 @@ def speed_quartiles(clients: pd.DataFrame) -> pd.Series:
 
 def advice_row(values: dict[str, Any], label: str, run_dir: Path, horizon_s: float) -> dict[str, Any]:
     """One row of advice.csv: the setting's grid ``values`` and what its run directory shows."""
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    summary = read_summary(run_dir)
     rounds, updates, clients = (load_table(run_dir / f"{name}.csv") for name in ("rounds", "updates", "clients"))
     hours = summary["virtual_time_s"] / 3600.0
     staleness = sorted(updates["staleness"].astype(float).tolist())

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError
 
 from asyncfl.errors import ConfigError
 from asyncfl.output.columns import CLASS_ACCURACY
-from asyncfl.output.files import write_atomic
+from asyncfl.output.writing import write_atomic
 from asyncfl.sections import Section
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 

@@ -16,18 +16,17 @@ from typing import Sequence
 
 from asyncfl.errors import ConfigError
 from asyncfl.figures.compare import plot_comparison
+from asyncfl.output.reading import has_table, read_summary
 from asyncfl.output.run_directory import ENDED
-from asyncfl.run_files import has_table
+from asyncfl.output.tables import pm, write_csv, write_markdown
 from asyncfl.study.seed_statistics import (
     RunRecord,
     bias_rows,
     comparison_rows,
     default_targets,
-    read_summary,
     run_rows,
     time_to_target_rows,
 )
-from asyncfl.tables import pm, write_csv, write_markdown
 
 SEED_DIR = re.compile(r"^seed(\d+)$")
 STUDY_FILE = "study.yaml"
@@ -87,7 +86,7 @@ def _bias_markdown(r: dict) -> dict[str, str]:
 def is_finished(run_dir: Path) -> bool:
     """Whether a run has ended (summary.json holds finished, target_reached or diverged): a sweep's
     resume skips it, a report counts it."""
-    return read_summary(run_dir).get("status") in ENDED
+    return read_summary(run_dir, required=False).get("status") in ENDED
 
 
 def sweep_records(sweep_dir: Path) -> list[RunRecord]:
@@ -175,7 +174,7 @@ def _setting(run_dir: Path) -> dict[str, object]:
 
 
 def _single(path: Path, label: str | None) -> RunRecord:
-    summary = read_summary(path)
+    summary = read_summary(path, required=False)
     seed_match = SEED_DIR.match(path.name)
     if label is None:
         label = path.parent.name if seed_match else str(summary.get("scenario") or path.name)

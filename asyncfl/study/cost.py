@@ -25,10 +25,10 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from asyncfl.run_files import has_table, load_table
+from asyncfl.output.reading import has_table, load_table, read_summary
+from asyncfl.output.tables import write_csv, write_markdown
 from asyncfl.study.report import CONFIDENCE, format_interval, report_rows
-from asyncfl.study.seed_statistics import RunRecord, read_summary
-from asyncfl.tables import write_csv, write_markdown
+from asyncfl.study.seed_statistics import RunRecord
 
 UPDATES_PER_HOUR = "updates per virtual hour"
 LOST_COMPUTE = "lost compute (virtual s)"
@@ -40,7 +40,7 @@ SHARES = (LOST_SHARE, NEVER_HEARD)  # printed in percent
 
 def run_costs(run_dir: Path) -> dict[str, float]:
     """The four cost measures of one run directory (NaN where a file or column is missing)."""
-    hours = float(read_summary(run_dir).get("virtual_time_s") or math.nan) / 3600.0
+    hours = float(read_summary(run_dir, required=False).get("virtual_time_s") or math.nan) / 3600.0
     updates_file, clients_file = run_dir / "updates.csv", run_dir / "clients.csv"
     updates = len(load_table(updates_file)) if has_table(updates_file) else math.nan
     clients = load_table(clients_file) if has_table(clients_file) else pd.DataFrame()

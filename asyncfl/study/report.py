@@ -27,7 +27,8 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from asyncfl.errors import ConfigError
-from asyncfl.output.files import write_atomic
+from asyncfl.output.tables import write_csv, write_markdown
+from asyncfl.output.writing import write_atomic
 from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows
 from asyncfl.study.claims import Claim
 from asyncfl.study.measures import column_of
@@ -40,7 +41,6 @@ from asyncfl.study.seed_statistics import (
     t_interval,
 )
 from asyncfl.study.tuning_results import tuning_section
-from asyncfl.tables import write_csv, write_markdown
 
 
 def paired_difference(

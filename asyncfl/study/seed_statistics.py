@@ -15,7 +15,6 @@ runs that cover it (column ``seeds``).  The band is mean +- one sample standard 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +25,8 @@ import pandas as pd
 from scipy import stats
 
 from asyncfl.output.client_statistics import bias_stats
+from asyncfl.output.reading import has_table, load_table, read_summary
 from asyncfl.output.run_directory import ENDED
-from asyncfl.run_files import has_table, load_table
 from asyncfl.study.measures import column_label
 
 AXES = ("time", "round")  # virtual seconds | aggregations
@@ -132,16 +131,11 @@ def comparison_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
     ])  # fmt: skip
 
 
-def read_summary(run_dir: Path) -> dict:
-    path = run_dir / "summary.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-
-
 def run_rows(records: Sequence[RunRecord]) -> list[dict]:
     """runs.csv: one row per run with its summary."""
     rows = []
     for r in records:
-        s = read_summary(r.path)
+        s = read_summary(r.path, required=False)
         rows.append({
             "variant": r.label, "seed": r.seed if r.seed is not None else s.get("seed", ""),
             "status": s.get("status", "missing"), "final_accuracy": s.get("final_accuracy"),
@@ -170,7 +164,7 @@ def run_measures(run_dir: Path, targets: Sequence[float], columns: Sequence[str]
     not ended, whose summary.json is missing or says running or interrupted): final, last-quarter
     and best accuracy, the virtual time and aggregations of the first evaluation >= each target, and the
     last-quarter mean of each metrics.csv column of ``columns`` (claims' ``last_quarter:<column>``)."""
-    summary, rows = read_summary(run_dir), evaluations(run_dir)
+    summary, rows = read_summary(run_dir, required=False), evaluations(run_dir)
     ended = summary.get("status") in ENDED
     if not ended:  # cut short (killed, interrupted, failed): its partial tables would enter some measures only
         summary, rows = {}, rows.iloc[:0]
@@ -238,7 +232,7 @@ def time_to_target_rows(records: Sequence[RunRecord], targets: Sequence[float]) 
 def default_targets(records: Sequence[RunRecord]) -> list[float]:
     """Without explicit targets: the scenario's stop.target_accuracy if every run has the same one,
     otherwise 90 % of the best mean final accuracy over variants (rounded down to 0.01)."""
-    summaries = [read_summary(r.path) for r in records]
+    summaries = [read_summary(r.path, required=False) for r in records]
     declared = {s.get("target_accuracy") for s in summaries}
     if len(declared) == 1 and None not in declared:
         return [float(declared.pop())]

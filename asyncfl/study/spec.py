@@ -39,8 +39,7 @@ from typing import Any, Iterable, Mapping
 from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario, validate_scenario
 from asyncfl.config.schema import dataset_classes, directory_name_problem
 from asyncfl.config.yaml_files import dotted_parent
-from asyncfl.output.columns import METRICS_COLUMNS, metrics_extra_columns
-from asyncfl.output.files import TEXT_COLUMNS
+from asyncfl.output.columns import METRICS_COLUMNS, TEXT_COLUMNS, metrics_extra_columns
 from asyncfl.study.claims import Claim, parse_claims
 from asyncfl.study.tuning import TuningPlan, parse_tune
 

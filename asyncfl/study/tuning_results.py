@@ -11,11 +11,11 @@ from typing import Any
 
 import yaml
 
-from asyncfl.output.files import write_atomic
+from asyncfl.output.tables import write_csv
+from asyncfl.output.writing import write_atomic
 from asyncfl.study.measures import ACCURACY_MEASURES
 from asyncfl.study.seed_statistics import run_measures
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR, TuningPlan
-from asyncfl.tables import write_csv
 
 
 def criterion_value(plan: TuningPlan, run_dir: Path) -> float:

@@ -42,6 +42,7 @@ from typing import Any
 
 from asyncfl.config import ConfigError, apply_override, read_scenario, validate_scenario
 from asyncfl.config.runnable import check_runnable
+from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import new_run_dir, refuse_used_out
 from asyncfl.study.advice_files import advice_row, write_advice
 from asyncfl.study.spec import is_study
@@ -260,7 +261,7 @@ def run_advice(
         log(f"advise {out}: the scenario's own setting first, to fix the virtual horizon")
         reference = reference_scenario(path, chosen)
         run([Job(REFERENCE, reference["seed"], reference, out / REFERENCE)])
-        needed = float(json.loads((out / REFERENCE / "summary.json").read_text(encoding="utf-8"))["virtual_time_s"])
+        needed = float(read_summary(out / REFERENCE)["virtual_time_s"])
         if not needed > 0:
             raise ConfigError(
                 f"advise: the scenario's own setting ended at virtual time 0, so it cannot fix the horizon; "

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from asyncfl.config import validate_scenario
+from asyncfl.output.reading import read_summary
 from asyncfl.runner.start import resume_run, run_scenario
-from asyncfl.study.seed_statistics import read_summary
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
         resume_run(run_dir, quiet=True)
     else:
         run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
-    return read_summary(run_dir)
+    return read_summary(run_dir, required=False)
 
 
 def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, str]]:

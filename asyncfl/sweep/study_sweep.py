@@ -33,12 +33,12 @@ from typing import Iterator, Sequence
 import yaml
 
 from asyncfl.errors import ConfigError
-from asyncfl.output.files import write_atomic
 from asyncfl.output.folders import make_directory, missing_directories, remove_empty
 from asyncfl.output.lock import writing
+from asyncfl.output.reading import has_table
 from asyncfl.output.run_directory import CHECKPOINT_FILE as CHECKPOINT
 from asyncfl.output.run_directory import new_run_dir, refuse_used_out
-from asyncfl.run_files import has_table
+from asyncfl.output.writing import write_atomic
 from asyncfl.sections import resolved_dump
 from asyncfl.study.claims import DECLARED_FILE, declared_claims, record_claims
 from asyncfl.study.compare import STUDY_FILE, is_finished, write_comparison

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from asyncfl.config import validate_scenario
+from asyncfl.output.reading import read_summary
 from asyncfl.runner.start import run_scenario
 from asyncfl.sim.servers import SERVER_MODES, ServerMode
 
@@ -190,7 +191,7 @@ def check_round_counts_add_up(mode, example: str | None = None) -> None:
                 assert float(r["time"]) - float(r["started"]) <= server["deadline_s"] + 1e-9, f"{name}: late: {r}"
             if server.get("late_updates", "drop") == "drop":
                 assert int(r["selected"]) == received + failures, f"{name}: selected != received + failed: {r}"
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = read_summary(run_dir)
         assert summary["rounds"] == len(rounds) == spec["stop"]["rounds"], f"{name}: summary.json's rounds differ"
 
 

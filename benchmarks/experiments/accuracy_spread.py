@@ -34,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 RESULT = ROOT / "docs" / "results" / "accuracy_spread.csv"
@@ -50,14 +51,16 @@ KERNELS = [
 # runs in a copy of the package that tests/test_extending_data.py extends with toy, linear2 and alternate
 EXTENDED_DRIVER = """
 import json, sys
+from pathlib import Path
 from asyncfl.cli import main
+from asyncfl.output.reading import read_summary
 out = {}
 for seed in json.loads(sys.argv[1]):
     for name in ("toy", "linear2"):
         run = f"runs/{name}{seed}"
         sets = ["--set", f"seed={seed}"] + (["--set", f"trainer.threads={sys.argv[2]}"] if sys.argv[2] else [])
         assert main(["run", f"{name}.yaml", "--quiet", "--out", run, *sets]) == 0
-        out.setdefault(name, []).append(json.load(open(f"{run}/summary.json"))["final_accuracy"])
+        out.setdefault(name, []).append(read_summary(Path(run))["final_accuracy"])
 print(json.dumps(out))
 """
 
@@ -69,7 +72,7 @@ def _summary_accuracy(sections: dict, seed: int, threads: int | None) -> float:
     sections = {**sections, "seed": seed, "trainer": {**sections.get("trainer", {}), "threads": threads}}
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = run_scenario(validate_scenario(sections, source="accuracy_spread"), Path(tmp) / "run", quiet=True)
-        return json.loads((run_dir / "summary.json").read_text())["final_accuracy"]
+        return read_summary(run_dir)["final_accuracy"]
 
 
 def central(model: str):
@@ -81,7 +84,7 @@ def central(model: str):
 def learned(mode: str):
     """Final minus first test accuracy of tests/test_batched.py's run (sequential executor)."""
     from asyncfl.config import validate_scenario
-    from asyncfl.output.files import read_csv
+    from asyncfl.output.reading import read_csv
     from asyncfl.runner.start import run_scenario
     from tests.test_batched import same_metrics_scenario
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import statistics
 import sys
@@ -23,6 +22,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread avoids 
 import torch  # noqa: E402
 
 from asyncfl.config import read_yaml, validate_scenario  # noqa: E402
+from asyncfl.output.reading import read_summary  # noqa: E402
 from asyncfl.runner.start import run_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def run(key: str, value: float, seed: int, horizon: float, out: Path) -> dict:
     run_dir = out / raw["name"]
     if not (run_dir / "summary.json").is_file():
         run_scenario(validate_scenario(raw, source=raw["name"]), run_dir)
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = read_summary(run_dir)
     with open(run_dir / "metrics.csv", newline="") as handle:
         accuracies = [float(m["test_accuracy"]) for m in csv.DictReader(handle) if m["test_accuracy"]]
     return {

@@ -49,6 +49,7 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 
 from asyncfl.config import read_yaml  # noqa: E402
+from asyncfl.output.tables import markdown, write_csv  # noqa: E402
 from asyncfl.study.claim_tests import claim_rows  # noqa: E402
 from asyncfl.study.claims import Claim, study_claims  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records  # noqa: E402
@@ -58,10 +59,10 @@ from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_
 from asyncfl.study.spec import load_study  # noqa: E402
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E402
 from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
-from asyncfl.tables import markdown, write_csv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 RUNS = ROOT / "runs" / "papers"
@@ -150,7 +151,7 @@ def central_baselines() -> list[dict]:
             "output": {"events": "none", "plot": False}, "checkpoint": {"every_rounds": None},
         }, source=f"central {model}")  # fmt: skip
         run_dir = run_scenario(scenario, RUNS / "central" / model / f"seed{seed}", quiet=True)
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = read_summary(run_dir)
         rows.append({"model": model, "seed": seed, "steps": 500 * rounds, "lr": lr,
                      "test_accuracy": summary["final_accuracy"], "paper": paper,
                      "real_seconds": summary["real_seconds"]})  # fmt: skip
@@ -282,9 +283,8 @@ def run_seconds(records: list[RunRecord], sweep_dir: Path) -> tuple[int, float, 
     dirs = [r.path for r in records] + sorted((sweep_dir / TUNING_DIR).glob("*/*/seed*"))
     seconds = []
     for d in dirs:
-        summary = d / "summary.json"
-        if summary.is_file():
-            seconds.append(float(json.loads(summary.read_text()).get("real_seconds") or 0.0))
+        if (d / "summary.json").is_file():
+            seconds.append(float(read_summary(d).get("real_seconds") or 0.0))
     return len(seconds), sum(seconds), max(seconds, default=0.0)
 
 

@@ -36,6 +36,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread avoids 
 import torch  # noqa: E402
 
 from asyncfl.config import read_scenario, validate_scenario  # noqa: E402
+from asyncfl.output.reading import read_summary  # noqa: E402
 from asyncfl.runner.start import run_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,9 +81,8 @@ def run_one(setting: str, beta: str, algorithm: str, seed: int, out: Path) -> di
     run_dir = out / raw["name"]
     if not (run_dir / "summary.json").is_file():
         run_scenario(validate_scenario(variant(raw, algorithm, setting), source=raw["name"]), run_dir)
-    import json
 
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = read_summary(run_dir)
     target = summary["target_accuracy"]
     return {
         "setting": setting,

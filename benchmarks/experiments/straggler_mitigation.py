@@ -27,13 +27,13 @@ from pathlib import Path
 
 import yaml
 
-from asyncfl.output.files import read_csv
+from asyncfl.output.reading import read_csv
+from asyncfl.output.tables import markdown
 from asyncfl.study.compare import sweep_records
 from asyncfl.study.cost import write_costs
 from asyncfl.study.report import markdown_rows
 from asyncfl.study.spec import STUDY_KEYS, load_study
 from asyncfl.sweep.study_sweep import run_sweep
-from asyncfl.tables import markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools

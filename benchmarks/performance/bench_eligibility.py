@@ -18,7 +18,6 @@ virtual time per run, side by side.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -27,6 +26,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from asyncfl.output.reading import read_summary  # noqa: E402
+
 SCENARIO = "scenarios/k_async.yaml"
 BATTERY = (
     "population.battery={capacity_j: 2000, joules_per_sample: 2, initial_level: {dist: uniform, low: 0.2, high: 1},"
@@ -46,7 +48,7 @@ def run(tree: Path, out: Path, overrides: list[str]) -> tuple[float, int, float]
     wall = time.perf_counter() - start
     with open(out / "events.jsonl") as f:
         events = sum(1 for _ in f)
-    virtual = json.loads((out / "summary.json").read_text())["virtual_time_s"]
+    virtual = read_summary(out)["virtual_time_s"]
     return wall, events, virtual
 
 

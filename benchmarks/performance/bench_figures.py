@@ -17,7 +17,6 @@ share of it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from bench_timing_only import SCENARIO  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def run_once(clients: int, rounds: int, scratch: Path) -> dict:
         [sys.executable, "-m", "asyncfl", str(path), "--out", str(run_dir), "--quiet"], check=True, env=env, cwd=ROOT
     )
     total = time.perf_counter() - start
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = read_summary(run_dir)
     lines = sum(1 for _ in open(run_dir / "events.jsonl", "rb"))
     figures = sorted(p.name for p in run_dir.glob("*.png"))
     return {

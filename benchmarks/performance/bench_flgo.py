@@ -47,6 +47,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 RESULTS = ROOT / "docs" / "results" / "flgo.md"
@@ -124,7 +125,7 @@ def child(scenario: str, device: str, threads: int, model: str, partition: Path)
     sim.run()
     fed = sim.federation
     trainer = sim.learner.jobs.trainer
-    summary = json.loads((out / "summary.json").read_text())
+    summary = read_summary(out)
     shutil.rmtree(out.parent)
     print(
         json.dumps(
@@ -245,7 +246,7 @@ def run_variants(model: str, args, work: Path, scenario: str, flgo_missing: str 
                 command = [*command, "--out", str(out)]
             wall, stdout = run_process(command, args.threads, cwd=work)
             if name == "asyncfl (command)":
-                summary = json.loads((out / "summary.json").read_text())
+                summary = read_summary(out)
                 record = {"train_s": None, "accuracy": summary["final_accuracy"], "trainer": summary["trainer"]}
                 shutil.rmtree(out)
             elif name == "asyncfl (in process)":

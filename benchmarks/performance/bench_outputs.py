@@ -22,7 +22,6 @@ a test: run it by hand, once, on a quiet machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -33,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from asyncfl.output.files import write_table  # noqa: E402
-from asyncfl.run_files import load_table, table_file  # noqa: E402
+from asyncfl.output.reading import load_table, read_summary, table_file  # noqa: E402
+from asyncfl.output.writing import write_table  # noqa: E402
 
 SCENARIO = ROOT / "benchmarks" / "scenarios" / "population.yaml"
 TABLES = ("clients", "updates", "rounds", "metrics")
@@ -50,7 +49,7 @@ def run_command(code: Path, run_dir: Path, clients: int, rounds: int, fmt: str |
     subprocess.run([sys.executable, "-m", "asyncfl", "run", str(SCENARIO), *sets, "--out", str(run_dir), "--quiet"],
                    check=True, env=env, cwd=code)  # fmt: skip
     total = time.perf_counter() - start
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = read_summary(run_dir)
     files = [table_file(run_dir / f"{name}.csv") for name in TABLES]
     started = time.perf_counter()
     for path in files:

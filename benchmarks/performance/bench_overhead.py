@@ -37,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 EXECUTORS = ("sequential", "batched", "fused", "auto")
@@ -97,7 +98,7 @@ def child(scenario: str, executor: str, device: str, threads: int | None) -> Non
     start = time.perf_counter()
     run_scenario(load_scenario(Path(scenario), overrides), out)
     total = time.perf_counter() - start
-    summary = json.loads((out / "summary.json").read_text())
+    summary = read_summary(out)
     shutil.rmtree(out.parent)
     print(
         json.dumps(
@@ -220,7 +221,7 @@ def main() -> None:
             cli = [sys.executable, "-m", "asyncfl", "run", args.scenario, "--quiet", "--out", str(out)]
             cli += ["--set", f"trainer.executor={executor}", "--set", f"device={args.device}"]
             wall, _ = process(cli, args.threads)
-            trainer = json.loads((out / "summary.json").read_text())["trainer"]
+            trainer = read_summary(out)["trainer"]
             shutil.rmtree(out.parent)
             if executor not in command or wall < command[executor][0]:
                 command[executor] = (wall, trainer)

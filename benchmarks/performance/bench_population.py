@@ -23,7 +23,6 @@ docs/results/population.md and prints it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -36,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 SCENARIO = ROOT / "benchmarks" / "scenarios" / "population.yaml"
@@ -98,7 +98,7 @@ def run_row(tree: Path, overrides: list[str], timeout: float) -> dict:
                 err.seek(0)
                 last = err.read().decode(errors="replace").strip().splitlines()[-1:]
                 return {"wall": wall, "peak": peak, "outcome": f"exit {child.returncode}: {last}"}
-        summary = json.loads((Path(tmp) / "run" / "summary.json").read_text())
+        summary = read_summary(Path(tmp) / "run")
         outcome = f"{summary['rounds']:,} aggregations, {summary['updates']:,} updates"
         return {"wall": wall, "peak": peak, "simulation": summary["real_seconds"], "outcome": outcome}
 

@@ -13,7 +13,6 @@ another job, a browser, a second run).  The table gives the load average before 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 RESULT = ROOT / "docs" / "results" / "threads.md"
@@ -37,7 +37,7 @@ def run_once(scenario: Path, threads: str) -> tuple[float, float]:
         start = time.perf_counter()
         subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
         wall = time.perf_counter() - start
-        return wall, json.loads((Path(tmp) / "run" / "summary.json").read_text())["real_seconds"]
+        return wall, read_summary(Path(tmp) / "run")["real_seconds"]
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ from asyncfl.learn.training import Trainer, Training
 STEPS = 10  # local steps per job
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 RESULTS = ROOT / "docs" / "results" / "trainer.md"
@@ -189,7 +190,7 @@ def whole_run(model: str, executor: str) -> None:
         sim = Simulation(scenario, out)
         sim.run()
         total = time.perf_counter() - start
-        accuracy = json.loads((out / "summary.json").read_text())["final_accuracy"]
+        accuracy = read_summary(out)["final_accuracy"]
     print(
         json.dumps(
             {

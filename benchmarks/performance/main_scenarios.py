@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import shutil
 import statistics
@@ -32,6 +31,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
+from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 SCENARIOS = ("scenarios/k_async.yaml", "scenarios/sync_deadline.yaml")
@@ -95,7 +95,7 @@ def main() -> int:
             walls = [run_cli(scenario, Path(tmp) / f"{Path(scenario).stem}-{i}") for i in range(WARM_RUNS)]
             out = Path(tmp) / f"{Path(scenario).stem}-0"
             wall = statistics.median(walls)
-            summary = json.loads((out / "summary.json").read_text())
+            summary = read_summary(out)
             config = yaml.safe_load((out / "config.yaml").read_text())
             rows.append(
                 f"| `{scenario}` | {setting(config)} | {summary['final_accuracy']:.3f} | {summary['rounds']} | "

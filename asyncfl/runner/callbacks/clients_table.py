@@ -2,53 +2,24 @@
 
 Built column-wise: the population's drawn columns are numpy arrays, the clients the simulation
 touched (:class:`asyncfl.sim.population.Clients` builds only those) fill in their own values, and
-a column that is the same for every untouched client is a :class:`Sparse` (its fill, and the touched
-clients' values).  At 10^7 clients no per-client Python object and no per-client loop is needed
-for those that never acted; the file is written in blocks of rows (:func:`write_table`)."""
+a column that is the same for every untouched client is a :class:`asyncfl.output.writing.Sparse` (its
+fill, and the touched clients' values).  At 10^7 clients no per-client Python object and no per-client
+loop is needed for those that never acted; the writer writes the file in blocks of rows
+(:func:`asyncfl.output.writing.write_table`)."""
 
 from __future__ import annotations
 
-import csv
 import math
-import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from asyncfl.output.columns import CLIENT_COLUMNS, LOST_COMPUTE, TIME_BREAKDOWN_COLUMNS, failure_columns
-from asyncfl.output.files import round6
+from asyncfl.output.writing import Sparse, sparse
 from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.sim.availability.measure import OfflineMeter
 from asyncfl.sim.clients import ClientDevice, phase_seconds
 from asyncfl.sim.population import utc_offsets
-
-ROWS_PER_BLOCK = 1 << 16  # rows formatted and written at once: the texts of one block only are held
-
-
-@dataclass(frozen=True)
-class Sparse:
-    """A column equal to ``fill`` except at ``ids`` (ascending), which hold ``values``."""
-
-    size: int
-    fill: Any
-    ids: np.ndarray
-    values: np.ndarray
-
-    def __len__(self) -> int:
-        return self.size
-
-    def dense(self) -> np.ndarray:
-        out = np.full(self.size, self.fill, dtype=self.values.dtype)
-        out[self.ids] = self.values
-        return out
-
-
-def sparse(size: int, fill: Any, ids: np.ndarray, values: list) -> Sparse:
-    """``fill`` everywhere but at ``ids``; ints stay ints (written ``3``), floats floats (``3.0``)."""
-    dtype = np.int64 if isinstance(fill, int) else np.float64
-    return Sparse(size, fill, ids, np.array(values, dtype=dtype).reshape(len(ids)))
 
 
 class ClientsTable(Callback):
@@ -91,11 +62,7 @@ class ClientsTable(Callback):
             columns[column] = sparse(len(clients), 0, ids, [c.stats.failures[reason] for c in built])
         if s.population.timezones is not None:
             columns["utc_offset_h"] = np.array(utc_offsets(s.population.timezones, s.data.clients, s.seed))
-        if self.out.tables_format == "parquet":  # output.format: parquet, and the run has ended
-            dense = {name: c.dense() if isinstance(c, Sparse) else c for name, c in columns.items()}
-            self.out.write_columns("clients.csv", dense)
-        else:  # CSV in blocks of rows: the text of one block only is held
-            write_table(self.out.path / "clients.csv", columns)
+        self.out.write_columns("clients.csv", columns)  # Parquet once a run with output.format: parquet ended
         if self.scenario.output.plot:  # the figures draw from them (RunFigures), then they are freed
             self.columns = columns
 
@@ -188,70 +155,3 @@ def client_columns(
     }
     assert tuple(columns) == CLIENT_COLUMNS
     return columns
-
-
-def write_table(path: Path, columns: dict[str, np.ndarray | Sparse]) -> None:
-    """A CSV file given column by column, written whole (temporary file, then renamed), the bytes
-    :func:`asyncfl.output.files.write_columns` writes for the same values (ints as ``str``, floats as
-    ``repr(round(x, 6))``, NaN empty, rows ending in \\r\\n), a block of rows at a time.  Consecutive
-    :class:`Sparse` columns are joined once per block (their fills) and again only in the rows of
-    clients that hold values, so a row of an untouched client is a handful of fields."""
-    if not columns or not len(next(iter(columns.values()))):
-        return
-    n = len(next(iter(columns.values())))
-    groups: list[list] = []  # runs of consecutive Sparse columns, and dense columns one by one
-    for column in columns.values():
-        if isinstance(column, Sparse) and groups and isinstance(groups[-1][0], Sparse):
-            groups[-1].append(column)
-        else:
-            groups.append([column])
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, "w", newline="", encoding="utf-8") as handle:
-            csv.writer(handle).writerow(list(columns))
-            for start in range(0, n, ROWS_PER_BLOCK):
-                stop = min(n, start + ROWS_PER_BLOCK)
-                fields = [_group_texts(group, start, stop) for group in groups]
-                handle.write("\r\n".join(map(",".join, zip(*fields))) + "\r\n")
-    except BaseException:  # out of memory, Ctrl-C: no half-written file is left beside the run's
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-
-
-def _group_texts(group: list, start: int, stop: int) -> list[str]:
-    """The texts of rows [start, stop) of a dense column, or of a run of Sparse columns joined by commas."""
-    if not isinstance(group[0], Sparse):
-        return texts(np.asarray(group[0][start:stop]))
-    fill = ",".join(texts(np.array([c.fill], dtype=c.values.dtype))[0] for c in group)
-    out = [fill] * (stop - start)
-    spans = [(c, *np.searchsorted(c.ids, (start, stop))) for c in group]
-    rows = np.unique(np.concatenate([c.ids[a:b] for c, a, b in spans])) - start
-    if len(rows):
-        parts = []
-        for c, a, b in spans:
-            block = np.full(len(rows), c.fill, dtype=c.values.dtype)
-            block[np.searchsorted(rows, c.ids[a:b] - start)] = c.values[a:b]
-            parts.append(texts(block))
-        for row, text in zip(rows.tolist(), map(",".join, zip(*parts))):
-            out[row] = text
-    return out
-
-
-def texts(values: np.ndarray) -> list[str]:
-    """What csv writes for each value after the logs' cleaning: an int as ``str``, a float as
-    ``repr(round(x, 6))`` (:func:`asyncfl.output.files.round6`, vectorised), NaN as ""."""
-    if values.dtype.kind in "iub":
-        return list(map(str, values.tolist()))
-    values = np.asarray(values, dtype=np.float64)
-    nan = np.isnan(values)
-    if len(values) and ((values == values[0]).all() or nan.all()):  # e.g. one constant for every client
-        return [_float_text(float(values[0]))] * len(values)
-    out = list(map(repr, round6(values).tolist()))
-    for i in np.flatnonzero(nan).tolist():
-        out[i] = ""
-    return out
-
-
-def _float_text(value: float) -> str:
-    return "" if value != value else repr(round(value, 6))

@@ -46,7 +46,7 @@ class MetricsRecorder(Callback):
             accuracy, loss, per_class = self.evaluate()
             state.progress.note_accuracy(accuracy, now, version, self.target)
         staleness = record.staleness if record else ()
-        self.out.metrics.write({
+        self.out.metrics.append([{
             "time": now,
             "round": version,
             "test_accuracy": accuracy,
@@ -57,4 +57,4 @@ class MetricsRecorder(Callback):
             "wall_seconds": state.wall_seconds(),
             **dict(zip(self.class_columns, per_class)),
             **(self.extra(now) if self.extra is not None else {}),
-        })  # fmt: skip
+        }])  # fmt: skip

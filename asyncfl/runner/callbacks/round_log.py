@@ -45,6 +45,6 @@ class RoundLog(Callback):
 
     def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
         self.out.event(record.time, None, "aggregate", record.round, None)
-        self.out.rounds.write(rounds_row(record, self.reasons))
+        self.out.rounds.append([rounds_row(record, self.reasons)])
         self.out.aggregated(record.round, record.clients, record.base_versions, record.staleness)
         self.out.weight_rows(list(record.weight_rows))

@@ -4,10 +4,10 @@ summary.json (``figures_seconds``)."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
+from asyncfl.output.reading import read_summary
 from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.runner.callbacks.clients_table import ClientsTable
 
@@ -29,5 +29,5 @@ class RunFigures(Callback):
         table = ClientTable.from_run(columns) if columns is not None else None
         render_run_figures(self.out.path, client_table=table)
         del columns, table
-        summary = json.loads((self.out.path / "summary.json").read_text(encoding="utf-8"))
+        summary = read_summary(self.out.path)
         self.out.write_json("summary.json", {**summary, "figures_seconds": time.perf_counter() - started})

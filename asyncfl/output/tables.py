@@ -1,5 +1,6 @@
-"""Table writers over pandas: CSV (floats rounded, NaN and None as empty) and GitHub Markdown
-(preformatted strings).  ``DataFrame.to_markdown`` is not used: it pads every column to its width."""
+"""Tables of studies and reports: CSV (the run files' text rule, :mod:`asyncfl.output.csv_text`) and
+GitHub Markdown (preformatted strings).  ``DataFrame.to_markdown`` is not used: it pads every column
+to its width."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from asyncfl.output.files import write_atomic
+from asyncfl.output.csv_text import clean
+from asyncfl.output.writing import write_atomic, write_columns
 
 Table = pd.DataFrame | Sequence[Mapping[str, Any]]
 
@@ -20,14 +22,15 @@ def frame(table: Table) -> pd.DataFrame:
 
 
 def write_csv(path: Path, table: Table, digits: int | None = 6) -> Path:
-    """``table`` as CSV, floats rounded to ``digits`` (None: written in full)."""
-
-    def cell(value: Any) -> Any:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return ""
-        return round(value, digits) if isinstance(value, float) and digits is not None else value
-
-    write_atomic(path, frame(table).map(cell).to_csv(index=False, lineterminator="\n"))
+    """``table`` as CSV, floats rounded to ``digits`` (None: written in full), None and NaN empty; a
+    table without rows is its header line."""
+    # cleaned cell by cell, then typed by pandas per column as it always was (ints among floats become floats)
+    cleaned = frame(table).map(lambda value: "" if value is None else clean(value, digits))
+    columns = {str(name): cleaned[name].tolist() for name in cleaned.columns}
+    if columns:
+        write_columns(path, columns, digits=None, header_only=True)  # rounded already
+    else:
+        write_atomic(path, "\n" * (1 + len(cleaned)))  # no columns at all: an empty line per row, as csv writes
     return path
 
 

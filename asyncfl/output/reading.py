@@ -1,7 +1,8 @@
-"""Reading a run directory back (for its figures), strictly: a damaged file (a malformed or cut-short
-row, a value that is not a number, truncated JSON or YAML) is a :class:`ConfigError` naming the file
-and the line, never a traceback from deep inside a figure, so ``plot`` can check every file before it
-draws anything (:func:`check_run_files`).
+"""Reading a run directory back (for its figures, studies and the API), strictly: a damaged file (a
+malformed or cut-short row, a value that is not a number, truncated JSON or YAML) is a
+:class:`ConfigError` naming the file and the line, never a traceback from deep inside a figure, so
+``plot`` can check every file before it draws anything (:func:`check_run_files`).  summary.json is
+read by :func:`read_summary` and nothing else.
 
 A table is named by its CSV file (``run_dir / "clients.csv"``) and read from ``clients.parquet``
 when the run wrote that instead (``output.format: parquet``): :func:`table_file`, :func:`has_table`,
@@ -9,26 +10,19 @@ when the run wrote that instead (``output.format: parquet``): :func:`table_file`
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from asyncfl.errors import ConfigError
+from asyncfl.lazy import LazyModule
+from asyncfl.output.columns import REQUIRED_COLUMNS, TEXT_COLUMNS
 
-# The CSV files the figures read, with the columns every row must fill with a number (a row cut
-# short leaves them empty); every other column is a number or empty, except the text columns.
-REQUIRED = {
-    "metrics.csv": ("time", "round"),
-    "rounds.csv": ("time", "round", "started", "received"),
-    "updates.csv": ("version", "client", "base_version", "staleness"),
-    "timeline_tasks.csv": ("client", "base_version", "start_s", "end_s", "outcome"),
-    "offline_periods.csv": ("client", "offline_from_s", "offline_until_s"),
-    "clients.csv": ("client", "samples_per_s", "attempts", "participations"),
-}
-TEXT = {"metrics.csv": ("utc_time",), "timeline_tasks.csv": ("outcome",)}
+pd = LazyModule("pandas")  # the tables only: a run reads its summary.json without importing pandas
+SUMMARY = "summary.json"
 DAMAGED = "the file is damaged (run the scenario again, or restore the file from a copy)"
 
 
@@ -55,8 +49,10 @@ def load_table(path: Path, usecols=None) -> pd.DataFrame:
 
 
 def read_table(path: Path, usecols=None) -> pd.DataFrame:
-    """One of the run's tables (see :data:`REQUIRED`; ``path`` names its CSV file, its Parquet file
-    is read when the run wrote that), checked row by row."""
+    """One of the run's tables (``path`` names its CSV file, its Parquet file is read when the run
+    wrote that), checked row by row: every column holds numbers or is empty, except the text columns
+    (:data:`asyncfl.output.columns.TEXT_COLUMNS`), and the columns
+    :data:`asyncfl.output.columns.REQUIRED_COLUMNS` names for the file hold a number in every row."""
     name = path.name
     path = table_file(path)
     try:
@@ -69,15 +65,14 @@ def read_table(path: Path, usecols=None) -> pd.DataFrame:
         raise ConfigError(f"{path}{where}; {DAMAGED}.") from None
     except (ValueError, OSError) as exc:  # usecols names a column the header lacks; a damaged Parquet file
         raise ConfigError(f"{path}: {exc}; {DAMAGED}.") from None
-    wanted = REQUIRED.get(name, ())
+    wanted = REQUIRED_COLUMNS.get(name, ())
     missing = [c for c in wanted if c not in table and (usecols is None or c in usecols)]
     if missing:
         raise ConfigError(f"{path}: the header lacks the column(s) {', '.join(missing)}; {DAMAGED}.")
-    text = TEXT.get(name, ())
     for column in table.columns:
         values = table[column]
         if (
-            len(values) and column not in text and not pd.api.types.is_numeric_dtype(values)
+            len(values) and column not in TEXT_COLUMNS and not pd.api.types.is_numeric_dtype(values)
         ):  # a number column holding text
             bad = (pd.to_numeric(values, errors="coerce").isna() & values.notna()).to_numpy().nonzero()[0]
             row = int(bad[0]) if len(bad) else 0
@@ -90,8 +85,13 @@ def read_table(path: Path, usecols=None) -> pd.DataFrame:
     return table
 
 
-def read_json(path: Path) -> dict:
-    """summary.json (or another JSON object the run wrote)."""
+def read_summary(run_dir: Path, required: bool = True) -> dict:
+    """The run's summary.json, checked: damage (truncated JSON, not UTF-8, not an object) is a
+    ConfigError naming the file and the line.  A run without one (it died before writing it) raises
+    FileNotFoundError, or gives ``{}`` when not ``required``."""
+    path = run_dir / SUMMARY
+    if not required and not path.is_file():
+        return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -124,8 +124,13 @@ def check_run_files(run_dir: Path) -> None:
     anything is drawn.  Files the directory lacks are not an error here (an older asyncfl wrote
     fewer; the figure that needs one is skipped with a note)."""
     read_config(run_dir)
-    if (run_dir / "summary.json").is_file():
-        read_json(run_dir / "summary.json")
-    for name in REQUIRED:
+    read_summary(run_dir, required=False)
+    for name in REQUIRED_COLUMNS:
         if has_table(run_dir / name):
             read_table(run_dir / name)
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    """A CSV file as rows of text, unchecked (tests and benchmarks)."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
