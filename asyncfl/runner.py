@@ -44,7 +44,7 @@ from asyncfl.output.run_directory import RunDirectory, new_run_dir, speed_bins, 
 from asyncfl.sections import resolved_dump
 from asyncfl.seeding import stream
 from asyncfl.selection_feedback import FeedbackRecorder
-from asyncfl.sim.clients import Work, time_budget_problem
+from asyncfl.sim.clients import Work, check_time_budget
 from asyncfl.sim.population import build_clients, participation_probabilities
 from asyncfl.sim.servers import SERVER_MODES, RoundInfo, ServerContext
 
@@ -111,9 +111,7 @@ class Simulation:
             upload_bytes=compressed_upload_bytes(s, self.learner.model_bytes),
             **s.training.local_work.work_limits(),
         )
-        problem = time_budget_problem(self.work, self.clients.speeds(), samples)
-        if problem:
-            raise ConfigError(problem)
+        check_time_budget(self.work.time_budget_s, self.work.batch_size, self.clients.speeds(), samples)
         class_columns = class_accuracy_columns(num_classes) if s.eval.per_class else []
         offsets = resume["offsets"] if resume else None
         order = speed_order(self.clients.speeds())  # read without building every client

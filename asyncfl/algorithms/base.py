@@ -21,8 +21,9 @@ from typing import Any, ClassVar, Literal, Protocol
 import numpy as np
 from pydantic import Field, model_validator
 
-from asyncfl.algorithms.server_optimizers import ServerOptimizerSpec, optimizer_problem
+from asyncfl.algorithms.server_optimizers import ServerOptimizerSpec, check_server_optimizer
 from asyncfl.algorithms.server_optimizers.none import NoServerOptimizer
+from asyncfl.errors import ConfigError
 from asyncfl.lazy import torch
 from asyncfl.sections import OPT_IN, Section  # also types the scenario sections assembled above (config)
 
@@ -160,18 +161,16 @@ class AlgorithmParams(Section):
 
     @model_validator(mode="after")
     def _server_optimizer_fits(self) -> AlgorithmParams:
-        problem = optimizer_problem(
+        check_server_optimizer(
             self.server_optimizer, getattr(self, "name", "?"), self.server_lr, self.takes_server_optimizer
         )
-        if problem:
-            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")
     def _memory_is_used(self) -> AlgorithmParams:
         if self.memory == MemoryStore() or self.stores_in_memory or self.server_optimizer.kind != "none":
             return self
-        raise ValueError(
+        raise ConfigError(
             f"algorithm.memory: algorithm.name {getattr(self, 'name', '?')} keeps nothing where algorithm.memory "
             f"says, so memory.device and memory.dtype would be ignored: remove algorithm.memory, or set "
             f"algorithm.server_optimizer (memory places its moment buffers; it also places the per-client stores "
@@ -179,7 +178,7 @@ class AlgorithmParams(Section):
         )
 
     def check(self, scenario: Section) -> None:
-        """Raise ValueError (naming the YAML keys) if the rest of ``scenario`` does not suit this algorithm."""
+        """Raise :class:`~asyncfl.errors.ConfigError` (naming the YAML keys) if the rest of ``scenario`` does not suit this algorithm."""
 
 
 def algorithm_name(params: type[AlgorithmParams]) -> str:

@@ -22,6 +22,7 @@ from pydantic import Field
 from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
 from asyncfl.algorithms.memory import store_device, store_dtype
 from asyncfl.algorithms.staleness import PolynomialStaleness, Staleness, staleness_weight
+from asyncfl.errors import ConfigError
 from asyncfl.lazy import torch
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 
@@ -52,7 +53,7 @@ class FedAsyncParams(AlgorithmParams):
 
     def check(self, scenario: Section) -> None:
         if scenario.server.k != 1:
-            raise ValueError(
+            raise ConfigError(
                 f"algorithm.name fedasync mixes one update at a time: set server.k to 1 (got {scenario.server.k})"
             )
 

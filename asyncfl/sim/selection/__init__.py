@@ -19,9 +19,9 @@ from asyncfl.sim.selection.base import (
 from asyncfl.sim.selection.registry import (
     KINDS,
     build_policy,
+    check_selection,
     default_selection,
     feedback_for,
-    selection_problem,
     selection_union,
 )
 
@@ -32,10 +32,10 @@ __all__ = [
     "SelectionPolicy",
     "SelectionRequest",
     "build_policy",
+    "check_selection",
     "can_take_work",
     "checked_in",
     "default_selection",
     "feedback_for",
-    "selection_problem",
     "selection_union",
 ]
