@@ -8,8 +8,8 @@ from conftest import scenario
 
 from asyncfl.config import ConfigError, validate_scenario
 from asyncfl.config.cross_checks import CROSS_CHECKS, cross_check
-from asyncfl.config.schema import Scenario
 from asyncfl.config.problems import strip_wrappers, union_members
+from asyncfl.config.schema import Scenario
 
 BUILT_IN_ORDER = [
     "algorithm_runs_under_the_mode",
@@ -82,6 +82,8 @@ def test_user_code_can_register_a_cross_check_which_runs_after_the_built_ins():
         with pytest.raises(ConfigError, match=r"eval.every_rounds \(6\) exceeds stop.rounds \(5\); allowed: 1 to 5"):
             scenario(eval={"every_rounds": 6}, stop={"rounds": 5})
         with pytest.raises(ConfigError, match="needs server.mode sync"):  # a built-in still comes first
-            scenario(eval={"every_rounds": 6}, stop={"rounds": 5}, server={"mode": "k_async"}, algorithm={"name": "fedavg"})
+            scenario(
+                eval={"every_rounds": 6}, stop={"rounds": 5}, server={"mode": "k_async"}, algorithm={"name": "fedavg"}
+            )
     finally:
         CROSS_CHECKS.unregister("evaluates_at_least_once")

@@ -78,7 +78,9 @@ def test_fixed_steps_are_local_steps_and_the_plan_carries_the_count():
 def test_time_budget_shorter_than_one_step_for_every_client_is_refused():
     # quickest step: min(10, 4) / 10 = 0.4 s <= 0.5: that client does one step
     check_time_budget(0.5, 10, [10.0, 10.0], [100, 4])
-    with pytest.raises(ConfigError, match=r"seconds \(0.5\) is shorter than one local step for every client: .* takes 1 s"):
+    with pytest.raises(
+        ConfigError, match=r"seconds \(0.5\) is shorter than one local step for every client: .* takes 1 s"
+    ):
         check_time_budget(0.5, 10, [10.0, 10.0], [100, 100])  # every step takes 10 / 10 = 1 s
     check_time_budget(None, 10, [1.0], [100])  # fixed steps: nothing to check
 

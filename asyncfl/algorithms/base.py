@@ -178,7 +178,8 @@ class AlgorithmParams(Section):
         )
 
     def check(self, scenario: Section) -> None:
-        """Raise :class:`~asyncfl.errors.ConfigError` (naming the YAML keys) if the rest of ``scenario`` does not suit this algorithm."""
+        """Raise :class:`~asyncfl.errors.ConfigError` (naming the YAML keys) if the rest of ``scenario`` does
+        not suit this algorithm."""
 
 
 def algorithm_name(params: type[AlgorithmParams]) -> str:

@@ -126,7 +126,9 @@ def algorithm_rules(scenario: Any) -> None:
     scenario.algorithm.check(scenario)
 
 
-@cross_check("training.local_work", "training.batch_size", "population.compute", "population.device_trace", "timing_only")
+@cross_check(
+    "training.local_work", "training.batch_size", "population.compute", "population.device_trace", "timing_only"
+)
 def local_work_fits(scenario: Any) -> None:
     """``training.local_work`` against the rest of the scenario, as far as validation can tell:
 
@@ -170,34 +172,43 @@ def check_data(data: Section) -> None:
     """Raise one ConfigError with everything loading and partitioning ``data`` would fail on, found from the
     registrations alone (asyncfl/learn/datasets, asyncfl/learn/partition): nothing is loaded."""
     entry = DATASET_REGISTRY[data.dataset]
-    problems = [entry.check(data)] if entry.check is not None else []
-    problems.append(partition_mismatch(data, entry))
+    checks = [lambda: entry.check and entry.check(data), lambda: _check_partition_kind(data, entry)]
     pool = entry.pool_size(data)
     if pool is not None:  # the partition deals a pool (else every client has data of its own)
-        if data.clients > pool:
-            problems.append(
-                f"data.clients ({data.clients}) is larger than the training pool of data.dataset {data.dataset} "
-                f"({pool} samples): every client needs at least one sample; allowed: 1 to {pool}"
-            )
         classes = entry.shape_and_classes(data)[1]
-        problems.append(PARTITIONERS[data.partition.kind].problem(data.partition, data.clients, classes))
-    found = [problem for problem in problems if problem]
+        checks += [
+            lambda: _check_pool_size(data, pool),
+            lambda: PARTITIONERS[data.partition.kind].check_split(data.partition, data.clients, classes),
+        ]
+    found = []
+    for check in checks:  # every one: a user fixes them all at once
+        try:
+            check()
+        except ConfigError as exc:
+            found.append(str(exc).rstrip("."))  # (the message gets its one full stop when it is shown)
     if found:
         raise ConfigError("; ".join(found))
 
 
-def partition_mismatch(data: Section, entry: DataSet) -> str | None:
+def _check_pool_size(data: Section, pool: int) -> None:
+    if data.clients > pool:
+        raise ConfigError(
+            f"data.clients ({data.clients}) is larger than the training pool of data.dataset {data.dataset} "
+            f"({pool} samples): every client needs at least one sample; allowed: 1 to {pool}"
+        )
+
+
+def _check_partition_kind(data: Section, entry: DataSet) -> None:
     """An artificial partition of a data set with clients of its own, or natural clients asked of a pool."""
     kind, artificial = data.partition.kind, [name for name in PARTITIONERS if name != "natural"]
     if entry.natural and kind != "natural":
-        return (
+        raise ConfigError(
             f"data.partition.kind {kind} does not apply to data.dataset {data.dataset}: its clients are its own "
             f"(shakespeare: a play's speaking roles); allowed: natural (the default for it)"
         )
     if kind == "natural" and entry.pool_size(data) is not None:
         natural = or_list([name for name, e in DATASET_REGISTRY.items() if e.natural or e.pool_size(data) is None])
-        return (
+        raise ConfigError(
             f"data.partition.kind natural needs a data set with clients of its own ({natural}); data.dataset "
             f"{data.dataset} is one pool to split: allowed: {or_list(artificial)}"
         )
-    return None

@@ -56,7 +56,7 @@ class Stop(Section):
     @model_validator(mode="after")
     def _bounded(self) -> Stop:
         if self.rounds is None and self.virtual_time_s is None:
-            raise ValueError("set stop.rounds or stop.virtual_time_s so the run ends")
+            raise ConfigError("set stop.rounds or stop.virtual_time_s so the run ends")
         return self
 
 
@@ -85,7 +85,9 @@ class Output(Section):
     @classmethod
     def _parquet_needs_pyarrow(cls, value: str) -> str:
         if value == "parquet" and importlib.util.find_spec("pyarrow") is None:
-            raise ValueError("parquet needs pyarrow, which is not installed: pip install 'asyncfl[parquet]' or use csv")
+            raise ConfigError(
+                "parquet needs pyarrow, which is not installed: pip install 'asyncfl[parquet]' or use csv"
+            )
         return value
 
 
@@ -133,7 +135,7 @@ class Scenario(Section):
     def _plain_directory_name(cls, name: str) -> str:
         problem = directory_name_problem(name)
         if problem:
-            raise ValueError(problem)
+            raise ConfigError(problem)
         return name
 
     @classmethod

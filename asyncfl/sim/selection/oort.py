@@ -60,6 +60,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from asyncfl.errors import ConfigError
 from asyncfl.sections import Section
 from asyncfl.sim.selection.base import SelectionKind, SelectionRequest
 
@@ -103,7 +104,7 @@ class OortSelection(Section):
     @model_validator(mode="after")
     def _floor_below_start(self) -> OortSelection:
         if self.exploration_min > self.exploration:
-            raise ValueError(
+            raise ConfigError(
                 f"exploration_min ({self.exploration_min}) must not exceed exploration ({self.exploration}): "
                 "the exploration fraction only decays"
             )
@@ -112,7 +113,7 @@ class OortSelection(Section):
             and self.pacer_step is not None
             and "pacer_step" in self.model_fields_set
         ):
-            raise ValueError("pacer_step paces a percentile T; with preferred_duration_s T is fixed (set one of them)")
+            raise ConfigError("pacer_step paces a percentile T; with preferred_duration_s T is fixed (set one of them)")
         return self
 
 
