@@ -137,14 +137,30 @@ class MemoryStore(Section):
     )
 
 
+@dataclass(frozen=True)
+class AlgorithmTags:
+    """What an algorithm states about itself for the contract checks (:mod:`asyncfl.testing.strategy`), which
+    choose their checks and expectations by it, never by the algorithm's name (scikit-learn's estimator tags).
+
+    ``server_k``: the ``server.k`` it requires under k_async (it aggregates exactly that many updates; its
+    ``check`` refuses another); None: any.
+    ``keeps_memory``: it remembers between aggregations, so its ``state_dict()`` is not empty (and --resume
+    must restore it).
+    ``uses_like_values``: its first aggregation reads the values of ``make_strategy``'s ``like`` (w_0), not only
+    its size, dtype and device.
+    """
+
+    server_k: int | None = None
+    keeps_memory: bool = False
+    uses_like_values: bool = False
+
+
 class AlgorithmParams(Section):
     """Common keys of the ``algorithm`` section; each algorithm adds its own and a ``name: Literal[...]``."""
 
     modes: ClassVar[frozenset[str]] = frozenset()  # the server.mode values it runs under
     order: ClassVar[int] = 1000  # position in the reference and in error messages (then by name)
-    # what the contract checks (asyncfl.testing) must know of it: server_k (the server.k it requires),
-    # keeps_memory, uses_like_values (see asyncfl/testing/algorithm.py TAGS)
-    tags: ClassVar[dict] = {}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags()  # what the contract checks (asyncfl.testing) must know
     takes_server_optimizer: ClassVar[bool] = True  # False: algorithm.server_optimizer is refused (FedAsync)
     # True: it keeps model-sized vectors where algorithm.memory says (an UpdateStore, FedAsync's models);
     # False: memory places only a server optimizer's buffers, and is refused without one

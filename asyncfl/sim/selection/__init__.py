@@ -13,6 +13,7 @@ from asyncfl.sim.selection.base import (
     SelectionKind,
     SelectionPolicy,
     SelectionRequest,
+    SelectionTags,
     can_take_work,
     checked_in,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "SelectionKind",
     "SelectionPolicy",
     "SelectionRequest",
+    "SelectionTags",
     "build_policy",
     "check_selection",
     "can_take_work",

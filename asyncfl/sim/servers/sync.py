@@ -94,7 +94,7 @@ def sync_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None
     drop_late = cfg.late_updates == "drop"
     busy_until = np.full(len(clients), -math.inf)  # who is idle, at numpy speed; all idle at the start
     policy = build_policy(cfg.selection, len(clients), ctx.seed)
-    checks_in = SELECTION_KINDS[cfg.selection.kind].checked_in_only
+    checks_in = SELECTION_KINDS[cfg.selection.kind].tags.checked_in_only
     feedback = feedback_for(cfg.selection, len(clients), ctx.feedback)
     count = asked(cfg.clients_per_round, cfg.over_selection)
     rnd = 0
