@@ -3,6 +3,9 @@ they run in a fixed order, the first failure is the one message, and user code c
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from conftest import scenario
 
@@ -87,3 +90,16 @@ def test_user_code_can_register_a_cross_check_which_runs_after_the_built_ins():
             )
     finally:
         CROSS_CHECKS.unregister("evaluates_at_least_once")
+
+
+def test_no_scenario_check_returns_its_problem():
+    """One style: a check raises ConfigError.  What may still return a sentence: the study's name rule
+    (asyncfl/study collects its problems itself) and the trace converter's reason to skip an entry."""
+    package = Path(__file__).resolve().parents[1] / "asyncfl"
+    returning = sorted(
+        f"{path.relative_to(package)}: {match}"
+        for path in package.rglob("*.py")
+        if path.parts[-2] not in ("study", "traces")
+        for match in re.findall(r"def (\w+_problems?)\(", path.read_text(encoding="utf-8"))
+    )
+    assert returning == ["config/schema.py: directory_name_problem"], returning
