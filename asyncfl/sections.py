@@ -1,5 +1,7 @@
 """Building blocks shared by every section of the scenario schema: a leaf of the package (it imports
-only pydantic and numpy), so each section can live with the code that reads it, below the schema.
+only pydantic, numpy and the leaf :mod:`asyncfl.errors`), so each section can live with the code that reads
+it, below the schema.  A section's own checks are its validators; they raise
+:class:`~asyncfl.errors.ConfigError` (a ValueError, so pydantic reports it at the section's YAML path).
 
 Every section is a frozen pydantic model that forbids unknown keys, so a typo in a YAML file is an
 error (with a did-you-mean hint added by :mod:`asyncfl.config.loading`) rather than a silently
@@ -13,6 +15,8 @@ from typing import Annotated, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from asyncfl.errors import ConfigError
 
 
 class Section(BaseModel):
@@ -41,7 +45,7 @@ class Uniform(Section):
     @model_validator(mode="after")
     def _ordered(self) -> Uniform:
         if self.low > self.high:
-            raise ValueError(f"low ({self.low}) must not exceed high ({self.high})")
+            raise ConfigError(f"low ({self.low}) must not exceed high ({self.high})")
         return self
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -85,7 +89,7 @@ class Tiers(Section):
     def _shares_sum_to_one(self) -> Tiers:
         total = sum(t.share for t in self.tiers)
         if abs(total - 1.0) > 1e-6:
-            raise ValueError(f"tier shares must sum to 1, got {total:g}")
+            raise ConfigError(f"tier shares must sum to 1, got {total:g}")
         return self
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -116,9 +120,9 @@ def _probability_bounds(dist: Distribution, what: str) -> None:
         "tiers": lambda d: max(t.value for t in d.tiers),
     }.get(dist.dist)
     if upper is None:
-        raise ValueError(f"{what} must be a number, uniform or tiers (values in (0, 1]), not {dist.dist}")
+        raise ConfigError(f"{what} must be a number, uniform or tiers (values in (0, 1]), not {dist.dist}")
     if upper(dist) > 1:
-        raise ValueError(f"{what} must lie in (0, 1], got values up to {upper(dist):g}")
+        raise ConfigError(f"{what} must lie in (0, 1], got values up to {upper(dist):g}")
 
 
 # Field(json_schema_extra=OPT_IN): a feature key, left out of config.yaml while at its default

@@ -24,7 +24,7 @@ E2 = math.e / 2  # (e/2)^-tau is FedHist's discount
 
 
 def params(name: str, **kw):
-    k = PARAMS[name].tags.get("server_k") or 2  # an algorithm may require its server.k (FedAsync: 1)
+    k = PARAMS[name].tags.server_k or 2  # an algorithm may require its server.k (FedAsync: 1)
     return Scenario.model_validate({"server": {"mode": "k_async", "k": k}, "algorithm": {"name": name, **kw}}).algorithm
 
 
@@ -258,7 +258,7 @@ def test_fedhist_egs_fuses_with_the_least_similar_past_global_gradient():
 def test_strategies_do_not_mutate_their_inputs(name):
     s = make_strategy(params(name), 4, w0())
     w = torch.tensor([0.5, -0.5], dtype=torch.float64)
-    ups = [upd(0, [1.0, 2.0]), upd(1, [-1.0, 0.5], staleness=1)][: PARAMS[name].tags.get("server_k")]
+    ups = [upd(0, [1.0, 2.0]), upd(1, [-1.0, 0.5], staleness=1)][: PARAMS[name].tags.server_k]
     copies = [u.delta.clone() for u in ups]
     out = s.aggregate(w, ups, ctx(1))
     assert torch.equal(w, torch.tensor([0.5, -0.5], dtype=torch.float64))

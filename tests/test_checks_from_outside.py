@@ -12,7 +12,7 @@ import torch
 from pydantic import Field
 
 from asyncfl.algorithms import Aggregate
-from asyncfl.algorithms.base import AlgorithmParams, Memoryless, weighted_sum
+from asyncfl.algorithms.base import AlgorithmParams, AlgorithmTags, Memoryless, weighted_sum
 from asyncfl.sections import Section
 from asyncfl.sim.availability import AvailabilityKind
 from asyncfl.testing import check_availability_kind, check_strategy
@@ -79,7 +79,7 @@ class Counting(Mean):
 
 class MomentumParams(MeanParams):
     name: Literal["toy_momentum"]
-    tags: ClassVar[dict] = {"keeps_memory": True}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags(keeps_memory=True)
 
 
 class Momentum(Mean):
@@ -181,3 +181,80 @@ def test_a_kind_without_examples_fails():
 @parametrize_with_checks([(MeanParams, Mean), PERIODIC])
 def test_outside_registrations_through_pytest(registration, check):
     check(registration)
+
+
+# --- capability and expected failures (scikit-learn's tags and expected_failed_checks) -------------------
+
+
+def test_checks_are_chosen_by_the_tags():
+    """check_load_state_dict_copies needs keeps_memory, check_server_k_is_enforced needs server_k: a
+    memoryless toy is spared both, a toy with a memory gets the first."""
+    ran = {outcome.check for outcome in check_strategy(MeanParams, Mean)}
+    assert "check_load_state_dict_copies" not in ran and "check_server_k_is_enforced" not in ran
+    assert {"check_tags", "check_aggregation_leaves_its_inputs_alone"} <= ran
+    with pytest.raises(AssertionError, match="shares memory with the original"):  # it ran, and caught the toy
+        check_strategy(MomentumParams, Momentum)
+
+
+def test_an_expected_failure_is_reported_not_raised():
+    """The broken toy that keeps its memory by reference: its author marks the one check it fails."""
+    why = "toy_momentum hands its velocity over by reference, on purpose"
+    outcomes = check_strategy(MomentumParams, Momentum, expected_failed_checks={"check_load_state_dict_copies": why})
+    by_check = {outcome.check: outcome for outcome in outcomes}
+    failed = by_check["check_load_state_dict_copies"]
+    assert (failed.status, failed.reason) == ("xfail", why)
+    assert "AssertionError: toy_momentum: a loaded strategy shares memory with the original" in failed.error
+    assert all(o.status == "passed" for name, o in by_check.items() if name != "check_load_state_dict_copies")
+
+
+def test_an_expected_failure_that_passes_is_reported_as_passed():
+    """As scikit-learn's check_estimator: a check marked as expected to fail that passes is not an error."""
+    outcomes = check_strategy(MeanParams, Mean, expected_failed_checks={"check_tags": "it does not fail"})
+    assert [o.status for o in outcomes if o.check == "check_tags"] == ["passed"]
+
+
+def test_other_failures_still_raise():
+    with pytest.raises(AssertionError, match="toy_mean mutated a delta"):
+        check_strategy(MeanParams, ClippingMean, expected_failed_checks={"check_tags": "not this one"})
+
+
+def test_an_unknown_check_name_is_refused_with_the_list_of_checks():
+    listed = r"check_typo; its checks are: check_tags, check_server_k_is_enforced, .*check_like_values_as_tagged"
+    with pytest.raises(ValueError, match=r"names no check of a strategy \(toy_mean\): " + listed):
+        check_strategy(MeanParams, Mean, expected_failed_checks={"check_typo": "?"})
+    with pytest.raises(ValueError, match="names no check of an availability kind .*check_p_one_is_always_online"):
+        check_availability_kind(PERIODIC, expected_failed_checks={"check_typo": "?"})
+    with pytest.raises(ValueError, match="names no check of these registrations' suites: check_typo"):
+        parametrize_with_checks([PERIODIC], expected_failed_checks={"check_typo": "?"})
+    with pytest.raises(ValueError, match="names no check of toy_periodic's suite: check_tags; its checks are"):
+        parametrize_with_checks([PERIODIC], expected_failed_checks=lambda r: {"check_tags": "a strategy's check"})
+
+
+def test_an_availability_kind_marks_its_failing_check():
+    why = "offline a moment per period even with p = 1"
+    outcomes = check_availability_kind(NEVER_ALWAYS, expected_failed_checks={"check_p_one_is_always_online": why})
+    assert [(o.example, o.status, o.reason) for o in outcomes if o.check == "check_p_one_is_always_online"] == [
+        ("toy_periodic", "xfail", why)
+    ]
+
+
+@parametrize_with_checks(
+    [(MomentumParams, Momentum), NEVER_ALWAYS],
+    expected_failed_checks={
+        "check_load_state_dict_copies": "toy_momentum shares its memory on purpose",
+        "check_p_one_is_always_online": "toy_periodic is offline a moment per period",
+    },
+    xfail_strict=True,  # the two checks must fail: a pass would fail the test
+)
+def test_broken_registrations_through_pytest_with_expected_failures(registration, check):
+    check(registration)
+
+
+def test_pytest_marks_exactly_the_expected_failures():
+    marked = parametrize_with_checks(
+        [(MomentumParams, Momentum)], expected_failed_checks=lambda r: {"check_load_state_dict_copies": "by design"}
+    )
+    params = marked.args[1]
+    xfails = [p.id for p in params if any(m.name == "xfail" for m in p.marks)]
+    assert xfails == ["toy_momentum-check_load_state_dict_copies"]
+    assert [m.kwargs for p in params for m in p.marks] == [{"reason": "by design", "strict": None}]

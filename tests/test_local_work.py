@@ -18,7 +18,7 @@ from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Training
 from asyncfl.runner import start
-from asyncfl.sim.clients import ClientDevice, Work, plan_task, time_budget_problem
+from asyncfl.sim.clients import ClientDevice, Work, check_time_budget, plan_task
 from asyncfl.sim.profiles import DeviceProfile
 
 TOL = 1e-5
@@ -76,12 +76,13 @@ def test_fixed_steps_are_local_steps_and_the_plan_carries_the_count():
 
 
 def test_time_budget_shorter_than_one_step_for_every_client_is_refused():
-    work = Work(10, 10, 1000, time_budget_s=0.5)
     # quickest step: min(10, 4) / 10 = 0.4 s <= 0.5: that client does one step
-    assert time_budget_problem(work, [10.0, 10.0], [100, 4]) is None
-    problem = time_budget_problem(work, [10.0, 10.0], [100, 100])  # every step takes 1 s
-    assert "shorter than one local step for every client" in problem and "takes 1 s" in problem
-    assert time_budget_problem(Work(10, 10, 1000), [1.0], [100]) is None  # fixed steps: nothing to check
+    check_time_budget(0.5, 10, [10.0, 10.0], [100, 4])
+    with pytest.raises(
+        ConfigError, match=r"seconds \(0.5\) is shorter than one local step for every client: .* takes 1 s"
+    ):
+        check_time_budget(0.5, 10, [10.0, 10.0], [100, 100])  # every step takes 10 / 10 = 1 s
+    check_time_budget(None, 10, [1.0], [100])  # fixed steps: nothing to check
 
 
 def _budget_run(**training):
@@ -99,8 +100,9 @@ def _budget_run(**training):
 def test_validation_refuses_a_budget_no_client_can_use_and_epochs_without_data():
     timing = dict(_budget_run(local_work={"kind": "time_budget", "seconds": 0.3}), timing_only=True)
     timing["population"] = {"compute": {"samples_per_s": {"dist": "uniform", "low": 10, "high": 100}}}
-    with pytest.raises(ConfigError, match=r"local_work.seconds \(0.3\) is shorter than one local step"):
-        scenario(**timing)  # the fastest: 32 / 100 = 0.32 s per step
+    # the same rule and sentence as at the run's start (below): the fastest takes 32 / 100 = 0.32 s per step
+    with pytest.raises(ConfigError, match=r"local_work.seconds \(0.3\) is shorter than one local step .* takes 0.32 s"):
+        scenario(**timing)
     timing["training"]["local_work"]["seconds"] = 0.32
     scenario(**timing)
     with pytest.raises(ConfigError, match="epochs needs the clients' sample counts"):

@@ -10,7 +10,7 @@ from asyncfl.algorithms import PARAMS, make_strategy
 
 
 def test_the_docstring_names_every_strategy_that_uses_the_values_of_like():
-    uses_values = [name for name, params in PARAMS.items() if params.tags.get("uses_like_values")]
+    uses_values = [name for name, params in PARAMS.items() if params.tags.uses_like_values]
     assert uses_values  # FedAsync: its version history starts with like as version 0
     doc = re.sub(r"\s+", " ", make_strategy.__doc__)
     assert "values" in doc

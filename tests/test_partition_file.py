@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from asyncfl.config import load_scenario
-from asyncfl.config.schema import Data, data_problems
+from asyncfl.config.cross_checks import check_data
+from asyncfl.config.schema import Data
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets.digits import digits_arrays
 from asyncfl.learn.federation import build_federation
@@ -88,8 +89,10 @@ def test_a_relative_path_is_relative_to_the_scenario_file(tmp_path):
 )
 def test_validate_names_the_key_and_file(tmp_path, content, clients, expected):
     path = tmp_path / "partition.json" if content is None else write(tmp_path, content)
-    problems = data_problems(data_section(path, clients))
-    assert len(problems) == 1 and problems[0].startswith(f"data.partition.path {path}") and expected in problems[0]
+    with pytest.raises(ConfigError) as raised:
+        check_data(data_section(path, clients))
+    message = str(raised.value)  # one problem: the file's, naming the key and the file
+    assert message.startswith(f"data.partition.path {path}") and expected in message and "; data." not in message
 
 
 def test_an_index_outside_the_pool_names_the_client_and_the_range(tmp_path):

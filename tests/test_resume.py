@@ -232,7 +232,7 @@ def _commit_steps_under_ctrl_c() -> None:
 MEMORY_ALGORITHMS = {
     name: "sync" if "sync" in params.modes else "k_async"
     for name, params in PARAMS.items()
-    if params.tags.get("keeps_memory")
+    if params.tags.keeps_memory
 }
 
 
@@ -246,8 +246,8 @@ def test_resume_restores_every_strategy_memory(tmp_path, monkeypatch, name):
     from asyncfl.runner.checkpoint import FILE
 
     raw = {**MODES[MEMORY_ALGORITHMS[name]], "algorithm": {"name": name, "record_weights": True}}
-    if PARAMS[name].tags.get("server_k"):  # it requires its own server.k
-        raw["server"] = {**raw["server"], "k": PARAMS[name].tags["server_k"]}
+    if PARAMS[name].tags.server_k:  # it requires its own server.k
+        raw["server"] = {**raw["server"], "k": PARAMS[name].tags.server_k}
     s = scenario(**raw)
     reference = start.run_scenario(s, tmp_path / "reference")
     lines = (reference / "events.jsonl").read_text().splitlines()

@@ -17,7 +17,7 @@ from asyncfl.runner import start
 from asyncfl.runner.simulation import Simulation
 from asyncfl.sections import Section
 from asyncfl.seeding import stream
-from asyncfl.sim.selection import KINDS, ClientFeedback, SelectionKind, SelectionRequest
+from asyncfl.sim.selection import KINDS, ClientFeedback, SelectionKind, SelectionRequest, SelectionTags
 from asyncfl.sim.selection.online import Online
 from asyncfl.sim.selection.uniform import Uniform
 from asyncfl.testing.selection import check_selection_kind
@@ -42,11 +42,6 @@ class HighestLoss:
         )
         return sorted(ranked if request.count is None else ranked[: request.count])
 
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        pass
 
 
 BUILT: list[HighestLoss] = []
@@ -61,8 +56,7 @@ HIGHEST_LOSS = SelectionKind(
     section=HighestLossSelection,
     build=_build,
     summary="test: highest last loss first",
-    needs_losses=True,
-    modes=frozenset({"sync"}),
+    tags=SelectionTags(needs_losses=True),
     examples=(("highest_loss", {"kind": "highest_loss"}),),
 )
 
@@ -300,8 +294,7 @@ class LowestId(Uniform):
 LOWEST_ID = SelectionKind(
     section=LowestIdSelection,
     build=lambda spec, n, seed: LowestId(),
-    modes=frozenset({"sync", "k_async"}),
-    reads_feedback=False,
+    tags=SelectionTags(modes=frozenset({"sync", "k_async"}), reads_feedback=False),
     examples=(("lowest_id", {"kind": "lowest_id"}),),
 )
 
@@ -359,9 +352,7 @@ def test_a_kind_that_reads_accuracy_gets_every_clients_accuracy_at_each_evaluati
         section=HighestLossSelection,
         build=_build,
         summary="test: reads accuracy",
-        needs_losses=True,
-        reads_accuracy=True,
-        modes=frozenset({"sync"}),
+        tags=SelectionTags(needs_losses=True, reads_accuracy=True),
         examples=(("highest_loss", {"kind": "highest_loss"}),),
     )
     KINDS.register(reading)

@@ -186,7 +186,9 @@ def test_a_missing_or_damaged_data_file_is_a_clear_error(tmp_path, monkeypatch, 
     if content is not None:
         path.write_bytes(content)
     monkeypatch.setattr(shakespeare, "DATA_FILE", path)
-    problem = shakespeare.check_files(data(clients=2))
+    with pytest.raises(ConfigError) as raised:
+        shakespeare.check_files(data(clients=2))
+    problem = str(raised.value)
     assert ("missing" if content is None else "damaged") in problem and "reinstall asyncfl" in problem
     with pytest.raises(ConfigError, match="data.dataset shakespeare: its data file"):
         load_arrays(data(clients=2), seed=0)

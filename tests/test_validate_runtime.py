@@ -13,7 +13,7 @@ import pytest
 from conftest import scenario
 
 from asyncfl.config import ConfigError, validate_scenario
-from asyncfl.config.runnable import check_runnable, population_memory_problem
+from asyncfl.config.runnable import check_population_memory, check_runnable
 from asyncfl.learn.datasets import REGISTRY, load_arrays
 from asyncfl.sim.population import population_bytes
 
@@ -128,14 +128,16 @@ def test_the_memory_check_compares_the_estimate_with_what_is_available():
     k_async = scenario(timing_only=True, data={"clients": 10**6}, server={"mode": "k_async"},
                        population={"availability": {"kind": "always"}})  # fmt: skip
     need = population_bytes(k_async.population, 10**6, 10**6)
-    assert population_memory_problem(k_async, available=need) is None
-    problem = population_memory_problem(k_async, available=need - 1)
+    check_population_memory(k_async, available=need)
+    with pytest.raises(ConfigError) as raised:
+        check_population_memory(k_async, available=need - 1)
+    problem = str(raised.value)
     gib = f"{need / 2**30:.1f} GiB"
     assert f"needs about {gib}" in problem and f"{gib} is available" in problem
     assert "up to about 999,999" in problem
     # a sync run touches at most clients_per_round x rounds clients
     sync = scenario(timing_only=True, data={"clients": 10**6}, server={"clients_per_round": 10}, stop={"rounds": 5})
-    assert population_memory_problem(sync, available=population_bytes(sync.population, 10**6, 50)) is None
+    check_population_memory(sync, available=population_bytes(sync.population, 10**6, 50))
     assert population_bytes(sync.population, 10**6, 50) < need / 2
     check_runnable(scenario())  # an ordinary scenario passes on this machine
 

@@ -21,8 +21,9 @@ from typing import Any, ClassVar, Literal, Protocol
 import numpy as np
 from pydantic import Field, model_validator
 
-from asyncfl.algorithms.server_optimizers import ServerOptimizerSpec, optimizer_problem
+from asyncfl.algorithms.server_optimizers import ServerOptimizerSpec, check_server_optimizer
 from asyncfl.algorithms.server_optimizers.none import NoServerOptimizer
+from asyncfl.errors import ConfigError
 from asyncfl.lazy import torch
 from asyncfl.sections import OPT_IN, Section  # also types the scenario sections assembled above (config)
 
@@ -136,14 +137,30 @@ class MemoryStore(Section):
     )
 
 
+@dataclass(frozen=True)
+class AlgorithmTags:
+    """What an algorithm states about itself for the contract checks (:mod:`asyncfl.testing.strategy`), which
+    choose their checks and expectations by it, never by the algorithm's name (scikit-learn's estimator tags).
+
+    ``server_k``: the ``server.k`` it requires under k_async (it aggregates exactly that many updates; its
+    ``check`` refuses another); None: any.
+    ``keeps_memory``: it remembers between aggregations, so its ``state_dict()`` is not empty (and --resume
+    must restore it).
+    ``uses_like_values``: its first aggregation reads the values of ``make_strategy``'s ``like`` (w_0), not only
+    its size, dtype and device.
+    """
+
+    server_k: int | None = None
+    keeps_memory: bool = False
+    uses_like_values: bool = False
+
+
 class AlgorithmParams(Section):
     """Common keys of the ``algorithm`` section; each algorithm adds its own and a ``name: Literal[...]``."""
 
     modes: ClassVar[frozenset[str]] = frozenset()  # the server.mode values it runs under
     order: ClassVar[int] = 1000  # position in the reference and in error messages (then by name)
-    # what the contract checks (asyncfl.testing) must know of it: server_k (the server.k it requires),
-    # keeps_memory, uses_like_values (see asyncfl/testing/algorithm.py TAGS)
-    tags: ClassVar[dict] = {}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags()  # what the contract checks (asyncfl.testing) must know
     takes_server_optimizer: ClassVar[bool] = True  # False: algorithm.server_optimizer is refused (FedAsync)
     # True: it keeps model-sized vectors where algorithm.memory says (an UpdateStore, FedAsync's models);
     # False: memory places only a server optimizer's buffers, and is refused without one
@@ -160,18 +177,16 @@ class AlgorithmParams(Section):
 
     @model_validator(mode="after")
     def _server_optimizer_fits(self) -> AlgorithmParams:
-        problem = optimizer_problem(
+        check_server_optimizer(
             self.server_optimizer, getattr(self, "name", "?"), self.server_lr, self.takes_server_optimizer
         )
-        if problem:
-            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")
     def _memory_is_used(self) -> AlgorithmParams:
         if self.memory == MemoryStore() or self.stores_in_memory or self.server_optimizer.kind != "none":
             return self
-        raise ValueError(
+        raise ConfigError(
             f"algorithm.memory: algorithm.name {getattr(self, 'name', '?')} keeps nothing where algorithm.memory "
             f"says, so memory.device and memory.dtype would be ignored: remove algorithm.memory, or set "
             f"algorithm.server_optimizer (memory places its moment buffers; it also places the per-client stores "
@@ -179,7 +194,8 @@ class AlgorithmParams(Section):
         )
 
     def check(self, scenario: Section) -> None:
-        """Raise ValueError (naming the YAML keys) if the rest of ``scenario`` does not suit this algorithm."""
+        """Raise :class:`~asyncfl.errors.ConfigError` (naming the YAML keys) if the rest of ``scenario`` does
+        not suit this algorithm."""
 
 
 def algorithm_name(params: type[AlgorithmParams]) -> str:

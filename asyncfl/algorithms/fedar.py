@@ -39,7 +39,15 @@ from typing import Annotated, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update, array_from_state, array_state
+from asyncfl.algorithms.base import (
+    Aggregate,
+    AlgorithmParams,
+    AlgorithmTags,
+    Context,
+    Update,
+    array_from_state,
+    array_state,
+)
 from asyncfl.algorithms.memory import UpdateStore
 from asyncfl.lazy import torch
 from asyncfl.sections import OPT_IN, Section
@@ -78,7 +86,7 @@ class FedArParams(AlgorithmParams):
     name: Literal["fedar"]
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 4
-    tags: ClassVar[dict] = {"keeps_memory": True}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags(keeps_memory=True)
     stores_in_memory: ClassVar[bool] = True
     rho: float = Field(default=0.1, ge=0, le=1, description="psi = min((tau + 1)^rho, psi_max); paper section 6")
     psi_max: float = Field(default=2.0, ge=1, description="cap of psi; the paper fixes 2 for its convergence proof")

@@ -19,9 +19,10 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, AlgorithmTags, Context, Update
 from asyncfl.algorithms.memory import store_device, store_dtype
 from asyncfl.algorithms.staleness import PolynomialStaleness, Staleness, staleness_weight
+from asyncfl.errors import ConfigError
 from asyncfl.lazy import torch
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 
@@ -36,7 +37,7 @@ class FedAsyncParams(AlgorithmParams):
     name: Literal["fedasync"]
     modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
     order: ClassVar[int] = 8
-    tags: ClassVar[dict] = {"server_k": 1, "keeps_memory": True, "uses_like_values": True}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags(server_k=1, keeps_memory=True, uses_like_values=True)
     stores_in_memory: ClassVar[bool] = True
     takes_server_optimizer: ClassVar[bool] = False  # its kept versions must be the published models
     mixing: float = Field(default=0.6, gt=0, le=1, description="mixing hyperparameter alpha of FedAsync")
@@ -52,7 +53,7 @@ class FedAsyncParams(AlgorithmParams):
 
     def check(self, scenario: Section) -> None:
         if scenario.server.k != 1:
-            raise ValueError(
+            raise ConfigError(
                 f"algorithm.name fedasync mixes one update at a time: set server.k to 1 (got {scenario.server.k})"
             )
 

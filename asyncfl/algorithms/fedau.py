@@ -31,6 +31,7 @@ from pydantic import Field
 from asyncfl.algorithms.base import (
     Aggregate,
     AlgorithmParams,
+    AlgorithmTags,
     Context,
     Update,
     array_from_state,
@@ -47,7 +48,7 @@ class FedAuParams(AlgorithmParams):
     name: Literal["fedau"]
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 5
-    tags: ClassVar[dict] = {"keeps_memory": True}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags(keeps_memory=True)
     cutoff: int | None = Field(
         default=50, ge=1, description="interval cutoff K (paper's experiments: 50); null = K -> infinity"
     )

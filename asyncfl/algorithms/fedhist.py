@@ -48,7 +48,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, AlgorithmTags, Context, Update
 from asyncfl.algorithms.fedhist_diagnostics import DIAGNOSTICS_FILE, UtilityDiagnostics
 from asyncfl.algorithms.staleness import ExponentialStaleness, Staleness, staleness_weight
 from asyncfl.lazy import torch
@@ -65,7 +65,7 @@ class FedHistParams(AlgorithmParams):
     name: Literal["fedhist"]
     modes: ClassVar[frozenset[str]] = frozenset({"k_async"})
     order: ClassVar[int] = 9
-    tags: ClassVar[dict] = {"keeps_memory": True}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags(keeps_memory=True)
     history: int = Field(
         default=5, ge=1, description="h, rounds of global/local gradients kept (our choice: N/(2K), paper section II-C)"
     )

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Memoryless, Section, Update, weighted_sum
+from asyncfl.errors import ConfigError
 from asyncfl.lazy import torch
 
 
@@ -41,7 +42,7 @@ class FedNovaParams(AlgorithmParams):
         training = scenario.training
         if training.momentum or training.prox_mu:
             key = "training.momentum" if training.momentum else "training.prox_mu"
-            raise ValueError(
+            raise ConfigError(
                 f"algorithm.name fednova normalises by the local step count of vanilla SGD (a_i = [1, ..., 1]); "
                 f"{key} > 0 changes a_i, which an update does not carry: set {key} to 0"
             )

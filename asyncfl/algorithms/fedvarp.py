@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update
+from asyncfl.algorithms.base import Aggregate, AlgorithmParams, AlgorithmTags, Context, Update
 from asyncfl.algorithms.memory import UpdateStore
 from asyncfl.lazy import torch
 
@@ -31,7 +31,7 @@ class FedVarpParams(AlgorithmParams):
     name: Literal["fedvarp"]
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 3
-    tags: ClassVar[dict] = {"keeps_memory": True}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags(keeps_memory=True)
     stores_in_memory: ClassVar[bool] = True
 
 

@@ -36,6 +36,7 @@ from pydantic import Field
 from asyncfl.algorithms.base import (
     Aggregate,
     AlgorithmParams,
+    AlgorithmTags,
     Context,
     Update,
     array_from_state,
@@ -70,7 +71,7 @@ class FlFdmsParams(AlgorithmParams):
     name: Literal["fl_fdms"]
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 6
-    tags: ClassVar[dict] = {"keeps_memory": True}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags(keeps_memory=True)
     elimination: Elimination = Elimination()
 
 

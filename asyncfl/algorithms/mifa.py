@@ -25,7 +25,15 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from asyncfl.algorithms.base import Aggregate, AlgorithmParams, Context, Update, array_from_state, array_state
+from asyncfl.algorithms.base import (
+    Aggregate,
+    AlgorithmParams,
+    AlgorithmTags,
+    Context,
+    Update,
+    array_from_state,
+    array_state,
+)
 from asyncfl.algorithms.memory import UpdateStore
 from asyncfl.lazy import torch
 
@@ -36,7 +44,7 @@ class MifaParams(AlgorithmParams):
     name: Literal["mifa"]
     modes: ClassVar[frozenset[str]] = frozenset({"sync"})
     order: ClassVar[int] = 2
-    tags: ClassVar[dict] = {"keeps_memory": True}
+    tags: ClassVar[AlgorithmTags] = AlgorithmTags(keeps_memory=True)
     stores_in_memory: ClassVar[bool] = True
     wait_for_all: bool = Field(
         default=False,

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, create_model, model_validator
 
 from asyncfl.algorithms import PARAMS
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.models import REGISTRY as MODEL_REGISTRY
 from asyncfl.learn.partition import Partition, partition_union
@@ -85,14 +86,14 @@ def model_section() -> type[Section]:
     return _with_own_sections("Model", ModelKeys, MODEL_REGISTRY, "model.name", name=name)
 
 
-def model_data_mismatch(model: str, dataset: str) -> str | None:
-    """The error for a model that cannot take the data set's inputs (cnn1d on images), or None."""
+def check_model_takes_data(model: str, dataset: str) -> None:
+    """Raise :class:`ConfigError` for a model that cannot take the data set's inputs (cnn1d on images)."""
     spec, inputs = MODEL_REGISTRY[model], DATASET_REGISTRY[dataset].inputs
     if inputs in spec.inputs:
-        return None
+        return
     fitting_data = sorted(name for name, entry in DATASET_REGISTRY.items() if entry.inputs in spec.inputs)
     fitting_models = [name for name, entry in MODEL_REGISTRY.items() if inputs in entry.inputs]
-    return (
+    raise ConfigError(
         f"model.name {model} {spec.needs or 'cannot take these inputs'}; data.dataset {dataset!r} holds "
         f"{INPUT_WORDS.get(inputs, inputs)}: use it with data.dataset {or_list(fitting_data)}, or choose model.name "
         f"{or_list(fitting_models)}"

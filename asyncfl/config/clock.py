@@ -6,6 +6,7 @@ from datetime import date, datetime, timezone
 
 from pydantic import Field, field_validator
 
+from asyncfl.errors import ConfigError
 from asyncfl.sections import Section
 
 
@@ -39,7 +40,7 @@ def start_datetime(text: str):
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(
+        raise ConfigError(
             f"{text!r} is not an ISO date and time; write e.g. 2026-01-05T00:00 or 2026-01-05T08:30+02:00"
         ) from None
     if moment.tzinfo is None:

@@ -15,6 +15,7 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field, create_model, model_validator
 
 from asyncfl.config.presets import PRESETS, PresetNames
+from asyncfl.errors import ConfigError
 from asyncfl.sections import Section
 from asyncfl.sim.availability import Availability, kind_of
 from asyncfl.sim.availability.always import AlwaysOnline
@@ -48,15 +49,15 @@ class Eligibility(Section):
     @model_validator(mode="after")
     def _check(self) -> Eligibility:
         if not self.charging and self.unmetered is None:
-            raise ValueError("requires nothing: set charging: true and/or unmetered (or remove eligibility)")
+            raise ConfigError("requires nothing: set charging: true and/or unmetered (or remove eligibility)")
         u = self.unmetered
         if u is not None:
             if getattr(u.p, "dist", None) == "label_correlated":
-                raise ValueError(
+                raise ConfigError(
                     "unmetered.p: label_correlated is for availability only; use a number, uniform or tiers"
                 )
             if kind_of(u).counts_rounds(u) is not None:
-                raise ValueError(
+                raise ConfigError(
                     "unmetered: the network process runs in virtual time; use markov with mean_cycle_s, cyclic with "
                     "period_s, diurnal, or bernoulli with slot_s"
                 )
@@ -125,11 +126,11 @@ class Population(Section):
         if isinstance(tz, list):
             total = sum(z.share for z in tz)
             if not tz or abs(total - 1.0) > 1e-6:
-                raise ValueError(f"timezones: shares must sum to 1, got {total:g}")
+                raise ConfigError(f"timezones: shares must sum to 1, got {total:g}")
         elif isinstance(tz, (int, float)) and not -12 <= tz <= 14:
-            raise ValueError(f"timezones: a UTC offset lies in [-12, 14] hours, got {tz:g}")
+            raise ConfigError(f"timezones: a UTC offset lies in [-12, 14] hours, got {tz:g}")
         if tz is not None and not self.uses_local_time():
-            raise ValueError(
+            raise ConfigError(
                 "timezones: only diurnal processes read the local time of day, and none is set "
                 "(population.availability.kind diurnal or population.eligibility.unmetered.kind diurnal); "
                 "remove timezones or use one"
@@ -137,13 +138,13 @@ class Population(Section):
         e = self.eligibility
         a = self.availability
         if e is not None and kind_of(a).counts_rounds(a) is not None:
-            raise ValueError(
+            raise ConfigError(
                 "eligibility: its conditions run in virtual time and are combined with an availability process in "
                 f"virtual time; availability kind {a.kind} here counts sync rounds: use bernoulli with slot_s, markov "
                 "with mean_cycle_s, cyclic with period_s, diurnal, trace or always"
             )
         if e is not None and e.charging and (self.battery is None or self.battery.charging is None):
-            raise ValueError(
+            raise ConfigError(
                 "eligibility.charging: needs the plugged-in windows of population.battery.charging; set them "
                 "(e.g. battery: {capacity_j: 40000, charging: {period_s: 86400, plugged_fraction: 0.3}})"
             )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from asyncfl.config.loading import check_trace_files
 from asyncfl.config.schema import Scenario
-from asyncfl.config.training_work import training_work_problem, training_work_warning
+from asyncfl.config.training_work import check_training_work, training_work_warning
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASETS
 from asyncfl.sim.population import bytes_per_client, population_bytes
@@ -22,43 +22,42 @@ from asyncfl.sim.servers.sync import asked
 def check_runnable(scenario: Scenario) -> None:
     """Raise one :class:`ConfigError` listing every problem a run of ``scenario`` would meet here."""
     problems = []
-    for check in CHECKS:
+    for check in CHECKS:  # every one: a user fixes them all at once
         try:
-            problem = check(scenario)
-        except ConfigError as exc:  # the trace readers raise their first problem
-            problem = str(exc)
-        if problem:
-            problems.append(problem)
+            check(scenario)
+        except ConfigError as exc:
+            problems.append(str(exc))
     if len(problems) == 1:
         raise ConfigError(problems[0])
     if problems:
         raise ConfigError(f"{len(problems)} problem(s):\n  " + "\n  ".join(problems))
 
 
-def data_files_problem(scenario: Scenario) -> str | None:
-    """The data set's own answer (missing files with downloads off); a timing-only run reads none."""
+def check_data_files(scenario: Scenario) -> None:
+    """The data set's own check (missing files with downloads off); a timing-only run reads none."""
     check = DATASETS[scenario.data.dataset].check_files
-    return None if scenario.timing_only or check is None else check(scenario.data)
+    if not scenario.timing_only and check is not None:
+        check(scenario.data)
 
 
-def population_memory_problem(scenario: Scenario, available: int | None = None) -> str | None:
+def check_population_memory(scenario: Scenario, available: int | None = None) -> None:
     """A population larger than this machine's available memory (``available``: bytes, None: read it),
     refused before it is built instead of failing in numpy's allocator."""
     available = available_memory_bytes() if available is None else available
     if available is None:  # no way to tell here: let the run try
-        return None
+        return
     clients = scenario.data.clients
     per_round, rounds = scenario.server.clients_per_round, scenario.stop.rounds  # per_round: sync only
     touched = per_round * rounds if per_round is not None and rounds is not None else None  # None: all
     need = population_bytes(scenario.population, clients, clients if touched is None else touched)
     if need <= available:
-        return None
+        return
     drawn, built = bytes_per_client(scenario.population)
     largest = available // (drawn + built)
     if touched is not None and largest > touched:
         largest = (available - touched * built) // drawn
     touches = f"{min(touched, clients):,}" if touched is not None else "all"
-    return (
+    raise ConfigError(
         f"data.clients ({clients:,}): a population this large needs about {_gib(need)} of memory "
         f"({drawn:,} bytes per client, and {built:,} more per client the run "
         f"touches, {touches} here; measured by benchmarks/performance/population_memory.py), but {_gib(available)} is "
@@ -84,11 +83,11 @@ def _gib(nbytes: int) -> str:
     return f"{nbytes / 2**30:,.1f} GiB"
 
 
-CHECKS: tuple[Callable[[Scenario], str | None], ...] = (
+CHECKS: tuple[Callable[[Scenario], None], ...] = (
     check_trace_files,
-    data_files_problem,
-    population_memory_problem,
-    training_work_problem,
+    check_data_files,
+    check_population_memory,
+    check_training_work,
 )
 
 

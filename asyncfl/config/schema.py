@@ -16,30 +16,24 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
-from asyncfl.algorithms import PARAMS, algorithms_for
 from asyncfl.config.axes import (
     algorithm_field,
     algorithm_union,
     data_section,
     default_algorithms,
-    mode_keys,
-    model_data_mismatch,
     model_section,
     server_section,
 )
 from asyncfl.config.clock import Clock
+from asyncfl.config.cross_checks import check_algorithm_mode, run_cross_checks
 from asyncfl.config.population import Population, population_model
 from asyncfl.config.problems import problems_message
 from asyncfl.config.yaml_files import apply_override, override_list, read_scenario, scenario_keys
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
-from asyncfl.learn.datasets import DataSet
-from asyncfl.learn.partition import REGISTRY as PARTITIONERS
-from asyncfl.learn.training import Trainer, Training, local_work_problem
-from asyncfl.registry import ALL, load_plugins, or_list, state
+from asyncfl.learn.training import Trainer, Training
+from asyncfl.registry import ALL, load_plugins, state
 from asyncfl.sections import OPT_IN, Section
-from asyncfl.sim.availability import kind_of
-from asyncfl.sim.selection import selection_problem
 from asyncfl.sim.servers import SERVER_MODES
 
 # the sections of the built-in registries: the types of annotations, tests and the reference
@@ -62,7 +56,7 @@ class Stop(Section):
     @model_validator(mode="after")
     def _bounded(self) -> Stop:
         if self.rounds is None and self.virtual_time_s is None:
-            raise ValueError("set stop.rounds or stop.virtual_time_s so the run ends")
+            raise ConfigError("set stop.rounds or stop.virtual_time_s so the run ends")
         return self
 
 
@@ -91,7 +85,9 @@ class Output(Section):
     @classmethod
     def _parquet_needs_pyarrow(cls, value: str) -> str:
         if value == "parquet" and importlib.util.find_spec("pyarrow") is None:
-            raise ValueError("parquet needs pyarrow, which is not installed: pip install 'asyncfl[parquet]' or use csv")
+            raise ConfigError(
+                "parquet needs pyarrow, which is not installed: pip install 'asyncfl[parquet]' or use csv"
+            )
         return value
 
 
@@ -139,7 +135,7 @@ class Scenario(Section):
     def _plain_directory_name(cls, name: str) -> str:
         problem = directory_name_problem(name)
         if problem:
-            raise ValueError(problem)
+            raise ConfigError(problem)
         return name
 
     @classmethod
@@ -178,38 +174,13 @@ class Scenario(Section):
             elif mode is not None and isinstance(algorithm, dict) and isinstance(algorithm.get("name"), str):
                 # before the algorithm's own keys are checked: those of the other mode's algorithm
                 # (fedbuff's staleness for fedavg) would be reported instead of the real problem
-                mismatch = _mode_mismatch(mode, algorithm["name"])
-                if mismatch:
-                    raise ValueError(mismatch)
+                check_algorithm_mode(mode, algorithm["name"])
         return raw
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
-        mode, name = self.server.mode, self.algorithm.name
-        mismatch = _mode_mismatch(mode, name)
-        if mismatch:
-            raise ValueError(mismatch)
-        _no_other_mode_keys(self.server)
-        SERVER_MODES[mode].check(self)
-        availability = self.population.availability
-        problem = kind_of(availability).k_async_problem(availability) if not SERVER_MODES[mode].rounds else None
-        if problem:  # the kind says why (e.g. it counts sync rounds): asyncfl/sim/availability/
-            raise ValueError(problem)
-        problem = selection_problem(self.server.selection, mode, self.timing_only)
-        if problem:  # a mode the policy cannot serve, or a loss-based policy without losses
-            raise ValueError(problem)
-        self.algorithm.check(self)
-        population = self.population
-        problem = local_work_problem(self.training, population.compute, self.timing_only, population.device_trace)
-        if problem:
-            raise ValueError(problem)
-        mismatch = model_data_mismatch(self.model.name, self.data.dataset)
-        if mismatch:
-            raise ValueError(mismatch)
-        if not self.timing_only:  # a timing-only run loads no data (its data set only sizes the model)
-            problems = data_problems(self.data)
-            if problems:
-                raise ValueError("; ".join(problems))
+        """The checks across sections, each registered by the keys it reads (asyncfl/config/cross_checks.py)."""
+        run_cross_checks(self)
         return self
 
 
@@ -246,64 +217,3 @@ def dataset_classes(data: Data) -> int:
     """The number of classes of ``data.dataset`` for the ``data`` section, from its registration (nothing is
     loaded): what the analysis needs to know a run's per-class columns."""
     return DATASET_REGISTRY[data.dataset].shape_and_classes(data)[1]
-
-
-def data_problems(data: Data) -> list[str]:
-    """What loading and partitioning ``data`` would fail on, found from the registrations alone
-    (asyncfl/learn/datasets, asyncfl/learn/partition): nothing is loaded."""
-    entry = DATASET_REGISTRY[data.dataset]
-    problems = [entry.check(data)] if entry.check is not None else []
-    problems.append(partition_mismatch(data, entry))
-    pool = entry.pool_size(data)
-    if pool is not None:  # the partition deals a pool (else every client has data of its own)
-        if data.clients > pool:
-            problems.append(
-                f"data.clients ({data.clients}) is larger than the training pool of data.dataset {data.dataset} "
-                f"({pool} samples): every client needs at least one sample; allowed: 1 to {pool}"
-            )
-        problems.append(PARTITIONERS[data.partition.kind].problem(data.partition, data.clients, dataset_classes(data)))
-    return [problem for problem in problems if problem]
-
-
-def partition_mismatch(data: Data, entry: DataSet) -> str | None:
-    """An artificial partition of a data set with clients of its own, or natural clients asked of a pool."""
-    kind, artificial = data.partition.kind, [name for name in PARTITIONERS if name != "natural"]
-    if entry.natural and kind != "natural":
-        return (
-            f"data.partition.kind {kind} does not apply to data.dataset {data.dataset}: its clients are its own "
-            f"(shakespeare: a play's speaking roles); allowed: natural (the default for it)"
-        )
-    if kind == "natural" and entry.pool_size(data) is not None:
-        natural = or_list([name for name, e in DATASET_REGISTRY.items() if e.natural or e.pool_size(data) is None])
-        return (
-            f"data.partition.kind natural needs a data set with clients of its own ({natural}); data.dataset "
-            f"{data.dataset} is one pool to split: allowed: {or_list(artificial)}"
-        )
-    return None
-
-
-def _mode_mismatch(mode: object, name: object) -> str | None:
-    """The error for an algorithm that does not run under ``server.mode`` ``mode``, or None."""
-    if mode not in SERVER_MODES or name not in PARAMS or mode in PARAMS[name].modes:
-        return None
-    needs = or_list([m for m in SERVER_MODES if m in PARAMS[name].modes])
-    return f"algorithm.name {name!r} needs server.mode {needs}; {mode} algorithms are {', '.join(algorithms_for(mode))}"
-
-
-def _no_other_mode_keys(server: Section) -> None:
-    """Refuse a key of another server mode set to anything but its default: it would be ignored."""
-    keys_of = mode_keys()
-    mine = keys_of[server.mode]
-    ignored = {
-        key: [m for m, keys in keys_of.items() if key in keys]
-        for keys in keys_of.values()
-        for key in keys
-        if key not in mine and getattr(server, key) != type(server).model_fields[key].default
-    }
-    if ignored:
-        listed = ", ".join(f"server.{key} ({getattr(server, key)!r})" for key in ignored)
-        users = or_list(list(dict.fromkeys(m for modes in ignored.values() for m in modes)))
-        raise ValueError(
-            f"{listed}: used only with server.mode {users}, but server.mode is {server.mode}, where it "
-            "would be ignored; remove it (or set it to null, or its default)"
-        )

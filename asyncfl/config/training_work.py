@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASETS
 from asyncfl.sim.servers.sync import asked
 
@@ -113,12 +114,12 @@ def _speeds(s) -> np.ndarray | None:
     return s.population.compute.samples_per_s.sample(np.random.default_rng(0), SPEED_DRAWS)
 
 
-def training_work_problem(scenario) -> str | None:
-    """One task of more than :data:`MAX_TASK_STEPS` local steps (not in a timing-only run)."""
+def check_training_work(scenario) -> None:
+    """Raise ConfigError for one task of more than :data:`MAX_TASK_STEPS` local steps (not in a timing-only run)."""
     work = training_work(scenario)
     if work.timing_only or work.steps_per_task <= MAX_TASK_STEPS:
-        return None
-    return (
+        return
+    raise ConfigError(
         f"{work.steps_key}: one task would take about {_num(work.steps_per_task)} local steps (the mean over "
         f"clients), more than the {MAX_TASK_STEPS:,} a task may take (days of training on any device); allowed: "
         f"{_allowed(scenario, work.steps_key)}"

@@ -95,39 +95,6 @@ class Training(Section):
     )
 
 
-def local_work_problem(training: Training, compute: Section, timing_only: bool, device_trace: object) -> str | None:
-    """Why ``training.local_work`` cannot work with the rest of the scenario, found at validation:
-
-    * epochs in a timing-only run: no data set is loaded, so no client's sample count is known;
-    * a time budget shorter than one step for every client.  Known here only for a timing-only run
-      (every client does full batches) with a bounded ``population.compute.samples_per_s`` and no device
-      trace; otherwise the run checks it at its start (``asyncfl.sim.clients.time_budget_problem``)."""
-    work = training.local_work
-    if work.kind == "epochs" and timing_only:
-        return (
-            "training.local_work: epochs needs the clients' sample counts, which a timing_only run does not load; "
-            "use {kind: steps} or {kind: time_budget, seconds: T}"
-        )
-    if work.kind != "time_budget" or not timing_only or device_trace is not None:
-        return None
-    speed = compute.samples_per_s
-    fastest = {
-        "constant": lambda d: d.value,
-        "uniform": lambda d: d.high,
-        "tiers": lambda d: max(t.value for t in d.tiers),
-    }.get(speed.dist)
-    if fastest is None:  # unbounded: some client may be fast enough
-        return None
-    step_s = training.batch_size / fastest(speed)
-    if work.seconds < step_s:
-        return (
-            f"training.local_work.seconds ({work.seconds:g}) is shorter than one local step for every client: "
-            f"the fastest (population.compute.samples_per_s up to {fastest(speed):g}) needs "
-            f"training.batch_size / samples_per_s = {step_s:g} s per step"
-        )
-    return None
-
-
 class Trainer(Section):
     """How training jobs are executed (results are the same either way, to float tolerance)."""
 

@@ -36,7 +36,7 @@ from asyncfl.runner.learning import Learner, LearningWorld
 from asyncfl.runner.selection_feedback import FeedbackRecorder
 from asyncfl.runner.timing_learning import TimingLearner
 from asyncfl.seeding import stream
-from asyncfl.sim.clients import Work, time_budget_problem
+from asyncfl.sim.clients import Work, check_time_budget
 from asyncfl.sim.population import build_clients, participation_probabilities
 
 
@@ -82,9 +82,7 @@ def assemble(scenario: Scenario, run_dir: Path, offsets: dict | None = None) -> 
     for client, size in zip(clients, samples or []):  # None: every client does full batches
         client.train_samples = size
     work = task_work(s, learner.model_bytes)
-    problem = time_budget_problem(work, clients.speeds(), samples)
-    if problem:
-        raise ConfigError(problem)
+    check_time_budget(work.time_budget_s, work.batch_size, clients.speeds(), samples)
     reasons = added_failure_reasons(s)
     out = run_directory(s, run_dir, clients, offsets, num_classes, start, reasons)
     feedback = FeedbackRecorder(s, learner, samples)  # what server.selection reads

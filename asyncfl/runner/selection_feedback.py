@@ -22,11 +22,11 @@ class FeedbackRecorder:
     ``log``: per aggregation, what it recorded (in checkpoints as ``feedback_log``)."""
 
     def __init__(self, scenario: Section, learner: LearningWorld, train_samples: list[int] | None) -> None:
-        kind = SELECTION_KINDS[scenario.server.selection.kind]
+        tags = SELECTION_KINDS[scenario.server.selection.kind].tags
         self.learner, self.every = learner, scenario.eval.every_rounds
-        self.reads_accuracy = kind.reads_accuracy and not scenario.timing_only
+        self.reads_accuracy = tags.reads_accuracy and not scenario.timing_only
         self.feedback: ClientFeedback | None = None
-        if kind.reads_feedback:
+        if tags.reads_feedback:
             self.feedback = ClientFeedback.empty(scenario.data.clients, train_samples)
             self.feedback.filled = not scenario.timing_only
         self.log: list[tuple] = []

@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from asyncfl.errors import ConfigError
 from asyncfl.sim.battery import DeviceBattery
 from asyncfl.sim.engine import simpy
 from asyncfl.sim.profiles import DeviceProfile
@@ -96,20 +97,21 @@ class Work:
         return (self.steps(client) if steps is None else steps) * min(self.batch_size, client.train_samples)
 
 
-def time_budget_problem(work: Work, speeds, train_samples: list[int] | None) -> str | None:
-    """A time budget shorter than one local step for every client (``train_samples`` None: full batches),
-    checked at run start over the whole population (validation can tell only for bounded speeds)."""
+def check_time_budget(seconds: float | None, batch_size: int, speeds, train_samples: list[int] | None) -> None:
+    """Raise :class:`ConfigError` if a time budget of ``seconds`` is shorter than one local step for every
+    client (``train_samples`` None: full batches).  The one rule: validation asks it with the fastest speed
+    a bounded ``population.compute.samples_per_s`` can draw, the run's start with the whole population."""
     speeds = np.asarray(speeds, dtype=np.float64)
-    if work.time_budget_s is None or not len(speeds):
-        return None
-    sizes = work.batch_size if train_samples is None else np.minimum(work.batch_size, np.asarray(train_samples))
+    if seconds is None or not len(speeds):
+        return
+    sizes = batch_size if train_samples is None else np.minimum(batch_size, np.asarray(train_samples))
     shortest = float(np.min(sizes / speeds))
-    if work.time_budget_s / shortest + 1e-9 >= 1:  # the rounding of Work.steps
-        return None
-    return (
-        f"training.local_work.seconds ({work.time_budget_s:g}) is shorter than one local step for every client: "
-        f"the quickest step of this population (min over clients of min(batch_size, train samples) / "
-        f"samples_per_s) takes {shortest:g} s"
+    if seconds / shortest + 1e-9 >= 1:  # the rounding of Work.steps
+        return
+    raise ConfigError(
+        f"training.local_work.seconds ({seconds:g}) is shorter than one local step for every client: the quickest "
+        f"step (min over clients of min(training.batch_size, train samples) / population.compute.samples_per_s) "
+        f"takes {shortest:g} s; allowed: at least {shortest:g}"
     )
 
 

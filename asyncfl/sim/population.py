@@ -8,6 +8,7 @@ from typing import Callable, Iterator, Literal, Union
 import numpy as np
 from pydantic import Field, model_validator
 
+from asyncfl.errors import ConfigError
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import StreamFamily, stream
 from asyncfl.sim.availability import DAY_S, AllOf, Availability, Draw, kind_of
@@ -33,7 +34,7 @@ class UniformZones(Section):
     @model_validator(mode="after")
     def _ordered(self) -> UniformZones:
         if self.low > self.high:
-            raise ValueError(f"low ({self.low}) must not exceed high ({self.high})")
+            raise ConfigError(f"low ({self.low}) must not exceed high ({self.high})")
         return self
 
 

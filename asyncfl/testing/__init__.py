@@ -2,14 +2,17 @@
 
 ``check_strategy(name or section)``, ``check_availability_kind(name or KIND)``,
 ``check_server_mode(name or MODE)``, ``check_server_optimizer(name or OPTIMIZER)`` and
-``check_selection_kind(name or KIND)`` run every check of one registration and raise AssertionError with a
-message on the first broken contract; each check is also a plain function of its module
+``check_selection_kind(name or KIND)`` run every check that applies to one registration and raise
+AssertionError with a message on the first broken contract, except for the checks the caller expects to fail
+(``expected_failed_checks={"check_name": "why"}``, reported as outcomes: :mod:`asyncfl.testing.suite`); each
+check is also a plain function of its module
 (:mod:`asyncfl.testing.strategy`, :mod:`~asyncfl.testing.availability`, :mod:`~asyncfl.testing.server_mode`,
 :mod:`~asyncfl.testing.server_optimizer`, :mod:`~asyncfl.testing.selection`) that can be called alone.  For
 pytest, :func:`asyncfl.testing.parametrize.parametrize_with_checks` turns registrations into one test
 case per (registration, check) pair.  Registrations state what the
-checks must know instead of the checks naming them: an algorithm's ``tags`` (its section), an
-availability kind's, a server mode's and a selection kind's ``examples``.
+checks must know instead of the checks naming them: an algorithm's ``tags`` (an ``AlgorithmTags``) and a
+selection kind's (a ``SelectionTags``), by which the suites choose their checks, and an availability kind's,
+a server mode's and a selection kind's ``examples``.
 """
 
 from asyncfl.testing.algorithm import Algorithm

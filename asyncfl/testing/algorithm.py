@@ -3,7 +3,8 @@ and the updates they feed it.
 
 A registered algorithm is built the way a run builds it (validated within a scenario, its section's
 check against the scenario included); one from outside the package through its own section.  What the
-checks must know of an algorithm is in its section's ``tags`` (:data:`TAGS`), not in its name.
+checks must know of an algorithm is in its section's ``tags`` (:class:`~asyncfl.algorithms.base.AlgorithmTags`),
+not in its name.
 """
 
 from __future__ import annotations
@@ -11,21 +12,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
 from asyncfl.algorithms import PARAMS, REGISTRY, Context, Update
-from asyncfl.algorithms.base import AlgorithmParams, algorithm_name
+from asyncfl.algorithms.base import AlgorithmParams, AlgorithmTags, algorithm_name
 from asyncfl.config import validate_scenario
 
 NUM_CLIENTS, DIM = 6, 5
-TAGS: dict[str, Any] = {
-    "server_k": None,  # the server.k it requires under k_async (it aggregates exactly that many): None for any
-    "keeps_memory": False,  # it remembers between aggregations: state_dict() is not empty
-    "uses_like_values": False,  # make_strategy's ``like``: it reads the values, not just size/dtype/device
-}
 SCHEDULES, SCHEDULE_SEED = 100, 0
 EDGE_VALUES = np.float32([0.0, -0.0, 2.0, -2.0, 1.0, -1.0, 0.5, 1.1754944e-38])
 
@@ -46,8 +41,10 @@ class Algorithm:
         return PARAMS.get(self.name) is self.params
 
     @property
-    def tags(self) -> dict[str, Any]:
-        return {**TAGS, **self.params.tags}
+    def tags(self) -> AlgorithmTags:
+        """The section's tags (the defaults where it states something else: check_tags says so)."""
+        tags = self.params.tags
+        return tags if isinstance(tags, AlgorithmTags) else AlgorithmTags()
 
     @property
     def mode(self) -> str:
@@ -72,7 +69,7 @@ def algorithm(registration: str | type[AlgorithmParams] | Algorithm, strategy: t
 def build(alg: Algorithm, like: torch.Tensor | None = None):
     """A fresh strategy over NUM_CLIENTS clients (``like``: w_0, zeros by default)."""
     if alg.registered:  # as a run validates it: the section's check against the scenario included
-        server = {"mode": alg.mode} if alg.mode == "sync" else {"mode": alg.mode, "k": alg.tags["server_k"] or 3}
+        server = {"mode": alg.mode} if alg.mode == "sync" else {"mode": alg.mode, "k": alg.tags.server_k or 3}
         raw = {"server": server, "algorithm": {"name": alg.name}, "data": {"clients": NUM_CLIENTS}}
         params = validate_scenario(raw).algorithm
     else:
@@ -86,7 +83,7 @@ def updates(alg: Algorithm, round_index: int, items) -> list[Update]:
     for client, delta, staleness in items:
         tau = min(staleness, round_index) if alg.mode == "k_async" else 0
         out.append(Update(client, torch.tensor(delta), round_index - tau, tau, 10 + client, 3, 0.1, 1.0))
-    k = alg.tags["server_k"]
+    k = alg.tags.server_k
     return out[:k] if k else out
 
 

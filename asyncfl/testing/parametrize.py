@@ -4,14 +4,16 @@
     def test_contract(registration, check):
         check(registration)
 
-One test case per (registration, check) pair, with readable ids (``markov-markov_time-check_...``);
-a check that runs on one example of the registration comes bound to it.
+One test case per (registration, check) pair that applies to the registration's tags, with readable ids
+(``markov-markov_time-check_...``); a check that runs on one example of the registration comes bound to it.
+``expected_failed_checks`` ({check name: why}, or a function of the registration returning one) marks those
+cases ``pytest.mark.xfail(reason=why, strict=xfail_strict)`` (:mod:`asyncfl.testing.suite`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from asyncfl.sim.availability import AvailabilityKind
 from asyncfl.sim.selection import SelectionKind
 from asyncfl.sim.servers import ServerMode
 from asyncfl.testing import algorithm, availability, compression, selection, server_mode, server_optimizer, strategy
+from asyncfl.testing.suite import expected_failures, names
 
 
 def _bound(check: Callable, example: str | None) -> Callable:
@@ -38,35 +41,59 @@ def checks(registration: Any) -> Iterator[tuple[Any, Callable, str]]:
     (or :class:`~asyncfl.testing.algorithm.Algorithm`, or a (section, strategy class) pair), an
     :class:`AvailabilityKind`, a :class:`ServerMode`, a :class:`ServerOptimizerKind`, a :class:`Compressor` or a
     :class:`SelectionKind`."""
+    registration, pairs, _ = _suite(registration)
+    for example, check in pairs:
+        yield registration, _bound(check, example), "-".join(filter(None, (registration.name, example, check.__name__)))
+
+
+def _suite(registration: Any) -> tuple[Any, Iterable[tuple[str | None, Callable]], list[str]]:
+    """The registration as its suite takes it, its (example, check) pairs that apply, and every check name of
+    the suite."""
     if isinstance(registration, tuple):
         registration = algorithm.Algorithm(*registration)
     if isinstance(registration, type) and issubclass(registration, AlgorithmParams):
         registration = algorithm.algorithm(registration)
     if isinstance(registration, algorithm.Algorithm):
-        for check in strategy.CHECKS:
-            yield registration, check, f"{registration.name}-{check.__name__}"
-        return
+        pairs = [(None, check) for check in strategy.checks_of(registration)]
+        return registration, pairs, names(strategy.CHECKS)
     if isinstance(registration, Compressor):
-        for check in compression.CHECKS:
-            yield registration, check, f"{registration.name}-{check.__name__}"
-        return
-    if isinstance(registration, AvailabilityKind):
-        pairs, name = availability.checks_of(registration), registration.name
-    elif isinstance(registration, ServerMode):
-        pairs, name = server_mode.checks_of(registration), registration.name
-    elif isinstance(registration, ServerOptimizerKind):
-        pairs, name = server_optimizer.checks_of(registration), registration.name
-    elif isinstance(registration, SelectionKind):
-        pairs, name = selection.checks_of(registration), registration.name
-    else:
-        raise TypeError(f"not a registration asyncfl.testing can check: {registration!r}")
-    for example, check in pairs:
-        yield registration, _bound(check, example), "-".join(filter(None, (name, example, check.__name__)))
-
-
-def parametrize_with_checks(registrations: Iterable[Any]):
-    """A ``pytest.mark.parametrize("registration, check", ...)`` over every check of every registration."""
-    cases = [case for registration in registrations for case in checks(registration)]
-    return pytest.mark.parametrize(
-        "registration, check", [(r, c) for r, c, _ in cases], ids=[case_id for _, _, case_id in cases]
+        return registration, [(None, check) for check in compression.CHECKS], names(compression.CHECKS)
+    suites = (
+        (AvailabilityKind, availability, availability.ALL_CHECKS),
+        (ServerMode, server_mode, server_mode.ALL_CHECKS),
+        (ServerOptimizerKind, server_optimizer, server_optimizer.CHECKS),
+        (SelectionKind, selection, selection.ALL_CHECKS),
     )
+    for entry_type, module, every in suites:
+        if isinstance(registration, entry_type):
+            return registration, list(module.checks_of(registration)), names(every)
+    raise TypeError(f"not a registration asyncfl.testing can check: {registration!r}")
+
+
+def parametrize_with_checks(
+    registrations: Iterable[Any],
+    *,
+    expected_failed_checks: Mapping[str, str] | Callable[[Any], Mapping[str, str] | None] | None = None,
+    xfail_strict: bool | None = None,
+):
+    """A ``pytest.mark.parametrize("registration, check", ...)`` over every check that applies to every
+    registration; the checks in ``expected_failed_checks`` (the same for all, or a function of the
+    registration) are marked ``xfail`` with their reason (``xfail_strict``: whether a pass then fails the
+    test; None: pytest's ``xfail_strict`` option).  A name that is no check of the registration's suite (for a
+    function) or of any of the registrations' suites (for one mapping) is refused."""
+    suites = [_suite(given) + (given,) for given in registrations]
+    if not callable(expected_failed_checks):  # one mapping for all: each name must be some suite's check
+        every = list(dict.fromkeys(name for _, _, known, _ in suites for name in known))
+        shared = expected_failures(expected_failed_checks, every, "these registrations' suites")
+    params = []
+    for registration, pairs, known, given in suites:
+        if callable(expected_failed_checks):
+            expected = expected_failures(expected_failed_checks(given), known, f"{registration.name}'s suite")
+        else:
+            expected = shared
+        for example, check in pairs:
+            case_id = "-".join(filter(None, (registration.name, example, check.__name__)))
+            reason = expected.get(check.__name__)
+            marks = [pytest.mark.xfail(reason=reason, strict=xfail_strict)] if reason is not None else []
+            params.append(pytest.param(registration, _bound(check, example), id=case_id, marks=marks))
+    return pytest.mark.parametrize("registration, check", params)

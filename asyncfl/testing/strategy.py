@@ -3,7 +3,9 @@
 Every strategy, whatever its paper: aggregation never mutates its inputs, weights are finite and
 non-negative, the result does not depend on the order in which the updates of one aggregation arrived,
 ``state_dict`` holds only tensors and plain values and a fresh strategy loaded from it continues bitwise
-(and copies it), and the tags its section declares (``AlgorithmParams.tags``) are true.
+(and copies it, for a strategy that keeps a memory), and the tags its section declares
+(``AlgorithmParams.tags``, an :class:`~asyncfl.algorithms.base.AlgorithmTags`) are true.  A check that needs a
+tag says so (:func:`~asyncfl.testing.suite.requires`) and runs only on the algorithms that have it.
 
 The strategy under test (an :class:`~asyncfl.testing.algorithm.Algorithm`, a registered name or a
 section) is built and fed as :mod:`asyncfl.testing.algorithm` says.
@@ -19,11 +21,11 @@ from typing import Any
 import torch
 
 from asyncfl.algorithms import Update
+from asyncfl.algorithms.base import AlgorithmTags
 from asyncfl.config import ConfigError, validate_scenario
 from asyncfl.testing.algorithm import (
     DIM,
     NUM_CLIENTS,
-    TAGS,
     Algorithm,
     algorithm,
     build,
@@ -32,6 +34,7 @@ from asyncfl.testing.algorithm import (
     schedules,
     updates,
 )
+from asyncfl.testing.suite import CheckOutcome, applies, expected_failures, names, requires, run_checks
 
 
 def aggregate_schedule(registration, schedule, reverse: bool = False) -> list[torch.Tensor]:
@@ -62,16 +65,24 @@ def aggregate_schedule(registration, schedule, reverse: bool = False) -> list[to
 
 
 def check_tags(registration) -> None:
-    """Its tags are ones the checks know; server_k is set only for a k_async algorithm, and (registered)
-    the schema refuses another server.k for it."""
+    """Its tags are an AlgorithmTags; server_k is set only for a k_async algorithm."""
     alg = algorithm(registration)
-    unknown = set(alg.params.tags) - set(TAGS)
-    assert not unknown, f"{alg.name}: unknown tags {sorted(unknown)}; known: {sorted(TAGS)}"
-    k = alg.tags["server_k"]
+    tags = alg.params.tags
+    assert isinstance(tags, AlgorithmTags), (
+        f"{alg.name}: tags must be an asyncfl.algorithms.base.AlgorithmTags, got {type(tags).__name__} {tags!r}"
+    )
+    k = tags.server_k
     assert k is None or (isinstance(k, int) and k >= 1 and "k_async" in alg.params.modes), (
         f"{alg.name}: tag server_k must be a positive int of a k_async algorithm, got {k!r}"
     )
-    if k is not None and alg.registered:
+
+
+@requires("server_k")
+def check_server_k_is_enforced(registration) -> None:
+    """(Registered) the schema refuses a server.k other than the one its server_k tag requires."""
+    alg = algorithm(registration)
+    k = alg.tags.server_k
+    if alg.registered:
         try:
             validate_scenario({"server": {"mode": "k_async", "k": k + 1}, "algorithm": {"name": alg.name}})
         except ConfigError:
@@ -145,8 +156,8 @@ def check_state_dict_round_trip_continues_bitwise(registration) -> None:
         w = expected.params
     remembers = bool(original.state_dict())
     assert memory_mattered == remembers, f"{name}: the schedule does not exercise its memory"
-    assert remembers == alg.tags["keeps_memory"], (
-        f"{name}: tag keeps_memory is {alg.tags['keeps_memory']} but its state_dict() is {'not ' * remembers}empty"
+    assert remembers == alg.tags.keeps_memory, (
+        f"{name}: tag keeps_memory is {alg.tags.keeps_memory} but its state_dict() is {'not ' * remembers}empty"
     )
 
 
@@ -176,6 +187,7 @@ def _equal(a, b) -> bool:
     return a == b or (a != a and b != b)
 
 
+@requires("keeps_memory")
 def check_load_state_dict_copies(registration) -> None:
     """Loading copies: the fresh strategy's memory shares no storage with the original strategy whose
     state it loaded, while that one goes on aggregating and its memory changes."""
@@ -203,14 +215,15 @@ def check_like_values_as_tagged(registration) -> None:
         strategy = build(alg, like)
         results.append(strategy.aggregate(torch.linspace(-1, 1, DIM), [update], context(0, [update])).params)
     uses = not torch.equal(*results)
-    assert uses == alg.tags["uses_like_values"], (
-        f"{alg.name}: tag uses_like_values is {alg.tags['uses_like_values']} but the values of like "
+    assert uses == alg.tags.uses_like_values, (
+        f"{alg.name}: tag uses_like_values is {alg.tags.uses_like_values} but the values of like "
         f"{'change' if uses else 'do not change'} its first aggregation"
     )
 
 
 CHECKS: tuple[Callable[[Any], None], ...] = (
     check_tags,
+    check_server_k_is_enforced,
     check_aggregation_leaves_its_inputs_alone,
     check_aggregation_does_not_depend_on_the_arrival_order,
     check_state_dict_round_trip_continues_bitwise,
@@ -219,9 +232,18 @@ CHECKS: tuple[Callable[[Any], None], ...] = (
 )
 
 
-def check_strategy(registration, strategy: type | None = None) -> None:
-    """Run every strategy check on one algorithm (a registered name, its section, or an
-    :class:`Algorithm`); raises AssertionError on the first broken contract."""
+def checks_of(registration) -> list[Callable[[Any], None]]:
+    """The checks that apply to the algorithm's tags, in order."""
+    tags = algorithm(registration).tags
+    return [check for check in CHECKS if applies(check, tags)]
+
+
+def check_strategy(
+    registration, strategy: type | None = None, *, expected_failed_checks: dict[str, str] | None = None
+) -> list[CheckOutcome]:
+    """Run every strategy check that applies to one algorithm (a registered name, its section, or an
+    :class:`Algorithm`); raises AssertionError on the first broken contract, except for the checks in
+    ``expected_failed_checks`` ({check name: why}: reported as ``xfail``, see :mod:`asyncfl.testing.suite`)."""
     alg = algorithm(registration, strategy)
-    for check in CHECKS:
-        check(alg)
+    expected = expected_failures(expected_failed_checks, names(CHECKS), f"a strategy ({alg.name})")
+    return run_checks(((check.__name__, None, lambda check=check: check(alg)) for check in checks_of(alg)), expected)

@@ -5,7 +5,7 @@ They apply to ANY algorithm's aggregate: the algorithm's rule proposes x_new fro
 ``algorithm.server_lr`` included), the optimizer takes the pseudo-gradient Delta_t = x_new - x_t and
 returns x_{t+1} (:class:`ServerOptimized` wraps the strategy; :func:`asyncfl.algorithms.make_strategy`
 builds it).  How the two learning rates combine: with an optimizer, ``algorithm.server_lr`` must stay 1
-(:func:`optimizer_problem`) and ``server_optimizer.lr`` is the server learning rate eta of the paper - a
+(:func:`check_server_optimizer`) and ``server_optimizer.lr`` is the server learning rate eta of the paper - a
 server_lr != 1 would scale Delta_t, which for the adaptive kinds is not a plain rescaling of the step
 (v_{-1} = tau^2 does not scale with it), so the combination is refused rather than given a meaning.
 An aggregation with no update changes nothing (the optimizer does not step: its memory stays as it was),
@@ -24,6 +24,7 @@ from typing import Annotated, Any, Union
 from pydantic import Field
 
 from asyncfl.algorithms.server_optimizers._base import ServerOptimizer, ServerOptimizerKind
+from asyncfl.errors import ConfigError
 from asyncfl.lazy import torch
 from asyncfl.registry import Registry, discover
 
@@ -33,21 +34,20 @@ ServerOptimizerSpec = Annotated[Union[tuple(k.section for k in REGISTRY.values()
 """``algorithm.server_optimizer``: ``{kind: none|avgm|adagrad|adam|yogi, ...}``."""
 
 
-def optimizer_problem(spec: Any, algorithm: str, server_lr: float, takes_optimizer: bool) -> str | None:
-    """Why ``spec`` cannot go with this algorithm section, or None."""
+def check_server_optimizer(spec: Any, algorithm: str, server_lr: float, takes_optimizer: bool) -> None:
+    """Raise :class:`ConfigError` if ``spec`` cannot go with this algorithm section."""
     if spec.kind == "none":
-        return None
+        return
     if not takes_optimizer:
-        return (
+        raise ConfigError(
             f"algorithm.server_optimizer: algorithm.name {algorithm} takes no server optimizer (its rule keeps the "
             f"global models it produced, which an optimizer's step would change behind its back); use kind: none"
         )
     if server_lr != 1.0:
-        return (
+        raise ConfigError(
             f"algorithm.server_optimizer: with kind {spec.kind}, server_optimizer.lr is the server learning rate: "
             f"algorithm.server_lr must stay 1 (got {server_lr}); set the rate in server_optimizer.lr"
         )
-    return None
 
 
 def make_server_optimizer(spec: Any, like: torch.Tensor) -> ServerOptimizer | None:
@@ -88,5 +88,5 @@ __all__ = [
     "ServerOptimizerKind",
     "ServerOptimizerSpec",
     "make_server_optimizer",
-    "optimizer_problem",
+    "check_server_optimizer",
 ]

@@ -55,9 +55,10 @@ class DataSet:
 
     * ``train_pool``: samples in the training pool that ``data.partition`` deals to the clients, fixed or
       a function of the data set's own section; None when every client brings samples of its own.
-    * ``check(data)``: a problem with the ``data`` section that loading would hit, or None.
-    * ``check_files(data)``: a problem with its files under ``data.data_dir`` (missing, with
-      ``data.download`` off), or None; it looks at the disk but loads and downloads nothing.
+    * ``check(data)``: raises :class:`~asyncfl.errors.ConfigError` for a problem with the ``data`` section
+      that loading would hit.
+    * ``check_files(data)``: raises ConfigError for a problem with its files under ``data.data_dir``
+      (missing, with ``data.download`` off); it looks at the disk but loads and downloads nothing.
     """
 
     name: str
@@ -68,8 +69,8 @@ class DataSet:
     params: type | None = None
     order: int = 1000
     train_pool: int | Callable[[Any], int] | None = None
-    check: Callable[[Any], str | None] | None = None
-    check_files: Callable[[Any], str | None] | None = None
+    check: Callable[[Any], None] | None = None
+    check_files: Callable[[Any], None] | None = None
     natural: bool = False
 
     def shape_and_classes(self, data: Any) -> tuple[tuple[int, ...], int]:

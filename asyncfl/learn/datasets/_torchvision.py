@@ -47,13 +47,12 @@ def torchvision_dataset(layout: Layout, input_shape: tuple[int, ...], order: int
     )
 
 
-def _check_files(layout: Layout, data: Any) -> str | None:
-    """Files missing with ``data.download`` off, the one case loading is sure to fail (a download may
-    work or not: only trying tells)."""
-    if data.download:
-        return None
+def _check_files(layout: Layout, data: Any) -> None:
+    """Raise for files missing with ``data.download`` off, the one case loading is sure to fail (a download
+    may work or not: only trying tells)."""
     root = Path(data.data_dir).expanduser().resolve()
-    return _missing_message(layout, data, root, "data.download is false") if _missing(layout, root) else None
+    if not data.download and _missing(layout, root):
+        raise ConfigError(_missing_message(layout, data, root, "data.download is false"))
 
 
 def download_train_test(class_name: str) -> Callable[[Path], None]:

@@ -48,9 +48,8 @@ class Shakespeare(Section):
 
 
 def load(data: Any, seed: int) -> RawData:
-    problem = check(data) or check_files(data)
-    if problem:
-        raise ConfigError(problem)
+    check(data)
+    check_files(data)
     roles = read_roles(DATA_FILE)
     chosen = choose_roles(len(roles), data.clients, data.shakespeare.role_seed)
     train_x, train_y, test_x, test_y = [], [], [], []
@@ -106,31 +105,29 @@ def role_names(path: Path = DATA_FILE) -> list[tuple[str, str]]:
     return [(r["play"], r["role"]) for r in json.loads(lzma.decompress(path.read_bytes()))["roles"]]
 
 
-def check(data: Any) -> str | None:
+def check(data: Any) -> None:
     if data.test_fraction <= 0:
-        return (
+        raise ConfigError(
             "data.dataset shakespeare builds its global test set from the clients' local test splits, "
             "so data.test_fraction must be greater than 0 (LEAF holds out 0.1)"
         )
     if data.clients > ROLES:
-        return (
+        raise ConfigError(
             f"data.clients ({data.clients}) is larger than the {ROLES} roles of data.dataset shakespeare; "
             f"allowed: 1 to {ROLES}"
         )
-    return None
 
 
-def check_files(data: Any) -> str | None:
+def check_files(data: Any) -> None:
     """The shipped data file, missing or not the one built (its sha256)."""
     if not DATA_FILE.is_file():
-        return f"data.dataset shakespeare: its data file {DATA_FILE} is missing; reinstall asyncfl"
+        raise ConfigError(f"data.dataset shakespeare: its data file {DATA_FILE} is missing; reinstall asyncfl")
     digest = hashlib.sha256(DATA_FILE.read_bytes()).hexdigest()
     if digest != DATA_SHA256:
-        return (
+        raise ConfigError(
             f"data.dataset shakespeare: its data file {DATA_FILE} is damaged (sha256 {digest[:16]}..., expected "
             f"{DATA_SHA256[:16]}...); reinstall asyncfl or rebuild it with benchmarks/tools/build_shakespeare.py"
         )
-    return None
 
 
 DATASET = DataSet(

@@ -36,9 +36,7 @@ def load(data: Any, seed: int) -> RawData:
 
     Following the FedProx generator, alpha and beta are the standard deviations of u_k and B_k.
     """
-    problem = check(data)
-    if problem:
-        raise ConfigError(problem)
+    check(data)
     cfg = data.synthetic
     rng = seeded_rng(seed, TAG_SYNTHETIC)
     sizes = np.maximum(2, np.rint(cfg.samples_per_client.sample(rng, data.clients))).astype(int)
@@ -57,14 +55,13 @@ def load(data: Any, seed: int) -> RawData:
     return RawData(x_tr, y_tr, x_te, y_te, cfg.classes, c_tr, c_te)
 
 
-def check(data: Any) -> str | None:
+def check(data: Any) -> None:
     """The global test set is made of the clients' local test splits, so they must not be empty."""
     if data.test_fraction <= 0:
-        return (
+        raise ConfigError(
             "data.dataset synthetic builds its global test set from the clients' local test splits, "
             "so data.test_fraction must be greater than 0"
         )
-    return None
 
 
 def _client(

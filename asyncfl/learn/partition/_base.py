@@ -19,8 +19,9 @@ class Partitioner:
 
     ``order`` places it among the allowed values; ``nests`` says whether it may serve as another
     partitioner's ``base`` (isolated_class's; False for a partitioner that itself takes a base).
-    ``check(section, clients, classes)``: why the section cannot split a pool of ``classes`` classes
-    across ``clients`` clients, or None; ``validate`` asks it with the data set's registered classes,
+    ``check(section, clients, classes)``: raises :class:`~asyncfl.errors.ConfigError` (naming the YAML key)
+    if the section cannot split a pool of ``classes`` classes across ``clients`` clients; ``validate`` asks
+    it with the data set's registered classes,
     and ``split`` with the labels it was given.  ``regroup(raw, section)``: the data set with the
     training pool and test set the partition brings itself (``file`` with a test list), before ``split``.
     """
@@ -29,12 +30,14 @@ class Partitioner:
     split: Split
     order: int = 1000
     nests: bool = True
-    check: Callable[[Any, int, int], str | None] | None = None
+    check: Callable[[Any, int, int], None] | None = None
     # (RawData, section) -> RawData; typed Any: the data sets import this package (synthetic splits with it)
     regroup: Callable[[Any, Any], Any] | None = None
 
-    def problem(self, section: Any, clients: int, classes: int) -> str | None:
-        return self.check(section, clients, classes) if self.check is not None else None
+    def check_split(self, section: Any, clients: int, classes: int) -> None:
+        """Raise ConfigError if ``section`` cannot split ``classes`` classes across ``clients`` clients."""
+        if self.check is not None:
+            self.check(section, clients, classes)
 
     @property
     def name(self) -> str:

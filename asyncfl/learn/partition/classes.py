@@ -31,9 +31,7 @@ def split(labels: np.ndarray, n: int, spec: ClassesPartition, rng: np.random.Gen
     """
     per_client = spec.per_client
     classes = rng.permutation(np.unique(labels))
-    problem = check(spec, n, len(classes))
-    if problem:
-        raise ConfigError(problem)
+    check(spec, n, len(classes))
     total = n * per_client
     if total < len(classes):
         # Too few shards for one class each: cut the label-sorted pool (clients then see more classes).
@@ -53,13 +51,12 @@ def split(labels: np.ndarray, n: int, spec: ClassesPartition, rng: np.random.Gen
     return [np.concatenate(p) for p in parts]
 
 
-def check(spec: ClassesPartition, clients: int, classes: int) -> str | None:
+def check(spec: ClassesPartition, clients: int, classes: int) -> None:
     if spec.per_client > classes:
-        return (
+        raise ConfigError(
             f"data.partition.per_client ({spec.per_client}) exceeds the number of classes in the data set "
             f"({classes}): allowed 1 to {classes}"
         )
-    return None
 
 
 PARTITIONER = Partitioner(ClassesPartition, split, order=30, check=check)

@@ -30,9 +30,7 @@ def split(labels: np.ndarray, n: int, spec: ClustersPartition, rng: np.random.Ge
     """Clients of one cluster share a label group; groups are disjoint when clusters <= classes."""
     clusters = spec.clusters
     classes = np.unique(labels)
-    problem = check(spec, n, len(classes))
-    if problem:
-        raise ConfigError(problem)
+    check(spec, n, len(classes))
     groups = min(clusters, len(classes))  # more clusters than classes: label groups are reused
     group_of_client = cluster_of_clients(n, clusters) % groups
     parts: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n
@@ -44,13 +42,12 @@ def split(labels: np.ndarray, n: int, spec: ClustersPartition, rng: np.random.Ge
     return parts
 
 
-def check(spec: ClustersPartition, clients: int, classes: int) -> str | None:
+def check(spec: ClustersPartition, clients: int, classes: int) -> None:
     if spec.clusters > clients:
-        return (
+        raise ConfigError(
             f"data.partition.clusters ({spec.clusters}) is larger than data.clients ({clients}): "
             "every cluster needs at least one client"
         )
-    return None
 
 
 PARTITIONER = Partitioner(ClustersPartition, split, order=40, check=check)

@@ -111,18 +111,15 @@ def _out_of_range(indices: np.ndarray, size: int) -> int | None:
     return int(bad[0]) if len(bad) else None
 
 
-def check(spec: FilePartition, clients: int, classes: int) -> str | None:
-    """The file reads and lists as many clients as ``data.clients`` (``validate`` asks before loading)."""
-    try:
-        content = read_partition_file(spec.path)
-    except ConfigError as exc:
-        return str(exc).rstrip(".")  # validate ends each problem with its own full stop
+def check(spec: FilePartition, clients: int, classes: int) -> None:
+    """The file reads (its reader raises) and lists as many clients as ``data.clients`` (``validate`` asks
+    before loading)."""
+    content = read_partition_file(spec.path)
     if len(content.clients) != clients:
-        return (
+        raise ConfigError(
             f"data.partition.path {spec.path} lists {len(content.clients)} clients but data.clients is {clients}: "
             f"set data.clients: {len(content.clients)}"
         )
-    return None
 
 
 def regroup(raw: Any, spec: FilePartition) -> Any:

@@ -35,9 +35,7 @@ def split(labels: np.ndarray, n: int, spec: IsolatedClassPartition, rng: np.rand
     """
     from asyncfl.learn.partition import partition  # the registry, complete by the time anything is split
 
-    problem = check(spec, n, len(np.unique(labels)))
-    if problem:
-        raise ConfigError(problem)
+    check(spec, n, len(np.unique(labels)))
     isolated = np.flatnonzero(labels == spec.label)
     if len(isolated) < spec.clients:
         raise ConfigError(
@@ -51,16 +49,20 @@ def split(labels: np.ndarray, n: int, spec: IsolatedClassPartition, rng: np.rand
     return parts
 
 
-def check(spec: IsolatedClassPartition, clients: int, classes: int) -> str | None:
+def check(spec: IsolatedClassPartition, clients: int, classes: int) -> None:
     """The isolated clients exist, the label is a class of the data set, and the base can split the rest."""
     from asyncfl.learn.partition import REGISTRY  # the registry, complete by the time anything is checked
 
     if spec.clients > clients:
-        return f"data.partition.clients ({spec.clients}) is larger than data.clients ({clients})"
+        raise ConfigError(f"data.partition.clients ({spec.clients}) is larger than data.clients ({clients})")
     if spec.label >= classes:
-        return f"data.partition.label ({spec.label}) is not a class of the data set: allowed 0 to {classes - 1}"
-    base = REGISTRY[spec.base.kind].problem(spec.base, clients, classes - 1)
-    return base.replace("data.partition.", "data.partition.base.") if base else None
+        raise ConfigError(
+            f"data.partition.label ({spec.label}) is not a class of the data set: allowed 0 to {classes - 1}"
+        )
+    try:
+        REGISTRY[spec.base.kind].check_split(spec.base, clients, classes - 1)
+    except ConfigError as exc:  # the base's rule, at the base's key
+        raise ConfigError(str(exc).replace("data.partition.", "data.partition.base.")) from None
 
 
 PARTITIONER = Partitioner(IsolatedClassPartition, split, order=50, nests=False, check=check)

@@ -77,17 +77,18 @@ class AvailabilityKind:
     def name(self) -> str:
         return self.section.model_fields["kind"].annotation.__args__[0]
 
-    def k_async_problem(self, spec: Any) -> str | None:
-        """Why ``spec`` cannot run with server.mode k_async (no sync rounds there), or None."""
+    def check_k_async(self, spec: Any) -> None:
+        """Raise :class:`ConfigError` if ``spec`` cannot run with server.mode k_async (no sync rounds there)."""
         if self.k_async_error is not None:
-            return self.k_async_error(spec)
-        what = self.counts_rounds(spec)
-        if what is None:
-            return None
-        return (
-            f"population.availability: {what} counts sync rounds, which server.mode k_async does not have; use the "
-            "continuous-time form (mean_cycle_s / period_s)"
-        )
+            problem = self.k_async_error(spec)
+        else:
+            what = self.counts_rounds(spec)
+            problem = what and (
+                f"population.availability: {what} counts sync rounds, which server.mode k_async does not have; use "
+                "the continuous-time form (mean_cycle_s / period_s)"
+            )
+        if problem:
+            raise ConfigError(problem)
 
 
 @dataclass(frozen=True)

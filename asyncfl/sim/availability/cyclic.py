@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from asyncfl.errors import ConfigError
 from asyncfl.sim.availability.base import INF, AvailabilityKind, Probability, Section, p_in_unit_interval
 
 __all__ = ["Cyclic", "CyclicAvailability", "CyclicRounds", "cyclic_on_rounds"]
@@ -30,7 +31,7 @@ class CyclicAvailability(Section):
     def _check(self) -> CyclicAvailability:
         p_in_unit_interval(self.p)
         if (self.period_s is None) == (self.period_rounds is None):
-            raise ValueError("set exactly one of period_s (virtual time) or period_rounds (sync rounds)")
+            raise ConfigError("set exactly one of period_s (virtual time) or period_rounds (sync rounds)")
         return self
 
 

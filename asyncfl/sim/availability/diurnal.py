@@ -49,12 +49,12 @@ class DiurnalAvailability(Section):
         p_in_unit_interval(self.p)
         if self.hourly is not None:
             if len(self.hourly) != 24:
-                raise ValueError(f"hourly needs 24 weights (local hours 0..23), got {len(self.hourly)}")
+                raise ConfigError(f"hourly needs 24 weights (local hours 0..23), got {len(self.hourly)}")
             if min(self.hourly) < 0 or sum(self.hourly) <= 0:
-                raise ValueError("hourly weights must be non-negative and not all zero")
+                raise ConfigError("hourly weights must be non-negative and not all zero")
             changed = [k for k in ("amplitude", "peak_hour") if getattr(self, k) != type(self).model_fields[k].default]
             if changed:
-                raise ValueError(
+                raise ConfigError(
                     f"set either hourly or {' and '.join(changed)}, not both (hourly replaces the sinusoid)"
                 )
         return self

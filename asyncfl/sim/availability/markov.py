@@ -8,6 +8,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from asyncfl.errors import ConfigError
 from asyncfl.sim.availability.base import (
     INF,
     AvailabilityKind,
@@ -43,7 +44,7 @@ class MarkovAvailability(Section):
     def _check(self) -> MarkovAvailability:
         p_in_unit_interval(self.p)
         if (self.mean_cycle_s is None) == (self.mean_cycle_rounds is None):
-            raise ValueError("set exactly one of mean_cycle_s (continuous time) or mean_cycle_rounds (per sync round)")
+            raise ConfigError("set exactly one of mean_cycle_s (continuous time) or mean_cycle_rounds (per sync round)")
         return self
 
 

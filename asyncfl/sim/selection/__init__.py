@@ -13,15 +13,16 @@ from asyncfl.sim.selection.base import (
     SelectionKind,
     SelectionPolicy,
     SelectionRequest,
+    SelectionTags,
     can_take_work,
     checked_in,
 )
 from asyncfl.sim.selection.registry import (
     KINDS,
     build_policy,
+    check_selection,
     default_selection,
     feedback_for,
-    selection_problem,
     selection_union,
 )
 
@@ -31,11 +32,12 @@ __all__ = [
     "SelectionKind",
     "SelectionPolicy",
     "SelectionRequest",
+    "SelectionTags",
     "build_policy",
+    "check_selection",
     "can_take_work",
     "checked_in",
     "default_selection",
     "feedback_for",
-    "selection_problem",
     "selection_union",
 ]

@@ -6,19 +6,27 @@ A policy decides *who* a sync round asks (and, where its registration says so, w
 K-async server dispatches next).  It lives in the timing world: no torch, no SimPy.  Policies that
 rank clients by loss read :class:`ClientFeedback`, plain numpy columns indexed by client id that the
 run loop fills from each aggregation's updates (:mod:`asyncfl.runner.simulation`); in ``timing_only`` runs
-nothing fills them, so a kind with ``needs_losses`` is refused there.
+nothing fills them, so a kind tagged ``needs_losses`` is refused there.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from asyncfl.sections import Section
 
-__all__ = ["ClientFeedback", "SelectionKind", "SelectionPolicy", "SelectionRequest", "can_take_work", "checked_in"]
+__all__ = [
+    "ClientFeedback",
+    "SelectionKind",
+    "SelectionPolicy",
+    "SelectionRequest",
+    "SelectionTags",
+    "can_take_work",
+    "checked_in",
+]
 
 
 @dataclass
@@ -87,13 +95,42 @@ class SelectionRequest:
 class SelectionPolicy(Protocol):
     """A built policy (one per run).  ``select`` returns client ids, sorted ascending, a subset of
     ``request.candidates`` of size ``min(count, len(candidates))`` (all of them when count is None) -
-    unless the policy's docstring says it may choose fewer (e.g. ``online`` when few are online).
-    ``state_dict``/``load_state_dict``: whatever the policy learned (Oort's explored set, TiFL's
-    credits), for checkpoints; resume continues byte-identically."""
+    unless its kind's tags say it may choose fewer (``fills_count=False``: TiFL asks one tier).
+
+    Whatever a policy learns (Oort's explored set, TiFL's credits) it learns from the requests and the
+    feedback it is given, so it needs no ``state_dict``: ``--resume`` replays the timing world from the start,
+    and the policy with it, on the feedback the checkpoint recorded (asyncfl/selection_feedback.py)."""
 
     def select(self, request: SelectionRequest) -> list[int]: ...
-    def state_dict(self) -> dict: ...
-    def load_state_dict(self, state: dict) -> None: ...
+
+
+@dataclass(frozen=True)
+class SelectionTags:
+    """What a selection kind states about its policy: the run reads it (which mode it may serve, which
+    feedback to fill, how to narrow the candidates) and the contract checks (:mod:`asyncfl.testing.selection`)
+    choose their checks by it, never by the kind's name.
+
+    ``modes``: the server modes it can serve (``sync``: round selection; ``k_async``: dispatch).
+    ``needs_losses``: reads ``ClientFeedback.loss``/``loss_sq``/``accuracy``, which only training fills
+    (refused with ``timing_only``).
+    ``reads_feedback``: reads :class:`ClientFeedback` at all; False (``uniform``, ``online``) spares a
+    run the per-client columns and the per-aggregation record that resume replays.
+    ``reads_accuracy``: reads ``ClientFeedback.accuracy``, which the run loop then fills at every
+    evaluation (each ``eval.every_rounds`` aggregations) with the global model's accuracy on each client's
+    test split - an extra evaluation only the kinds that ask for it pay.
+    ``fills_count``: always chooses ``min(count, len(candidates))`` clients; False: may choose fewer (TiFL
+    asks one tier, which may hold fewer than ``count``), and the contract suite checks "at most".
+    ``checked_in_only``: the server narrows the candidates to the clients that checked in (:func:`checked_in`)
+    before asking the policy, as FedScale hands Oort only its feasible (online) clients; a ranking policy
+    would otherwise keep asking the same offline clients, round after round at the same instant.
+    """
+
+    modes: frozenset[str] = frozenset({"sync"})
+    needs_losses: bool = False
+    reads_feedback: bool = True
+    reads_accuracy: bool = False
+    fills_count: bool = True
+    checked_in_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,36 +139,20 @@ class SelectionKind:
 
     ``section``: the YAML keys (a :class:`Section` whose ``kind: Literal["name"]`` names the policy).
     ``build(spec, num_clients, seed)`` -> the run's :class:`SelectionPolicy`.
-    ``needs_losses``: reads ``ClientFeedback.loss``/``loss_sq``/``accuracy`` (refused with timing_only).
-    ``modes``: the server modes it can serve (``sync``: round selection; ``k_async``: dispatch).
+    ``tags``: what it states about its policy (:class:`SelectionTags`).
     ``examples``: (name, spec dict) pairs the contract suite (asyncfl.testing.selection) runs.
     ``order``: place among the allowed values (the first is the default).
-    ``reads_feedback``: reads :class:`ClientFeedback` at all; False (``uniform``, ``online``) spares a
-    run the per-client columns and the per-aggregation record that resume replays.
-    ``reads_accuracy``: reads ``ClientFeedback.accuracy``, which the run loop then fills at every
-    evaluation (each ``eval.every_rounds`` aggregations) with the global model's accuracy on each client's
-    test split - an extra evaluation only the kinds that ask for it pay.
-    ``fills_count``: always chooses ``min(count, len(candidates))`` clients; False: may choose fewer (TiFL
-    asks one tier, which may hold fewer than ``count``), and the contract suite checks "at most".
     ``warning(spec, clients, count)``: what a user should know about this policy in a scenario of ``clients``
     clients whose rounds ask ``count`` (None: everyone), or None; ``validate`` and the run print it, and
     summary.json keeps it (TiFL: tiers too small to fill a round).
-    ``checked_in_only``: the server narrows the candidates to the clients that checked in (:func:`checked_in`)
-    before asking the policy, as FedScale hands Oort only its feasible (online) clients; a ranking policy
-    would otherwise keep asking the same offline clients, round after round at the same instant.
     """
 
     section: type[Section]
     build: Callable[[Any, int, int], SelectionPolicy]
     summary: str = ""
-    needs_losses: bool = False
-    modes: frozenset[str] = field(default_factory=lambda: frozenset({"sync"}))
+    tags: SelectionTags = SelectionTags()
     examples: tuple[tuple[str, dict], ...] = ()
     order: int = 1000
-    reads_feedback: bool = True
-    reads_accuracy: bool = False
-    fills_count: bool = True
-    checked_in_only: bool = False
     warning: Callable[[Any, int, int | None], str | None] | None = None
 
     @property

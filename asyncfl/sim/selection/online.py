@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Literal
 
 from asyncfl.sections import Section
-from asyncfl.sim.selection.base import SelectionKind, SelectionRequest, checked_in
+from asyncfl.sim.selection.base import SelectionKind, SelectionRequest, SelectionTags, checked_in
 
 
 class OnlineSelection(Section):
@@ -39,19 +39,12 @@ class Online:
         chosen = request.rng.choice(len(online), size=count, replace=False)
         return sorted(online[chosen].tolist())
 
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Nothing learned: who is online is read from the availability models each round."""
-
 
 KIND = SelectionKind(
     section=OnlineSelection,
     build=lambda spec, num_clients, seed: Online(),
     summary="uniform among the clients online, eligible and charged at the round start",
-    modes=frozenset({"sync"}),
-    reads_feedback=False,
+    tags=SelectionTags(reads_feedback=False),
     examples=(("online", {"kind": "online"}),),
     order=1,
 )

@@ -44,11 +44,11 @@ Where this differs from the paper / its reference implementation, and why:
 - An unknown |B_i| (``samples`` NaN) counts as 1.
 - Rounds count from 0 here, so R = round + 1 and L(i) = last_round + 1 (log 0 and 1/0 undefined).
 - No blacklist of over-selected clients (the reference's optional ``blacklist_rounds``).
-- Candidates are the clients that checked in (``checked_in_only``), as FedScale hands Oort its
+- Candidates are the clients that checked in (tag ``checked_in_only``), as FedScale hands Oort its
   feasible (online) clients.
 - Sampling uses the request's stream, so resume and reruns select identically.
 
-``needs_losses``: yes (``loss_sq``; refused in ``timing_only`` runs).  Modes: ``sync`` only - the
+Tags: ``needs_losses`` (``loss_sq``; refused in ``timing_only`` runs).  Modes: ``sync`` only - the
 exploration/exploitation split is per round of ``count`` clients.
 """
 
@@ -60,8 +60,9 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from asyncfl.errors import ConfigError
 from asyncfl.sections import Section
-from asyncfl.sim.selection.base import SelectionKind, SelectionRequest
+from asyncfl.sim.selection.base import SelectionKind, SelectionRequest, SelectionTags
 
 __all__ = ["KIND", "Oort", "OortSelection"]
 
@@ -103,7 +104,7 @@ class OortSelection(Section):
     @model_validator(mode="after")
     def _floor_below_start(self) -> OortSelection:
         if self.exploration_min > self.exploration:
-            raise ValueError(
+            raise ConfigError(
                 f"exploration_min ({self.exploration_min}) must not exceed exploration ({self.exploration}): "
                 "the exploration fraction only decays"
             )
@@ -112,7 +113,7 @@ class OortSelection(Section):
             and self.pacer_step is not None
             and "pacer_step" in self.model_fields_set
         ):
-            raise ValueError("pacer_step paces a percentile T; with preferred_duration_s T is fixed (set one of them)")
+            raise ConfigError("pacer_step paces a percentile T; with preferred_duration_s T is fixed (set one of them)")
         return self
 
 
@@ -204,22 +205,6 @@ class Oort:
             picked += rest[: count - len(picked)]
         return sorted(int(c) for c in picked)
 
-    def state_dict(self) -> dict:
-        return {
-            "exploration": self.exploration,
-            "percentile": self.percentile,
-            "exploited": list(self.exploited),
-            "exploited_round": self.exploited_round,
-            "history": list(self.history),
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        self.exploration = float(state["exploration"])
-        self.percentile = float(state["percentile"])
-        self.exploited = [int(c) for c in state["exploited"]]
-        self.exploited_round = int(state["exploited_round"])
-        self.history = [float(u) for u in state["history"]]
-
 
 def _build(spec: OortSelection, num_clients: int, seed: int) -> Oort:
     return Oort(spec)
@@ -229,9 +214,7 @@ KIND = SelectionKind(
     section=OortSelection,
     build=_build,
     summary="Oort (Lai et al. 2021): loss-based utility, slow clients penalised, unheard clients explored",
-    needs_losses=True,
-    checked_in_only=True,
-    modes=frozenset({"sync"}),
+    tags=SelectionTags(needs_losses=True, checked_in_only=True),
     examples=(
         ("oort_default", {"kind": "oort"}),
         ("oort_fixed_T", {"kind": "oort", "preferred_duration_s": 5.0, "exploration": 0.5, "alpha": 1.0}),

@@ -23,11 +23,11 @@ Where this differs from the paper, and why:
 - Without known sample counts (``ClientFeedback.samples`` NaN or all zero) the candidate set is
   drawn uniformly.
 
-``needs_losses``: yes (refused in ``timing_only`` runs).  Modes: ``sync`` only - a K-async server
+Tags: ``needs_losses`` (refused in ``timing_only`` runs).  Modes: ``sync`` only - a K-async server
 dispatches one idle client at a time, where "the m highest of d" degenerates to a single argmax
 over a sample and the paper's analysis (rounds of m) does not apply.
 
-Candidates are the clients that checked in at the round's start (``checked_in_only``; ours: the
+Candidates are the clients that checked in at the round's start (tag ``checked_in_only``; ours: the
 paper assumes every selected client answers), so a ranking never keeps asking offline clients.
 """
 
@@ -39,7 +39,7 @@ import numpy as np
 from pydantic import Field
 
 from asyncfl.sections import Section
-from asyncfl.sim.selection.base import SelectionKind, SelectionRequest
+from asyncfl.sim.selection.base import SelectionKind, SelectionRequest, SelectionTags
 
 __all__ = ["KIND", "PowerOfChoice", "PowerOfChoiceSelection"]
 
@@ -75,12 +75,6 @@ class PowerOfChoice:
         order = np.lexsort((sampled, -rank_loss))  # highest loss first, then lower id
         return sorted(sampled[order[:count]].tolist())
 
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Nothing learned: the losses it ranks by are the run's ClientFeedback, which resume restores."""
-
 
 def data_fractions(request: SelectionRequest) -> np.ndarray | None:
     """p_k = |B_k| / sum |B_j| over the candidates; None (uniform) where the sizes are unknown."""
@@ -99,9 +93,7 @@ KIND = SelectionKind(
     section=PowerOfChoiceSelection,
     build=_build,
     summary="rpow-d (Cho et al. 2022): the highest last reported losses among d sampled clients",
-    needs_losses=True,
-    checked_in_only=True,
-    modes=frozenset({"sync"}),
+    tags=SelectionTags(needs_losses=True, checked_in_only=True),
     examples=(
         ("power_of_choice_d4", {"kind": "power_of_choice", "d": 4}),
         ("power_of_choice_default", {"kind": "power_of_choice"}),

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field
 
+from asyncfl.errors import ConfigError
 from asyncfl.registry import Registry, discover
 from asyncfl.sim.selection.base import ClientFeedback, SelectionKind, SelectionPolicy
 
@@ -41,25 +42,25 @@ def feedback_for(spec: Any, num_clients: int, given: ClientFeedback | None) -> C
     length 0 for a kind that reads none (so a large population pays nothing for it)."""
     if given is not None:
         return given
-    return ClientFeedback.empty(num_clients if KINDS[spec.kind].reads_feedback else 0)
+    return ClientFeedback.empty(num_clients if KINDS[spec.kind].tags.reads_feedback else 0)
 
 
-def selection_problem(spec: Any, mode: str, timing_only: bool) -> str | None:
-    """Why ``server.selection`` cannot serve this scenario (None if it can): a server mode the kind
+def check_selection(spec: Any, mode: str, timing_only: bool) -> None:
+    """Raise :class:`ConfigError` if ``server.selection`` cannot serve this scenario: a server mode the kind
     does not list, or a loss-based kind in a timing-only run (nothing is trained, so no losses).  The
     default kind stands for a mode's own rule, so a mode that reads no ``server.selection`` (one added
     by a plug-in) runs with it."""
     kind = KINDS[spec.kind]
-    if mode not in kind.modes and spec != default_selection():
-        able = sorted(k.name for k in KINDS.values() if mode in k.modes)
-        return (
-            f"server.selection.kind {kind.name} serves server.mode {' or '.join(sorted(kind.modes))}, "
+    modes = kind.tags.modes
+    if mode not in modes and spec != default_selection():
+        able = sorted(k.name for k in KINDS.values() if mode in k.tags.modes)
+        raise ConfigError(
+            f"server.selection.kind {kind.name} serves server.mode {' or '.join(sorted(modes))}, "
             f"but server.mode is {mode}; kinds for {mode}: {', '.join(able)}"
         )
-    if kind.needs_losses and timing_only:
-        return (
+    if kind.tags.needs_losses and timing_only:
+        raise ConfigError(
             f"server.selection.kind {kind.name} ranks clients by their training losses, but timing_only "
             "runs train nothing, so there are no losses; use it in a full run (timing_only: false) or "
             "choose a kind that needs no losses (uniform, online)"
         )
-    return None

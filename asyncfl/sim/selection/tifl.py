@@ -37,10 +37,10 @@ Where this differs from the paper, and why:
   tier with candidates has credits left every tier gets ``credits`` again and the probabilities
   restart uniform (the run goes on instead of stopping).
 
-``needs_losses``: yes (it reads ``accuracy``; refused in ``timing_only`` runs).  Modes: ``sync``
+Tags: ``needs_losses`` (it reads ``accuracy``; refused in ``timing_only`` runs).  Modes: ``sync``
 only - a tier is chosen per round of ``count`` clients.
 
-Candidates are the clients that checked in at the round's start (``checked_in_only``; ours: the
+Candidates are the clients that checked in at the round's start (tag ``checked_in_only``; ours: the
 paper assumes every selected client answers), so a ranking never keeps asking offline clients.
 """
 
@@ -52,7 +52,7 @@ import numpy as np
 from pydantic import Field
 
 from asyncfl.sections import Section
-from asyncfl.sim.selection.base import SelectionKind, SelectionRequest
+from asyncfl.sim.selection.base import SelectionKind, SelectionRequest, SelectionTags
 
 __all__ = ["KIND", "TiFL", "TiFLSelection", "change_probabilities", "small_tiers", "task_times"]
 
@@ -113,14 +113,6 @@ class TiFL:
         take = min(request.count, len(members))
         return sorted(request.rng.choice(members, size=take, replace=False).tolist())
 
-    def state_dict(self) -> dict:
-        return {"probabilities": list(self.probabilities), "credits": list(self.credits), "selections": self.selections}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.probabilities = [float(p) for p in state["probabilities"]]
-        self.credits = [int(c) for c in state["credits"]]
-        self.selections = int(state["selections"])
-
 
 def task_times(request: SelectionRequest, ids: np.ndarray) -> np.ndarray:
     """Last delivered task duration; unprofiled clients: 1/samples_per_s x the median measured ratio."""
@@ -180,11 +172,7 @@ KIND = SelectionKind(
     section=TiFLSelection,
     build=_build,
     summary="TiFL (Chai et al. 2020): one tier of similar task time per round, by accuracy and credits",
-    needs_losses=True,
-    checked_in_only=True,
-    reads_accuracy=True,
-    fills_count=False,
-    modes=frozenset({"sync"}),
+    tags=SelectionTags(needs_losses=True, checked_in_only=True, reads_accuracy=True, fills_count=False),
     warning=small_tiers,
     examples=(
         ("tifl_default", {"kind": "tifl"}),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from asyncfl.sections import Section
-from asyncfl.sim.selection.base import SelectionKind, SelectionRequest
+from asyncfl.sim.selection.base import SelectionKind, SelectionRequest, SelectionTags
 
 
 class UniformSelection(Section):
@@ -28,19 +28,12 @@ class Uniform:
         chosen = request.rng.choice(len(candidates), size=count, replace=False)
         return sorted(candidates[chosen].tolist())
 
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Nothing learned: every draw comes from the round's own stream."""
-
 
 KIND = SelectionKind(
     section=UniformSelection,
     build=lambda spec, num_clients, seed: Uniform(),
     summary="every idle client equally likely, the default rule",
-    modes=frozenset({"sync", "k_async"}),
-    reads_feedback=False,
+    tags=SelectionTags(modes=frozenset({"sync", "k_async"}), reads_feedback=False),
     examples=(("uniform", {"kind": "uniform"}),),
     order=0,
 )

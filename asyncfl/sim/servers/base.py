@@ -130,7 +130,8 @@ class ServerMode:
 
     ``keys``: a section whose fields are the ``server.*`` keys only this mode reads (they join the flat
     ``server`` section, in order; set under another mode they are refused).  ``check(scenario)`` raises
-    ValueError for a scenario this mode cannot run.  ``rounds``: whether aggregations are rounds every
+    :class:`~asyncfl.errors.ConfigError` (naming the YAML keys) for a scenario this mode cannot
+    run.  ``rounds``: whether aggregations are rounds every
     selected client is asked to join (round-indexed availability needs them).  ``order``: position in
     ``server.mode``'s allowed values; the first mode is the default.  ``process(ctx)`` returns None, or
     :func:`nobody_can_work`'s sentence when it stopped because no client can ever take work again.

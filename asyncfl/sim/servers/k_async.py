@@ -10,6 +10,7 @@ from typing import Generator
 
 from pydantic import Field
 
+from asyncfl.errors import ConfigError
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import stream
 from asyncfl.sim.clients import ClientDevice, TaskPlan, plan_task, run_task
@@ -35,7 +36,7 @@ class KAsyncKeys(Section):
 def check(scenario: Section) -> None:
     k, clients = scenario.server.k, scenario.data.clients
     if k > clients:
-        raise ValueError(f"server.k ({k}) is larger than the population (data.clients = {clients})")
+        raise ConfigError(f"server.k ({k}) is larger than the population (data.clients = {clients})")
 
 
 def k_async_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None]:

@@ -25,6 +25,7 @@ from typing import Generator, Literal
 import numpy as np
 from pydantic import Field
 
+from asyncfl.errors import ConfigError
 from asyncfl.sections import OPT_IN, Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import LazyStream
 from asyncfl.sim.clients import TaskPlan, cancel_task, plan_task, play_tasks
@@ -62,14 +63,14 @@ def check(scenario: Section) -> None:
     server, clients = scenario.server, scenario.data.clients
     cpr = server.clients_per_round
     if cpr is not None and cpr > clients:
-        raise ValueError(f"server.clients_per_round ({cpr}) is larger than the population (data.clients = {clients})")
+        raise ConfigError(f"server.clients_per_round ({cpr}) is larger than the population (data.clients = {clients})")
     if server.over_selection > 0 and cpr is None:
-        raise ValueError(
+        raise ConfigError(
             f"server.over_selection ({server.over_selection}) needs server.clients_per_round: the number of "
             "updates that closes a round (over-selection asks ceil((1 + o) * clients_per_round) clients)"
         )
     if server.over_selection > 0 and scenario.population.battery is not None:
-        raise ValueError(
+        raise ConfigError(
             f"server.over_selection ({server.over_selection}) with population.battery is not supported: a "
             "battery's drain is planned for the whole task, so a cancelled task's energy would be counted in "
             "full; remove one of them"
@@ -93,7 +94,7 @@ def sync_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None
     drop_late = cfg.late_updates == "drop"
     busy_until = np.full(len(clients), -math.inf)  # who is idle, at numpy speed; all idle at the start
     policy = build_policy(cfg.selection, len(clients), ctx.seed)
-    checks_in = SELECTION_KINDS[cfg.selection.kind].checked_in_only
+    checks_in = SELECTION_KINDS[cfg.selection.kind].tags.checked_in_only
     feedback = feedback_for(cfg.selection, len(clients), ctx.feedback)
     count = asked(cfg.clients_per_round, cfg.over_selection)
     version = 0  # the global model version the round's tasks start from (the round closes making version + 1)
