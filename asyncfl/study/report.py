@@ -43,7 +43,8 @@ from asyncfl.study.seed_statistics import (
     t_interval,
 )
 from asyncfl.study.tuning_results import tuning_section
-from asyncfl.tables import write_csv, write_markdown
+from asyncfl.study.weight_shares import STARVED, study_weight_shares
+from asyncfl.tables import markdown, write_csv, write_markdown
 
 
 def paired_difference(
@@ -247,6 +248,10 @@ def write_report(
         seeds_md = write_markdown(out_dir / "claims_seeds.md", seed_markdown(pairs), SEEDS_INTRO)
         written += [write_csv(out_dir / "claims.csv", tested), claims_md]
         written += [write_csv(out_dir / "claims_seeds.csv", pairs, digits=None), seeds_md]
+    shares = study_weight_shares(records)
+    if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a speed quartile?
+        written.append(write_csv(out_dir / "weight_shares.csv", shares))
+        append_section(report_md, weight_section(shares))
     append_section(report_md, tuning_section(out_dir))  # tune: what was tuned, on which seeds, the choice
     return written
 
@@ -256,6 +261,22 @@ SEEDS_INTRO = (
     " in points, times in virtual s) and their difference; 'censored' names a run that never reached the target,"
     " whose value is its end. claims_seeds.csv holds the same numbers unrounded."
 )
+
+
+def weight_section(shares: pd.DataFrame) -> str:
+    """The report's section on weight shares per speed quartile (:mod:`asyncfl.study.weight_shares`)."""
+    cells = [{
+        "variant": r.variant, "speed quartile": r.group, "seeds": str(r.seeds),
+        "updates (%)": f"{100 * r.update_share:.1f}", "weight (%)": f"{100 * r.weight_share:.1f}",
+        "ratio": f"{r.ratio:.2f}", "starved": "yes" if r.starved else "",
+    } for r in shares.itertuples()]  # fmt: skip
+    intro = (
+        "## Aggregation weight per speed quartile\n\nShare of the aggregation weight (weights.csv) against the share"
+        " of the aggregated updates (updates.csv) per quartile of clients.csv's samples_per_s (Q1 the slowest),"
+        f" averaged over seeds; starved: a weight share below {STARVED} of the update share (a mechanism that"
+        " discounts the group's updates to nothing). Numbers: `weight_shares.csv`."
+    )
+    return intro + "\n\n" + markdown(cells)
 
 
 def append_section(path: Path, text: str) -> None:
