@@ -129,7 +129,8 @@ def test_holm_within_a_family_keeps_five_seeds_from_passing():
 
 def test_contradicted_claim_on_a_time_to_target():
     measure = "time to 0.8 (virtual s)"
-    times = {"a": {measure: dict(enumerate([10.0, 12.0, 9.0, 11.0, 8.0]))}, "b": {measure: dict.fromkeys(range(5), 5.0)}}
+    slower = dict(enumerate([10.0, 12.0, 9.0, 11.0, 8.0]))
+    times = {"a": {measure: slower}, "b": {measure: dict.fromkeys(range(5), 5.0)}}
     row = claim_rows([claim(measure="time_to:0.8", direction="lower", paper_effect=2.0, paper_data="mnist1d")],
                      times, datasets=SAME_DATA)[0]  # fmt: skip
     # differences +5, +7, +4, +6, +3 s: a is slower on every seed, the claim said faster.  "lower": every

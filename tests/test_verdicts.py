@@ -223,4 +223,5 @@ def test_a_bad_sensitivity_axis_names_its_keys(tmp_path):
     with pytest.raises(ConfigError, match=r"baseline: 'fast' is on the sensitivity axis"):
         build_study(axis_study(tmp_path, baseline="fast"))
     with pytest.raises(ConfigError, match=r"compare\[1\].set.training.lr"):  # a value's keys validated as a set
-        build_study(axis_study(tmp_path, sensitivity={**AXIS, "values": {"h1": {"training.lr": -1}, "h2": {"training.lr": 0.2}}}))
+        values = {"h1": {"training.lr": -1}, "h2": {"training.lr": 0.2}}
+        build_study(axis_study(tmp_path, sensitivity={**AXIS, "values": values}))

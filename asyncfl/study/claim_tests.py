@@ -126,9 +126,7 @@ def sign_flip(differences: Sequence[float]) -> SignFlip:
     up, method = _flip_means(d)
     down, _ = _flip_means(-d)
     k = math.ceil(ALPHA * len(up))  # the k-th smallest value: the least δ whose p reaches ALPHA
-    return SignFlip(
-        float(np.mean(up <= 0)), float(np.mean(down <= 0)), float(up[k - 1]), float(-down[k - 1]), method
-    )
+    return SignFlip(float(np.mean(up <= 0)), float(np.mean(down <= 0)), float(up[k - 1]), float(-down[k - 1]), method)
 
 
 def sign_flip_p(differences: Sequence[float], direction: str) -> tuple[float, str]:
@@ -216,7 +214,7 @@ def claim_pairs(
 
 
 def reached(claim: Claim, pairs: Sequence[Pair]) -> tuple[str, str]:
-    """"k/n" for the variant and for versus: the seeds (of the pairs) where each reached a time-to target."""
+    """The seeds (of the pairs) where the variant and versus each reached a time-to target, as "k/n"."""
     if claim.unit != "virtual s":
         return "", ""
     n = len(pairs)
@@ -255,8 +253,8 @@ def _opposite(direction: str) -> str:
 
 
 def paper_comparison(claim: Claim, datasets: Mapping[str, str]) -> str:
-    """"tested" when the paper's effect was measured on the data of both variants' runs, else why it is
-    context only."""
+    """Whether the paper's effect is tested: "tested" when it was measured on the data of both variants'
+    runs, else why it is context only."""
     if claim.paper_effect is None:
         return ""
     ours = sorted({str(datasets.get(v, "unknown")) for v in (claim.variant, claim.versus)})

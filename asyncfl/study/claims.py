@@ -19,8 +19,8 @@ from asyncfl.errors import ConfigError
 from asyncfl.output.columns import CLASS_ACCURACY
 from asyncfl.output.files import write_atomic
 from asyncfl.sections import Section
-from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
+from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 
 TIME_TO = "time_to:"
 MEASURE_RULE = (
@@ -40,8 +40,10 @@ class Claim(Section):
     """One claim of a study: what it says of the paired difference variant − versus."""
 
     family: str = Field(
-        default=ONE_FAMILY, min_length=1, description="Holm's correction runs over the claims of one family "
-        "(default: every claim of the study file in one family)"
+        default=ONE_FAMILY,
+        min_length=1,
+        description="Holm's correction runs over the claims of one family "
+        "(default: every claim of the study file in one family)",
     )
     variant: str = Field(description="the variant the claim is about (a compare: name)")
     versus: str = Field(description="the variant it is compared with (another compare: name)")
@@ -54,8 +56,9 @@ class Claim(Section):
         default=None, gt=0, description="the paper's effect in the claim's direction: accuracy points or virtual s"
     )
     paper_data: str | None = Field(
-        default=None, description="the data set (data.dataset) of the paper's effect: it is tested against ours only "
-        "when the runs use the same, else shown as context"
+        default=None,
+        description="the data set (data.dataset) of the paper's effect: it is tested against ours only "
+        "when the runs use the same, else shown as context",
     )
     source: str | None = Field(default=None, description="where the paper makes the claim, e.g. 'FedAR, Table 2'")
     paper_numbers: str | None = Field(

@@ -66,8 +66,9 @@ def parse_sensitivity(value: Any, variants: Sequence[str], problems: list[str]) 
         listed = []
     values = value.get("values")
     if not isinstance(values, dict) or len(values) < 2:
-        found.append("sensitivity.values: at least two values, each label: {dotted key: value}, e.g. "
-                     f"{{h10: {{algorithm.history: 10}}, h20: {{algorithm.history: 20}}}} (got {values!r}).")  # fmt: skip
+        example = "{h10: {algorithm.history: 10}, h20: {algorithm.history: 20}}"
+        found.append(f"sensitivity.values: at least two values, each label: {{dotted key: value}}, e.g. {example} "
+                     f"(got {values!r}).")  # fmt: skip
         values = {}
     for label, sets in values.items():
         problem = directory_name_problem(label)
