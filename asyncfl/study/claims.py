@@ -24,7 +24,8 @@ from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 
 TIME_TO = "time_to:"
 MEASURE_RULE = (
-    "final_accuracy, last_quarter_accuracy, last_quarter:<metrics.csv column> (e.g. last_quarter:accuracy_class_9)"
+    "final_accuracy, last_quarter_accuracy, best_accuracy, last_quarter:<metrics.csv column> (e.g."
+    " last_quarter:accuracy_class_9)"
     " or time_to:<target> with <target> one of targets:"
 )
 DIRECTIONS = ("higher", "lower")
@@ -48,7 +49,8 @@ class Claim(Section):
     variant: str = Field(description="the variant the claim is about (a compare: name)")
     versus: str = Field(description="the variant it is compared with (another compare: name)")
     measure: str = Field(
-        description="final_accuracy | last_quarter_accuracy | last_quarter:<metrics.csv column> | time_to:<target> "
+        description="final_accuracy | last_quarter_accuracy | best_accuracy | last_quarter:<metrics.csv column> | "
+        "time_to:<target> "
         "(one of targets:)"
     )
     direction: Literal["higher", "lower"] = Field(description="what the claim says of variant − versus")

@@ -252,7 +252,7 @@ def write_report(
     if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a speed quartile?
         written.append(write_csv(out_dir / "weight_shares.csv", shares))
         append_section(report_md, weight_section(shares))
-    append_section(report_md, tuning_section(out_dir))  # tune: what was tuned, on which seeds, the choice
+    append_section(report_md, tuning_section(out_dir, claims))  # tune: what was tuned, on which seeds, the choice
     return written
 
 

@@ -9,6 +9,10 @@ scenario that every variant starts from::
     claims:                          # optional: claims tested by the report (asyncfl.study.claims)
       - {family: deadlines, variant: deadline_12s, versus: no_deadline, measure: final_accuracy,
          direction: higher}
+    sensitivity:                     # optional: one setting run at several values (asyncfl.study.sensitivity)
+      axis: deadline
+      variants: [deadline_12s]       # becomes deadline_12s.d12 and deadline_12s.d20
+      values: {d12: {server.deadline_s: 12}, d20: {server.deadline_s: 20}}
     compare:
       - name: no_deadline            # names the variant's directory and its legend entry
       - name: deadline_12s
