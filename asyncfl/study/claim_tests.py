@@ -77,7 +77,7 @@ def _patterns(n: int):
     left = MONTE_CARLO_FLIPS
     while left:
         chunk = min(left, 10_000)
-        yield (rng.choice(np.array([1.0, -1.0]), size=(chunk, n)) < 0).astype(np.float64)
+        yield (rng.choice(np.array([-1.0, 1.0]), size=(chunk, n)) < 0).astype(np.float64)
         left -= chunk
 
 
