@@ -10,13 +10,16 @@ import math
 import numpy as np
 import pytest
 
+from asyncfl.cli.study import report_dir
 from asyncfl.config import ConfigError
 from asyncfl.output.files import read_csv
 from asyncfl.study import build_study
+from asyncfl.study import jobs as jobs_module
 from asyncfl.study.claim_tests import claim_rows, seed_rows, sign_flip
 from asyncfl.study.claims import ALPHA, Claim, study_claims
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord, t_interval
+from asyncfl.study.sweep import run_sweep
 from tests.conftest import write_finished_run
 from tests.test_study import BASE as STUDY_BASE
 
@@ -237,3 +240,22 @@ def test_monte_carlo_p_keeps_the_published_draws():
         hits += int(np.sum(signs @ d >= d.sum() - 1e-9 * np.abs(d).sum()))
     test = sign_flip(d)
     assert test.method == "Monte Carlo" and test.p_higher == (1 + hits) / 100_001
+
+
+def test_a_sweep_with_an_axis_runs_each_value_and_reports_the_claim_per_value(tmp_path, monkeypatch):
+    """Runs replaced by finished run directories (final accuracy 0.5 + lr + seed / 100): the sweep runs
+    slow once and fast at each axis value, and report tests the claim at h1 and at h2."""
+
+    def run_job(scenario: dict, run_dir, resume: bool = False) -> dict:
+        return write_finished_run(run_dir, scenario, 0.5 + scenario["training"]["lr"] + scenario["seed"] / 100)
+
+    monkeypatch.setattr(jobs_module, "run_job", run_job)
+    sweep = run_sweep(build_study(axis_study(tmp_path)), quiet=True).sweep_dir
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["fast.h1", "fast.h2", "slow"]
+    rows = read_csv(sweep / "claims.csv")
+    assert [(r["variant"], r["axis_value"], r["pairs"], r["diff_mean"]) for r in rows] == [
+        ("fast.h1", "h1", "2", "9.0"), ("fast.h2", "h2", "2", "19.0")
+    ]  # fmt: skip
+    assert {r["verdict_across_axis"] for r in rows} == {"inconclusive"}  # 2 pairs: p >= 1/4
+    assert len(read_csv(sweep / "claims_seeds.csv")) == 4
+    assert report_dir(sweep, None) == 0 and len(read_csv(sweep / "claims.csv")) == 2  # read back from study.yaml
