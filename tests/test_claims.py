@@ -26,7 +26,6 @@ from asyncfl.sweep.study_sweep import run_sweep
 from tests.conftest import write_finished_run
 from tests.test_study import BASE as STUDY_BASE
 
-T_975_3 = 3.182446305284263  # Student t quantile 0.975 with 3 degrees of freedom
 Z_SUM = 1.959963984540054 + 0.8416212335729143  # z_0.975 + z_0.8 = 2.801585218...
 
 
@@ -61,12 +60,11 @@ def test_monte_carlo_sign_flip_matches_the_exact_count_and_is_fixed():
 
 
 def test_verdicts():
-    assert verdict(0.01, 0.5, 2.0, +1) == "supported"
-    assert verdict(0.2, 0.5, 2.0, +1) == "not shown"  # the interval excludes 0 but Holm's p does not pass
-    assert verdict(0.01, -0.5, 2.0, +1) == "not shown"  # the interval contains 0
-    assert verdict(0.9, -2.0, -0.5, +1) == "contradicted"  # on the other side, whatever p says
-    assert verdict(0.01, -2.0, -0.5, -1) == "supported"  # a "lower" claim (a shorter time to target)
-    assert verdict(0.9, 0.5, 2.0, -1) == "contradicted"
+    """(Holm p in the claim's direction, Holm p in the other one): the same test decides both ways."""
+    assert verdict(0.01, 0.99) == "supported"
+    assert verdict(0.2, 0.8) == "inconclusive"
+    assert verdict(0.97, 0.04) == "contradicted"
+    assert verdict(0.94, 0.0625) == "inconclusive"  # the other side not significant after Holm either
 
 
 def test_seeds_needed_by_hand():
@@ -91,21 +89,28 @@ def table(diffs: list[float], measure: str = "final accuracy") -> dict:
     }
 
 
+SAME_DATA = {"a": "mnist1d", "b": "mnist1d"}  # variant -> data.dataset of its runs
+
+
 def test_claim_row_interval_p_and_paper_effect_by_hand():
-    # differences 1.0, 1.2, 1.1, 1.3 points: mean 1.15, s = sqrt((.15^2 + .05^2 + .05^2 + .15^2) / 3)
-    # = sqrt(0.05 / 3) = 0.1291; half-width t_{0.975,3} s / 2 = 3.1824 x 0.1291 / 2 = 0.2054
+    """Differences 1.0, 1.2, 1.1, 1.3, 1.4 points.  Of the 32 sign patterns only the observed one (no flip)
+    reaches the sum: p = 1/32, 0.0625 after Holm in a family of 2: inconclusive.  The interval's lower end
+    is the ceil(0.05 x 32) = 2nd smallest subset mean (the first is the empty set's −inf): the smallest
+    single difference, 1.0; the upper end likewise the largest, 1.4.  Paper 1.2 lies inside, 3.0 above."""
     rows = claim_rows(
-        [claim(paper_effect=1.2, paper_numbers="81.2 vs 80.0 %"), claim(family="g", paper_effect=3.0)],
-        table([0.010, 0.012, 0.011, 0.013]),
-    )
+        [claim(paper_effect=1.2, paper_numbers="81.2 vs 80.0 %", paper_data="mnist1d"),
+         claim(variant="c", paper_effect=3.0, paper_data="mnist1d")],
+        {**table([0.010, 0.012, 0.011, 0.013, 0.014]), "c": table([0.010, 0.012, 0.011, 0.013, 0.014])["a"]},
+        datasets={**SAME_DATA, "c": "mnist1d"},
+    )  # fmt: skip
     inside, outside = rows
-    half = T_975_3 * math.sqrt(0.05 / 3) / 2
-    assert inside["pairs"] == 4 and inside["diff_mean"] == pytest.approx(1.15)
-    assert inside["diff_ci_low"] == pytest.approx(1.15 - half) and inside["diff_ci_high"] == pytest.approx(1.15 + half)
-    assert inside["p_sign_flip"] == 1 / 16 and inside["p_holm"] == 1 / 16  # 4 pairs: 1/16 at best, > 0.05
-    assert inside["paper_effect_inside"] == "yes" and inside["verdict"] == "not shown"
-    assert outside["paper_effect_inside"] == "no" and outside["verdict"] == "not shown; effect smaller than the paper's"
-    assert inside["smallest_p"] == 1 / 16 and inside["unit"] == "points"
+    assert inside["pairs"] == 5 and inside["diff_mean"] == pytest.approx(1.2)
+    assert inside["diff_ci_low"] == pytest.approx(1.0) and inside["diff_ci_high"] == pytest.approx(1.4)
+    assert inside["p_sign_flip"] == 1 / 32 and inside["p_holm"] == 1 / 16 and inside["p_holm_other_side"] == 1.0
+    assert inside["paper_effect_inside"] == "yes" and inside["verdict"] == "inconclusive"
+    assert outside["paper_effect_inside"] == "no"
+    assert outside["verdict"] == "inconclusive; effect smaller than the paper's"
+    assert inside["smallest_p"] == 1 / 32 and inside["unit"] == "points"
     assert inside["paper_numbers"] == "81.2 vs 80.0 %" and outside["paper_numbers"] == ""
     assert claim_markdown(rows)[0]["paper's numbers"] == "81.2 vs 80.0 %"
 
@@ -116,23 +121,28 @@ def test_holm_within_a_family_keeps_five_seeds_from_passing():
     alone = claim_rows([claim()], five)[0]
     assert alone["p_sign_flip"] == 1 / 32 and alone["verdict"] == "supported"
     pair = claim_rows([claim(), claim(variant="c")], five)  # family of 2: 0.03125 x 2 = 0.0625 for both
-    assert [r["p_holm"] for r in pair] == [0.0625, 0.0625] and {r["verdict"] for r in pair} == {"not shown"}
+    assert [r["p_holm"] for r in pair] == [0.0625, 0.0625] and {r["verdict"] for r in pair} == {"inconclusive"}
     assert pair[0]["smallest_p_holm"] == 0.0625 and pair[0]["family_size"] == 2
     other_family = claim_rows([claim(), claim(variant="c", family="g")], five)  # corrected separately
     assert [r["verdict"] for r in other_family] == ["supported", "supported"]
 
 
-def test_contradicted_claim_and_time_to_target_pairs_only_seeds_where_both_reached():
+def test_contradicted_claim_on_a_time_to_target():
     measure = "time to 0.8 (virtual s)"
-    times = {"a": {measure: {0: 10.0, 1: 12.0, 2: math.nan, 3: 11.0}}, "b": {measure: {0: 5.0, 1: 6.0, 2: 7.0, 3: 5.0}}}
-    row = claim_rows([claim(measure="time_to:0.8", direction="lower", paper_effect=2.0)], times)[0]
-    # pairs: seeds 0, 1, 3 with differences +5, +6, +6 s: a is slower, the claim said faster
-    assert row["pairs"] == 3 and row["diff_mean"] == pytest.approx(17 / 3) and row["unit"] == "virtual s"
+    slower = dict(enumerate([10.0, 12.0, 9.0, 11.0, 8.0]))
+    times = {"a": {measure: slower}, "b": {measure: dict.fromkeys(range(5), 5.0)}}
+    row = claim_rows([claim(measure="time_to:0.8", direction="lower", paper_effect=2.0, paper_data="mnist1d")],
+                     times, datasets=SAME_DATA)[0]  # fmt: skip
+    # differences +5, +7, +4, +6, +3 s: a is slower on every seed, the claim said faster.  "lower": every
+    # pattern's sum is <= the observed one, p = 1; "higher" (the other side): only the observed, 1/32
+    assert row["pairs"] == 5 and row["diff_mean"] == pytest.approx(5.0) and row["unit"] == "virtual s"
+    assert row["p_sign_flip"] == 1.0 and row["p_other_side"] == 1 / 32 and row["p_holm_other_side"] == 1 / 32
     assert row["verdict"] == "contradicted" and row["paper_effect"] == -2.0 and row["paper_effect_inside"] == "no"
-    # lower: the sum must be <= the observed +17, the largest of the 8 patterns' sums: all 8 are, p = 1
-    assert row["p_sign_flip"] == 1.0
+    assert (row["diff_ci_low"], row["diff_ci_high"]) == pytest.approx((3.0, 7.0))
+    assert (row["variant_reached"], row["versus_reached"]) == ("5/5", "5/5")
     one = claim_rows([claim()], table([0.01]))[0]
-    assert one["pairs"] == 1 and one["verdict"] == "not shown" and one["seeds_needed"] is None
+    assert one["pairs"] == 1 and one["verdict"] == "inconclusive" and one["seeds_needed"] is None
+    assert (one["diff_ci_low"], one["diff_ci_high"]) == (-math.inf, math.inf)  # 2 patterns reject no shift
 
 
 BASE = {**STUDY_BASE, "name": "tiny_claims"}  # the study tests' tiny scenario
@@ -159,7 +169,7 @@ def test_every_claim_field_is_validated_with_its_path(tmp_path):
         build_study(study_raw(tmp_path, claims=bad))
     text = str(err.value)
     assert "claims[0].variant: must name a variant of compare: (slow, fast); got 'fastest'" in text
-    assert "claims[0].measure: allowed: final_accuracy, last_quarter_accuracy, last_quarter:<metrics.csv" in text
+    assert "claims[0].measure: allowed: final_accuracy, last_quarter_accuracy, best_accuracy, last_quarter:<" in text
     assert "claims[0].direction: allowed: higher, lower" in text
     assert "claims[1].measure: 'time_to:0.9': the target must be one of targets: (0.1)" in text
     assert "claims[1].paper_effect: Input should be greater than 0" in text
@@ -184,7 +194,9 @@ def test_tiny_study_reports_its_claims_and_refuses_changed_claims_on_resume(tmp_
     assert "## Declared claims" in (sweep_dir / "report.md").read_text()
     # at most 2 pairs: p >= 1/4, x2 in a family of 2 -> Holm p >= 0.5: nothing can be "supported"
     assert all(float(r["smallest_p_holm"]) == min(1, 2 * 2 ** -int(r["pairs"])) >= 0.5 for r in rows)
-    assert "supported" not in {r["verdict"] for r in rows} and rows[1]["pairs"] == "1"  # slow seed 1 missed 0.1
+    assert "supported" not in {r["verdict"] for r in rows}
+    # slow seed 1 missed 0.1: still a pair, censored at the run's end
+    assert (rows[1]["pairs"], rows[1]["variant_reached"], rows[1]["versus_reached"]) == ("2", "2/2", "1/2")
     changed = build_study(study_raw(tmp_path, claims=CLAIMS[:1]))
     with pytest.raises(ConfigError, match="claims cannot change once a sweep has started"):
         run_sweep(changed, resume=sweep_dir, quiet=True)
@@ -255,16 +267,20 @@ def test_a_claim_on_a_column_the_runs_do_not_write_is_refused(tmp_path):
 
 
 def test_a_paper_effect_outside_the_interval_says_on_which_side():
-    """Differences 1.0, 1.2, 1.1, 1.3 points: interval 1.15 ± 0.2054 = [0.945, 1.355] (see above), 4 pairs so
-    Holm p = 1/16: not shown.  Paper 0.5 lies below it: our effect is larger; 3.0 above: smaller.  For a
-    claim "lower" on differences -1.0 .. -1.3 the interval [-1.355, -0.945] is an effect of 0.945 .. 1.355
-    in the claim's direction: again larger than 0.5 and smaller than 3.0."""
-    higher = table([0.010, 0.012, 0.011, 0.013])
-    lower = table([-0.010, -0.012, -0.011, -0.013])
-    rows = claim_rows([claim(paper_effect=0.5), claim(family="g", paper_effect=3.0)], higher)
-    rows += claim_rows([claim(direction="lower", paper_effect=e, family=f"l{e}") for e in (0.5, 3.0)], lower)
+    """Differences 1.0, 1.2, 1.1, 1.3, 1.4 points: interval [1.0, 1.4] (see above), p = 1/32 and, two claims
+    in the family, Holm p = 1/16: inconclusive.  Paper 0.5 lies below it: our effect is larger; 3.0 above:
+    smaller.  For a claim "lower" on differences -1.0 .. -1.4 the interval [-1.4, -1.0] is an effect of
+    1.0 .. 1.4 in the claim's direction: again larger than 0.5 and smaller than 3.0."""
+    diffs = [0.010, 0.012, 0.011, 0.013, 0.014]
+    higher, lower = table(diffs), table([-d for d in diffs])
+    for t in (higher, lower):
+        t["c"] = t["a"]
+    data = {**SAME_DATA, "c": "mnist1d"}
+    pair = [claim(paper_effect=0.5, paper_data="mnist1d"), claim(variant="c", paper_effect=3.0, paper_data="mnist1d")]
+    rows = claim_rows(pair, higher, datasets=data)
+    rows += claim_rows([c.model_copy(update={"direction": "lower"}) for c in pair], lower, datasets=data)
     assert [r["verdict"] for r in rows] == [
-        "not shown; effect larger than the paper's", "not shown; effect smaller than the paper's",
+        "inconclusive; effect larger than the paper's", "inconclusive; effect smaller than the paper's",
     ] * 2  # fmt: skip
     assert [r["paper_effect"] for r in rows] == [0.5, 3.0, -0.5, -3.0]
 

@@ -230,9 +230,7 @@ def _commit_steps_under_ctrl_c() -> None:
 
 # every algorithm that says it keeps a memory (its tags), under a mode it runs in
 MEMORY_ALGORITHMS = {
-    name: "sync" if "sync" in params.modes else "k_async"
-    for name, params in PARAMS.items()
-    if params.tags.keeps_memory
+    name: "sync" if "sync" in params.modes else "k_async" for name, params in PARAMS.items() if params.tags.keeps_memory
 }
 
 

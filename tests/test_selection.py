@@ -43,7 +43,6 @@ class HighestLoss:
         return sorted(ranked if request.count is None else ranked[: request.count])
 
 
-
 BUILT: list[HighestLoss] = []
 
 

@@ -1,23 +1,40 @@
 """The claims of a study (:mod:`asyncfl.study.claims`), tested after its runs with a multiplicity correction.
 
 A study's ``claims:`` list says which variant beats which, on which measure, and (optionally) by how much
-the paper says it does.  ``report`` tests each claim on the differences variant − versus paired by seed
-(the seeds where both have the measure; for a time to target: where both reached it):
+the paper says it does.  ``report`` tests each claim on the differences variant − versus paired by seed:
 
-- the mean paired difference with its Student-t 95 % interval (the report's own interval);
-- a paired sign-flip permutation p-value, one-sided in the claim's direction: under "no difference" each
-  paired difference is as likely to have either sign, so p is the share of the 2^n sign patterns whose
-  sum is at least as far in the claimed direction as the observed one.  For n <= 16 every pattern is
-  enumerated (exact; the smallest p it can give is 2^-n, so 5 seeds cannot go below 0.031 and, ranked
-  first in a family of 2, not below 0.0625 after Holm).  Above 16 pairs, 100,000 random patterns from a
-  fixed seed give p = (1 + hits) / (1 + 100,000) (Monte Carlo; the +1 counts the observed pattern, so p
-  is never 0);
-- Holm's step-down adjustment within each ``family`` (Holm 1979): with the m p-values of a family sorted
-  ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j));
-- the verdict at alpha = 0.05: ``supported`` when the adjusted p < 0.05 and the t interval lies on the
-  claimed side of 0; ``contradicted`` when the t interval lies on the other side of 0 (whatever p says);
-  ``not shown`` otherwise, with "effect larger than the paper's" or "effect smaller than the paper's"
-  added when the interval leaves out the paper's effect size (which side, in the claim's direction);
+- the pairs: for an accuracy measure, the seeds where both runs have it.  For a time to a target, every
+  seed where each run reached the target or ended: a run that never reached it counts as its end (the
+  censoring time, a lower bound of its time to target), so a miss is later than any time reached in that
+  run and a seed where neither reached it is a tie near 0.  This keeps the slow variant's misses in the
+  comparison instead of dropping them (which once turned +12.3 into −1.0 s at a shorter horizon); the row
+  says on how many of its seeds each variant reached the target;
+- a paired sign-flip permutation test (Fisher 1935; Good, *Permutation Tests*, 2nd ed., §3.1), one-sided,
+  in the claim's direction and in the other one: under "no difference" each paired difference is as likely
+  to have either sign, so p is the share of the 2^n sign patterns whose sum is at least as far in that
+  direction as the observed one.  For n <= 16 every pattern is enumerated (exact; the smallest p it can
+  give is 2^-n, so 5 seeds cannot go below 0.031 and, ranked first in a family of 2, not below 0.0625 after
+  Holm).  Above 16 pairs, 100,000 random patterns from a fixed seed give p = (1 + hits) / (1 + 100,000)
+  (Monte Carlo; the +1 counts the observed pattern, so p is never 0);
+- the interval: the same test inverted (Hartigan 1969, "Using subsample values as typical values";
+  Lehmann & Romano, *Testing Statistical Hypotheses*, §3.5): every shift δ such that neither one-sided
+  test of d − δ rejects at 0.05.  A pattern flipping the set F of pairs reaches the observed sum of d − δ
+  exactly when δ >= the mean of d over F, so the bounds are order statistics of those subset means.  Its
+  lower end is above 0 exactly when the raw p in the "higher" direction is below 0.05 (and the upper end
+  below 0 exactly when the raw "lower" p is), so interval and p cannot disagree; each end is a one-sided
+  95 % bound, together a 90 % interval; too few pairs to reject any shift leave it unbounded (±∞);
+- Holm's step-down adjustment within each ``family`` (Holm 1979), each direction on its own (a claim
+  without a family is in the study's one family; on a sensitivity axis, the family at each axis value):
+  with the m p-values of a family sorted ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j));
+- the verdict at alpha = 0.05, symmetric: ``supported`` when the Holm p in the claim's direction is below
+  0.05, ``contradicted`` when the Holm p in the other direction is, ``inconclusive`` otherwise (with
+  "effect larger / smaller than the paper's" added when the interval leaves out the paper's effect).
+  Holm p >= raw p, so a supported or contradicted claim always has its interval on that side of 0; an
+  interval off 0 with a Holm p >= 0.05 is inconclusive: significant alone, not in its family;
+- the paper's effect is compared with the interval only when the paper measured it on the runs' data set
+  (``paper_data:`` equal to both variants' data.dataset); otherwise it is shown as context, not tested;
+- with a sensitivity axis (:mod:`asyncfl.study.sensitivity`) each claim is tested at every axis value, and
+  a claim whose verdicts differ is "depends on <axis> (value: verdict; ...)";
 - the seeds a study needs to resolve the effect at stake (the paper's effect, else the observed mean
   difference) with 80 % power in a two-sided 5 % test, normal approximation:
   n = ceil(((z_0.975 + z_0.8) · s / effect)²), s the observed paired standard deviation (at least 2).
@@ -35,33 +52,88 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from asyncfl.study.claims import ALPHA, EXACT_UP_TO, MONTE_CARLO_FLIPS, Claim, smallest_holm_p, smallest_p
-from asyncfl.study.seed_statistics import CONFIDENCE, paired_values, t_interval
+from asyncfl.study.claims import (
+    ALPHA,
+    DIRECTIONS,
+    EXACT_UP_TO,
+    MONTE_CARLO_FLIPS,
+    Claim,
+    holm_group,
+    smallest_holm_p,
+    smallest_p,
+)
 
 POWER = 0.8
 MONTE_CARLO_SEED = 0
 
 
+def _patterns(n: int):
+    """The sign patterns of the sign-flip test as 0/1 rows (1: that pair's sign flipped): all 2^n for
+    n <= 16, else 100,000 draws from a fixed seed in chunks, so that many pairs need no huge matrix."""
+    if n <= EXACT_UP_TO:
+        yield ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(np.float64)
+        return
+    rng = np.random.default_rng(MONTE_CARLO_SEED)
+    left = MONTE_CARLO_FLIPS
+    while left:
+        chunk = min(left, 10_000)
+        yield (rng.choice(np.array([-1.0, 1.0]), size=(chunk, n)) < 0).astype(np.float64)
+        left -= chunk
+
+
+def _flip_means(d: np.ndarray) -> tuple[np.ndarray, str]:
+    """For every sign pattern of :func:`_patterns`, the shift below which it counts as a hit.
+
+    A pattern that flips the set F of pairs reaches the observed sum of d − δ when Σ_F (d_i − δ) <= 0,
+    i.e. when δ >= mean of d over F (always, for F empty).  So the one-sided p of the shift δ is the share
+    of patterns whose value here is <= δ: one sorted array gives p and its inverted interval together.
+    A half tolerance on the sum lets a pattern that ties the observed sum count (rounding aside).
+    Monte Carlo adds the observed pattern (−inf) to the draws: p = (1 + hits) / (1 + 100,000)."""
+    half_tolerance = 0.5e-9 * np.abs(d).sum()
+    chunks = []
+    for flipped in _patterns(len(d)):
+        sizes = flipped.sum(axis=1)
+        sums = flipped @ d - half_tolerance
+        with np.errstate(divide="ignore", invalid="ignore"):
+            chunks.append(np.where(sizes > 0, sums / np.maximum(sizes, 1), -np.inf))
+    exact = len(d) <= EXACT_UP_TO
+    means = np.concatenate(chunks if exact else [np.array([-np.inf])] + chunks)
+    return np.sort(means), "exact" if exact else "Monte Carlo"
+
+
+@dataclass(frozen=True)
+class SignFlip:
+    """The paired sign-flip test of a mean difference in both one-sided directions, and the interval of
+    every shift δ that neither one-sided test at ALPHA rejects (so its ends and the p-values always agree:
+    low > 0 exactly when p_higher < ALPHA, high < 0 exactly when p_lower < ALPHA)."""
+
+    p_higher: float
+    p_lower: float
+    low: float
+    high: float
+    method: str
+
+    def p(self, direction: str) -> float:
+        return self.p_higher if direction == "higher" else self.p_lower
+
+
+def sign_flip(differences: Sequence[float]) -> SignFlip:
+    """The sign-flip test of ``differences`` (see the module docstring); no pair: p = 1 both ways and an
+    unbounded interval."""
+    d = np.asarray(differences, dtype=np.float64)
+    if not len(d):
+        return SignFlip(1.0, 1.0, -math.inf, math.inf, "exact")
+    up, method = _flip_means(d)
+    down, _ = _flip_means(-d)
+    k = math.ceil(ALPHA * len(up))  # the k-th smallest value: the least δ whose p reaches ALPHA
+    return SignFlip(float(np.mean(up <= 0)), float(np.mean(down <= 0)), float(up[k - 1]), float(-down[k - 1]), method)
+
+
 def sign_flip_p(differences: Sequence[float], direction: str) -> tuple[float, str]:
     """One-sided paired sign-flip p-value of ``differences`` in ``direction`` (higher: their sum is large)
     and how it was computed (``exact`` / ``Monte Carlo``).  No pair: p = 1, there is no evidence."""
-    d = np.asarray(differences, dtype=np.float64) * (1 if direction == "higher" else -1)
-    n = len(d)
-    if n == 0:
-        return 1.0, "exact"
-    observed = d.sum()
-    tolerance = 1e-9 * np.abs(d).sum()  # a pattern that ties the observed sum counts (rounding aside)
-    if n <= EXACT_UP_TO:
-        signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
-        return float(np.mean(signs @ d >= observed - tolerance)), "exact"
-    rng = np.random.default_rng(MONTE_CARLO_SEED)
-    hits, left = 0, MONTE_CARLO_FLIPS
-    while left:  # in chunks, so that many pairs do not need one huge matrix
-        chunk = min(left, 10_000)
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(chunk, n))
-        hits += int(np.sum(signs @ d >= observed - tolerance))
-        left -= chunk
-    return (1 + hits) / (1 + MONTE_CARLO_FLIPS), "Monte Carlo"
+    test = sign_flip(differences)
+    return test.p(direction), test.method
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -84,13 +156,12 @@ def seeds_needed(sd: float, effect: float, power: float = POWER, alpha: float = 
     return max(2, math.ceil((z * sd / abs(effect)) ** 2))
 
 
-def verdict(adjusted_p: float, low: float, high: float, sign: int) -> str:
-    """supported / contradicted / not shown for a claim that variant − versus has ``sign``."""
-    claimed_side = low > 0 if sign > 0 else high < 0
-    other_side = high < 0 if sign > 0 else low > 0
-    if adjusted_p < ALPHA and claimed_side:
+def verdict(p_claimed: float, p_other: float) -> str:
+    """supported / contradicted / inconclusive from the Holm-adjusted one-sided p-values in the claim's
+    direction and in the other one: the same test decides both ways."""
+    if p_claimed < ALPHA:
         return "supported"
-    return "contradicted" if other_side else "not shown"
+    return "contradicted" if p_other < ALPHA else "inconclusive"
 
 
 def beside_paper(low: float, high: float, sign: int, paper_effect: float) -> str:
@@ -102,54 +173,178 @@ def beside_paper(low: float, high: float, sign: int, paper_effect: float) -> str
 
 
 @dataclass(frozen=True)
-class Tested:
-    """One claim with its paired differences (in the claim's unit) and p-value before correction."""
+class Pair:
+    """One seed of a claim: both variants' values in the claim's unit; a time to a target one of them
+    never reached is its run's end (``censored`` says whose)."""
 
-    claim: Claim
-    differences: list[float]
-    p: float
-    method: str
+    seed: int
+    own: float
+    other: float
+    censored: str = ""
 
-
-def claim_rows(claims: Sequence[Claim], table: Mapping[str, Mapping[str, Mapping[int, float]]]) -> list[dict]:
-    """claims.csv: one row per claim, in the study file's order; ``table`` is variant -> measure -> seed ->
-    value (:func:`asyncfl.study.report.measure_table`)."""
-    tested = []
-    for claim in claims:
-        scale = 1.0 if claim.unit == "virtual s" else 100.0
-        own, other = (table.get(v, {}).get(claim.column, {}) for v in (claim.variant, claim.versus))
-        differences = [scale * d for d in paired_values(own, other)]
-        tested.append(Tested(claim, differences, *sign_flip_p(differences, claim.direction)))
-    families: dict[str, list[int]] = {}
-    for i, t in enumerate(tested):
-        families.setdefault(t.claim.family, []).append(i)
-    adjusted = [0.0] * len(tested)
-    for members in families.values():
-        for i, p in zip(members, holm([tested[i].p for i in members])):
-            adjusted[i] = p
-    return [_row(t, adjusted[i], len(families[t.claim.family])) for i, t in enumerate(tested)]
+    @property
+    def difference(self) -> float:
+        return self.own - self.other
 
 
-def _row(t: Tested, adjusted: float, family_size: int) -> dict:
-    claim, n = t.claim, len(t.differences)
-    interval = t_interval(t.differences)
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def claim_pairs(
+    claim: Claim, table: Mapping[str, Mapping[str, Mapping[int, float]]], horizons: Mapping[str, Mapping[int, float]]
+) -> list[Pair]:
+    """The seeds a claim is tested on.  Accuracy: the seeds where both runs have the measure.  Time to a
+    target: every seed where each run either reached it or ended, a miss taking the run's end (``horizons``:
+    variant -> seed -> its last virtual time), so that a miss counts as later than any reach in that run
+    (a lower bound of the true time: the censored-pair rule of the module docstring)."""
+    scale = 1.0 if claim.unit == "virtual s" else 100.0
+    own, other = (table.get(v, {}).get(claim.column, {}) for v in (claim.variant, claim.versus))
+    pairs = []
+    for seed in sorted(own.keys() & other.keys()):
+        a, b, censored = own[seed], other[seed], []
+        if claim.unit == "virtual s":
+            if not _finite(a):
+                a, censored = horizons.get(claim.variant, {}).get(seed), censored + ["variant"]
+            if not _finite(b):
+                b, censored = horizons.get(claim.versus, {}).get(seed), censored + ["versus"]
+        if _finite(a) and _finite(b):
+            pairs.append(Pair(seed, scale * a, scale * b, " and ".join(censored)))
+    return pairs
+
+
+def reached(claim: Claim, pairs: Sequence[Pair]) -> tuple[str, str]:
+    """The seeds (of the pairs) where the variant and versus each reached a time-to target, as "k/n"."""
+    if claim.unit != "virtual s":
+        return "", ""
+    n = len(pairs)
+    return tuple(f"{sum(side not in p.censored for p in pairs)}/{n}" for side in ("variant", "versus"))  # type: ignore[return-value]
+
+
+def claim_rows(
+    claims: Sequence[Claim],
+    table: Mapping[str, Mapping[str, Mapping[int, float]]],
+    horizons: Mapping[str, Mapping[int, float]] | None = None,
+    datasets: Mapping[str, str] | None = None,
+) -> list[dict]:
+    """claims.csv: one row per claim (and sensitivity-axis value), in the study file's order; ``table`` is
+    variant -> measure -> seed -> value (:func:`asyncfl.study.report.measure_table`), ``horizons`` each
+    run's end (for censored times to target), ``datasets`` each variant's data.dataset (the paper's effect
+    is tested only against runs on the paper's data)."""
+    tested = [(c, claim_pairs(c, table, horizons or {})) for c in claims]
+    tests = [sign_flip([p.difference for p in pairs]) for _, pairs in tested]
+    groups: dict[tuple, list[int]] = {}
+    for i, (c, _) in enumerate(tested):
+        groups.setdefault(holm_group(c), []).append(i)
+    adjusted = {d: [0.0] * len(tested) for d in DIRECTIONS}
+    for members in groups.values():
+        for direction in DIRECTIONS:
+            for i, p in zip(members, holm([tests[i].p(direction) for i in members])):
+                adjusted[direction][i] = p
+    rows = []
+    for i, (claim, pairs) in enumerate(tested):
+        held = {d: adjusted[d][i] for d in DIRECTIONS}
+        rows.append(_row(claim, pairs, tests[i], held, len(groups[holm_group(claim)]), datasets or {}))
+    return _across_axis(claims, rows)
+
+
+def _opposite(direction: str) -> str:
+    return "lower" if direction == "higher" else "higher"
+
+
+def paper_comparison(claim: Claim, datasets: Mapping[str, str]) -> str:
+    """Whether the paper's effect is tested: "tested" when it was measured on the data of both variants'
+    runs, else why it is context only."""
+    if claim.paper_effect is None:
+        return ""
+    ours = sorted({str(datasets.get(v, "unknown")) for v in (claim.variant, claim.versus)})
+    if claim.paper_data is None:
+        return "context only: the paper's data set is not declared (paper_data:)"
+    if ours != [claim.paper_data]:
+        return f"context only: the paper's data is {claim.paper_data}, the runs' {', '.join(ours)}"
+    return "tested"
+
+
+def _row(claim: Claim, pairs: Sequence[Pair], test: SignFlip, held: Mapping[str, float], size: int,
+         datasets: Mapping[str, str]) -> dict:  # fmt: skip
+    differences = [p.difference for p in pairs]
+    n = len(differences)
+    mean = float(np.mean(differences)) if n else math.nan
     paper = claim.sign * claim.paper_effect if claim.paper_effect is not None else None
-    known = n >= 2 and math.isfinite(interval.half_width)
-    word = verdict(adjusted, interval.low, interval.high, claim.sign) if known else "not shown"
-    inside = "" if paper is None or not known else ("yes" if interval.low <= paper <= interval.high else "no")
-    if word == "not shown" and inside == "no":
-        word += "; " + beside_paper(interval.low, interval.high, claim.sign, claim.paper_effect)
-    sd = float(np.std(t.differences, ddof=1)) if n >= 2 else math.nan
+    comparison = paper_comparison(claim, datasets)
+    word = verdict(held[claim.direction], held[_opposite(claim.direction)])
+    inside = ""
+    if comparison == "tested" and paper is not None and n >= 2:
+        inside = "yes" if test.low <= paper <= test.high else "no"
+    if word == "inconclusive" and inside == "no":
+        word += "; " + beside_paper(test.low, test.high, claim.sign, claim.paper_effect)
+    sd = float(np.std(differences, ddof=1)) if n >= 2 else math.nan
+    variant_reached, versus_reached = reached(claim, pairs)
     return {
         "family": claim.family, "variant": claim.variant, "versus": claim.versus, "measure": claim.measure,
-        "direction": claim.direction, "unit": claim.unit, "pairs": n, "diff_mean": interval.mean,
-        "diff_ci_low": interval.low, "diff_ci_high": interval.high, "diff_sd": sd, "p_sign_flip": t.p,
-        "p_method": t.method, "family_size": family_size, "p_holm": adjusted, "verdict": word,
-        "paper_effect": paper, "paper_effect_inside": inside,
-        "seeds_needed": seeds_needed(sd, paper if paper is not None else interval.mean),
-        "smallest_p": smallest_p(n), "smallest_p_holm": smallest_holm_p(n, family_size),
+        "direction": claim.direction, "unit": claim.unit, "axis": claim.axis or "", "axis_value":
+        claim.axis_value or "", "pairs": n, "variant_reached": variant_reached, "versus_reached": versus_reached,
+        "diff_mean": mean, "diff_ci_low": test.low, "diff_ci_high": test.high, "diff_sd": sd,
+        "p_sign_flip": test.p(claim.direction), "p_other_side": test.p(_opposite(claim.direction)),
+        "p_method": test.method, "family_size": size, "p_holm": held[claim.direction],
+        "p_holm_other_side": held[_opposite(claim.direction)], "verdict": word, "paper_effect": paper,
+        "paper_data": claim.paper_data or "", "paper_comparison": comparison, "paper_effect_inside": inside,
+        "seeds_needed": seeds_needed(sd, paper if paper is not None else mean),
+        "smallest_p": smallest_p(n), "smallest_p_holm": smallest_holm_p(n, size),
         "source": claim.source or "", "paper_numbers": claim.paper_numbers or "",
     }  # fmt: skip
+
+
+def _across_axis(claims: Sequence[Claim], rows: list[dict]) -> list[dict]:
+    """With a sensitivity axis: each row's verdict over the axis, "depends on <axis> (value: verdict; ...)"
+    where the values' verdicts differ (their first word: supported / contradicted / inconclusive)."""
+    if not any(c.axis for c in claims):
+        return rows
+    by_claim: dict[tuple, list[int]] = {}
+    for i, claim in enumerate(claims):
+        by_claim.setdefault(claim.declared, []).append(i)
+    for members in by_claim.values():
+        words = {rows[i]["axis_value"]: rows[i]["verdict"].split(";")[0] for i in members}
+        axis = claims[members[0]].axis
+        if axis is None or len(set(words.values())) == 1:
+            across = next(iter(words.values()))
+        else:
+            across = f"depends on {axis} (" + "; ".join(f"{v}: {w}" for v, w in words.items()) + ")"
+        for i in members:
+            rows[i]["verdict_across_axis"] = across
+    return rows
+
+
+def seed_rows(
+    claims: Sequence[Claim],
+    table: Mapping[str, Mapping[str, Mapping[int, float]]],
+    horizons: Mapping[str, Mapping[int, float]] | None = None,
+) -> list[dict]:
+    """claims_seeds.csv: one row per claim and seed it was tested on, with both variants' values (in the
+    claim's unit) and their difference, so that every p-value and interval can be recomputed by hand."""
+    rows = []
+    for claim in claims:
+        for pair in claim_pairs(claim, table, horizons or {}):
+            rows.append({
+                "family": claim.family, "variant": claim.variant, "versus": claim.versus,
+                "measure": claim.measure, "unit": claim.unit, "axis_value": claim.axis_value or "",
+                "seed": pair.seed, "variant_value": pair.own, "versus_value": pair.other,
+                "difference": pair.difference, "censored": pair.censored,
+            })  # fmt: skip
+    return rows
+
+
+def seed_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
+    """The Markdown cells of :func:`seed_rows`."""
+    return [{
+        "family": r["family"], "claim": f"{r['variant']} vs {r['versus']}", "measure": f"{r['measure']} ({r['unit']})",
+        "seed": str(r["seed"]), "variant": f"{r['variant_value']:.2f}", "versus": f"{r['versus_value']:.2f}",
+        "difference": f"{r['difference']:+.2f}", "censored (run end, not reached)": r["censored"] or "—",
+    } for r in rows]  # fmt: skip
+
+
+def _bound(x: float) -> str:
+    return f"{x:+.2f}" if math.isfinite(x) else ("−∞" if x < 0 else "+∞")
 
 
 def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
@@ -158,33 +353,46 @@ def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
     for r in rows:
         symbol = ">" if r["direction"] == "higher" else "<"
         interval = "—" if not math.isfinite(r["diff_mean"]) else f"{r['diff_mean']:+.2f}"
-        if math.isfinite(r["diff_ci_low"]):
-            interval += f" [{r['diff_ci_low']:+.2f}, {r['diff_ci_high']:+.2f}]"
-        out.append({
+        interval += f" [{_bound(r['diff_ci_low'])}, {_bound(r['diff_ci_high'])}]"
+        mc = " (MC)" if r["p_method"] == "Monte Carlo" else ""
+        cells = {
             "family": r["family"], "claim": f"{r['variant']} {symbol} {r['versus']}",
             "measure": f"{r['measure']} ({r['unit']})", "pairs": str(r["pairs"]),
-            f"difference [{CONFIDENCE:.0%} CI]": interval,
-            "sign-flip p": f"{r['p_sign_flip']:.4f}" + (" (MC)" if r["p_method"] == "Monte Carlo" else ""),
-            "Holm p": f"{r['p_holm']:.4f}", "verdict": r["verdict"],
+        }  # fmt: skip
+        if r["variant_reached"]:
+            cells["reached (variant, versus)"] = f"{r['variant_reached']}, {r['versus_reached']}"
+        cells.update({
+            f"difference [{1 - 2 * ALPHA:.0%} sign-flip interval]": interval,
+            "sign-flip p (other side)": f"{r['p_sign_flip']:.4f} ({r['p_other_side']:.4f}){mc}",
+            "Holm p (other side)": f"{r['p_holm']:.4f} ({r['p_holm_other_side']:.4f})", "verdict": r["verdict"],
+        })  # fmt: skip
+        if "verdict_across_axis" in r:
+            cells["verdict across the axis"] = r["verdict_across_axis"]
+        cells.update({
             "paper's numbers": r["paper_numbers"] or "—",
             "paper's effect": "—" if r["paper_effect"] is None else f"{r['paper_effect']:+g}",
-            "inside CI": r["paper_effect_inside"] or "—",
+            "inside interval": r["paper_effect_inside"] or ("—" if r["paper_effect"] is None else "context only"),
             "seeds needed": "—" if r["seeds_needed"] is None else str(r["seeds_needed"]),
             "smallest p (Holm)": f"{r['smallest_p']:.4g} ({r['smallest_p_holm']:.4g})",
             "source": r["source"],
         })  # fmt: skip
+        out.append(cells)
     return out
 
 
 CLAIMS_INTRO = (
     "Claims declared in study.yaml before the runs. Difference = variant − versus paired by seed (accuracy in"
-    " points, times in virtual s), mean with its 95 % Student-t interval. Sign-flip p: paired permutation test,"
-    " one-sided in the claim's direction, exact over all 2^n sign patterns for n <= 16 pairs, else 100,000"
-    " random patterns from a fixed seed (MC). Holm p: Holm's step-down correction within the family. Verdict at"
-    " 0.05 after Holm: supported (Holm p < 0.05 and the interval on the claimed side), contradicted (the"
-    " interval on the other side), else not shown (and, when the interval leaves out the paper's effect, whether"
-    " ours is larger or smaller). Seeds needed: pairs for 80 % power at two-sided 5 % to"
-    " detect the paper's effect (else the observed one) given the observed paired SD (normal approximation)."
-    " Smallest p: the least a sign-flip test with these pairs can give (2^-n; 1/100,001 for MC), and after Holm"
-    " when the claim ranks first in its family."
+    " points, times in virtual s; a time to a target a run never reached counts as that run's end, and"
+    " 'reached' says on how many seeds each got there). Sign-flip p: paired permutation test, one-sided, in the"
+    " claim's direction and (other side) in the opposite one, exact over all 2^n sign patterns for n <= 16"
+    " pairs, else 100,000 random patterns from a fixed seed (MC). Holm p: Holm's step-down correction within"
+    " the family, each direction on its own. Verdict at 0.05 after Holm: supported (Holm p < 0.05), contradicted"
+    " (Holm p on the other side < 0.05), else inconclusive (and, when the interval leaves out the paper's"
+    " effect, whether ours is larger or smaller). Interval: every shift that neither one-sided sign-flip test at"
+    " 5 % rejects (the test inverted, so it excludes 0 exactly when a raw one-sided p is below 0.05; ±∞ when"
+    " there are too few pairs to reject any shift). The paper's effect is tested only when the runs use the"
+    " data set it was measured on (paper_data:), else shown as context. Seeds needed: pairs for 80 % power at"
+    " two-sided 5 % to detect the paper's effect (else the observed one) given the observed paired SD (normal"
+    " approximation). Smallest p: the least a sign-flip test with these pairs can give (2^-n; 1/100,001 for"
+    " MC), and after Holm when the claim ranks first in its family. Every pair: claims_seeds.csv."
 )

@@ -20,15 +20,19 @@ from asyncfl.output.columns import CLASS_ACCURACY
 from asyncfl.output.writing import write_atomic
 from asyncfl.sections import Section
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
+from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 
 TIME_TO = "time_to:"
 MEASURE_RULE = (
-    "final_accuracy, last_quarter_accuracy, last_quarter:<metrics.csv column> (e.g. last_quarter:accuracy_class_9)"
+    "final_accuracy, last_quarter_accuracy, best_accuracy, last_quarter:<metrics.csv column> (e.g."
+    " last_quarter:accuracy_class_9)"
     " or time_to:<target> with <target> one of targets:"
 )
 DIRECTIONS = ("higher", "lower")
 DECLARED_FILE = "declared_claims.yaml"  # in a sweep directory: the claims: the sweep was started with
 ALPHA = 0.05  # the level of every verdict
+ONE_FAMILY = "study"  # the family of a claim that names none: one family per study file
+INTERNAL_FIELDS = ("axis", "axis_value")  # Claim fields expand_claims sets
 EXACT_UP_TO = 16  # pairs: the sign-flip test enumerates all 2^n sign patterns up to here (2^16 = 65,536) ...
 MONTE_CARLO_FLIPS = 100_000  # ... and draws this many above
 
@@ -36,21 +40,35 @@ MONTE_CARLO_FLIPS = 100_000  # ... and draws this many above
 class Claim(Section):
     """One claim of a study: what it says of the paired difference variant − versus."""
 
-    family: str = Field(min_length=1, description="Holm's correction runs over the claims of one family")
+    family: str = Field(
+        default=ONE_FAMILY,
+        min_length=1,
+        description="Holm's correction runs over the claims of one family "
+        "(default: every claim of the study file in one family)",
+    )
     variant: str = Field(description="the variant the claim is about (a compare: name)")
     versus: str = Field(description="the variant it is compared with (another compare: name)")
     measure: str = Field(
-        description="final_accuracy | last_quarter_accuracy | last_quarter:<metrics.csv column> | time_to:<target> "
+        description="final_accuracy | last_quarter_accuracy | best_accuracy | last_quarter:<metrics.csv column> | "
+        "time_to:<target> "
         "(one of targets:)"
     )
     direction: Literal["higher", "lower"] = Field(description="what the claim says of variant − versus")
     paper_effect: float | None = Field(
         default=None, gt=0, description="the paper's effect in the claim's direction: accuracy points or virtual s"
     )
+    paper_data: str | None = Field(
+        default=None,
+        description="the data set (data.dataset) of the paper's effect: it is tested against ours only "
+        "when the runs use the same, else shown as context",
+    )
     source: str | None = Field(default=None, description="where the paper makes the claim, e.g. 'FedAR, Table 2'")
     paper_numbers: str | None = Field(
         default=None, description="the paper's own figures for the two variants, e.g. '82.3 vs 80.1 %' (shown as is)"
     )
+    # set by expand_claims for a claim on a study's sensitivity axis, never by the study file
+    axis: str | None = Field(default=None, description="the sensitivity axis this copy of the claim is tested on")
+    axis_value: str | None = Field(default=None, description="the axis value (variant names end in .<value>)")
 
     @property
     def column(self) -> str:
@@ -68,6 +86,35 @@ class Claim(Section):
     @property
     def sign(self) -> int:
         return 1 if self.direction == "higher" else -1
+
+    @property
+    def declared(self) -> tuple[str, str, str, str]:
+        """(family, variant, versus, measure) as the study file declares it (variants without their axis value)."""
+        suffix = f".{self.axis_value}" if self.axis_value is not None else ""
+        names = [v[: -len(suffix)] if suffix and v.endswith(suffix) else v for v in (self.variant, self.versus)]
+        return self.family, names[0], names[1], self.measure
+
+
+def user_fields() -> list[str]:
+    """The keys a study file may give a claim."""
+    return [name for name in Claim.model_fields if name not in INTERNAL_FIELDS]
+
+
+def expand_claims(claims: Sequence[Claim], axis: Sensitivity | None) -> list[Claim]:
+    """Each claim naming a variant on the sensitivity ``axis`` once per axis value (variant names
+    ``<variant>.<value>``), in the declared order; the others as they are."""
+    if axis is None:
+        return list(claims)
+    out = []
+    for claim in claims:
+        if claim.variant not in axis.variants and claim.versus not in axis.variants:
+            out.append(claim)
+            continue
+        for label in axis.values:
+            named = {k: axis.name(v, label) if v in axis.variants else v
+                     for k, v in (("variant", claim.variant), ("versus", claim.versus))}  # fmt: skip
+            out.append(claim.model_copy(update={**named, "axis": axis.axis, "axis_value": label}))
+    return out
 
 
 def parse_claims(
@@ -127,9 +174,12 @@ def smallest_holm_p(pairs: int, family_size: int) -> float:
 def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
     """A warning per family no claim of which can be supported with ``seeds`` evaluation seeds (the most
     pairs a claim can have): its smallest Holm-adjusted p is not below 0.05."""
+    groups: dict[tuple[str, str | None], int] = {}
+    for claim in claims:  # Holm runs per family and sensitivity-axis value (holm_group)
+        groups[holm_group(claim)] = groups.get(holm_group(claim), 0) + 1
     sizes: dict[str, int] = {}
-    for claim in claims:
-        sizes[claim.family] = sizes.get(claim.family, 0) + 1
+    for (family, _), size in groups.items():
+        sizes[family] = max(size, sizes.get(family, 0))
     out = []
     for family, size in sizes.items():
         best = smallest_holm_p(seeds, size)
@@ -143,6 +193,12 @@ def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
             f"claim(s), not below {ALPHA}, so no claim of it can be supported: {fix}."
         )
     return out
+
+
+def holm_group(claim: Claim) -> tuple[str, str | None]:
+    """The claims Holm's correction runs over together: one family at one value of the sensitivity axis
+    (a claim off the axis: its family's claims off the axis)."""
+    return claim.family, claim.axis_value
 
 
 def record_claims(sweep_dir: Path, claims: Any) -> None:
@@ -167,22 +223,24 @@ def declared_claims(sweep_dir: Path) -> tuple[bool, Any]:
 
 
 def study_claims(raw: Mapping[str, Any], source: str) -> list[Claim]:
-    """The claims of a study as written (a sweep's study.yaml), checked against its variants and targets."""
+    """The claims of a study as written (a sweep's study.yaml), checked against its variants and targets,
+    each on the study's sensitivity axis once per value (:func:`expand_claims`)."""
     variants = [v.get("name") for v in raw.get("compare") or [] if isinstance(v, dict)] or ["base"]
     targets = raw.get("targets") if isinstance(raw.get("targets"), list) else [raw.get("targets")]
     numbers = [float(t) for t in targets if isinstance(t, (int, float)) and not isinstance(t, bool)]
     claims, problems = parse_claims(raw.get("claims"), variants, numbers)
+    axis = parse_sensitivity(raw.get("sensitivity"), variants, problems)
     if problems:
         raise ConfigError(f"{source}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
-    return claims
+    return expand_claims(claims, axis)
 
 
 def _field_problems(
     item: Mapping[str, Any], where: str, variants: Sequence[str], targets: Sequence[float]
 ) -> list[str]:
     allowed = ", ".join(variants)
-    out = [f"{where}.{k}: unknown key. Allowed here: {', '.join(Claim.model_fields)}." for k in item
-           if k not in Claim.model_fields]  # fmt: skip
+    out = [f"{where}.{k}: unknown key. Allowed here: {', '.join(user_fields())}." for k in item
+           if k not in user_fields()]  # fmt: skip
     for key in ("variant", "versus"):
         if item.get(key) not in variants:
             out.append(f"{where}.{key}: must name a variant of compare: ({allowed}); got {item.get(key)!r}.")
@@ -201,8 +259,9 @@ def _field_problems(
         out.append(
             f"{where}.measure: {measure!r}: the target must be one of targets: ({listed}), fixed before the runs."
         )
-    if not isinstance(item.get("family"), str) or not item.get("family"):
-        out.append(f"{where}.family: required, a name for the group of claims Holm's correction runs over.")
+    if "family" in item and (not isinstance(item.get("family"), str) or not item.get("family")):
+        out.append(f"{where}.family: a name for the group of claims Holm's correction runs over (default: one "
+                   f"family for the study file); got {item.get('family')!r}.")  # fmt: skip
     return out
 
 

@@ -3,7 +3,11 @@
 
 import re
 
-ACCURACY_MEASURES = {"final_accuracy": "final accuracy", "last_quarter_accuracy": "last-quarter accuracy"}
+ACCURACY_MEASURES = {
+    "final_accuracy": "final accuracy",
+    "last_quarter_accuracy": "last-quarter accuracy",
+    "best_accuracy": "best accuracy",  # the peak of the run's evaluations (a paper's "highest accuracy")
+}
 
 # last_quarter:<metrics.csv column>: the column's mean over the evaluations in the last quarter of the run
 # (e.g. last_quarter:accuracy_class_9, the class only slow clients hold in FedHist's fairness experiment)

@@ -25,11 +25,14 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
+import yaml
 
 from asyncfl.errors import ConfigError
-from asyncfl.output.tables import write_csv, write_markdown
+from asyncfl.output.reading import read_summary
+from asyncfl.output.run_directory import ENDED
+from asyncfl.output.tables import markdown, write_csv, write_markdown
 from asyncfl.output.writing import write_atomic
-from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows
+from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows, seed_markdown, seed_rows
 from asyncfl.study.claims import Claim
 from asyncfl.study.measures import column_of
 from asyncfl.study.seed_statistics import (
@@ -41,6 +44,7 @@ from asyncfl.study.seed_statistics import (
     t_interval,
 )
 from asyncfl.study.tuning_results import tuning_section
+from asyncfl.study.weight_shares import STARVED, study_weight_shares
 
 
 def paired_difference(
@@ -120,6 +124,31 @@ def measure_table(
     return table
 
 
+def run_ends(records: Sequence[RunRecord]) -> dict[str, dict[int, float]]:
+    """variant -> seed -> the virtual time at which each ended run stopped (keyed as :func:`measure_table`):
+    a time to a target the run never reached is censored there."""
+    out: dict[str, dict[int, float]] = {}
+    for label in dict.fromkeys(r.label for r in records):
+        for i, r in enumerate(r for r in records if r.label == label):
+            summary = read_summary(r.path, required=False)
+            if summary.get("status") in ENDED and isinstance(summary.get("virtual_time_s"), (int, float)):
+                out.setdefault(label, {})[i if r.seed is None else int(r.seed)] = float(summary["virtual_time_s"])
+    return out
+
+
+def run_datasets(records: Sequence[RunRecord]) -> dict[str, str]:
+    """variant -> the data.dataset its runs used (from a run's config.yaml; "unknown" when unreadable, and
+    every name when its runs differ)."""
+    found: dict[str, set[str]] = {}
+    for r in records:
+        try:
+            data = (yaml.safe_load((r.path / "config.yaml").read_text(encoding="utf-8")) or {}).get("data") or {}
+        except (OSError, yaml.YAMLError, AttributeError):
+            data = {}
+        found.setdefault(r.label, set()).add(str(data.get("dataset", "unknown")))
+    return {label: "+".join(sorted(names)) for label, names in found.items()}
+
+
 def report_rows(
     table: Mapping[str, Mapping[str, Mapping[int, float]]], baseline: str | None, confidence: float = CONFIDENCE
 ) -> list[dict]:
@@ -192,7 +221,8 @@ def write_report(
     claims_note: str = "",
 ) -> list[Path]:
     """report.csv and report.md for ``records`` (every run of a study) into ``out_dir``; with declared
-    ``claims`` also claims.csv and claims.md (:mod:`asyncfl.study.claims`), whose table ends report.md and
+    ``claims`` also claims.csv and claims.md (:mod:`asyncfl.study.claim_tests`) with the pairs behind them in
+    claims_seeds.csv and claims_seeds.md; the claims table ends report.md and
     which opens with ``claims_note`` (e.g. that study.yaml's claims were edited after the sweep started)."""
     columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))  # last_quarter:<c>
     table = measure_table(records, targets, columns)
@@ -209,13 +239,44 @@ def write_report(
     report_md = write_markdown(out_dir / "report.md", markdown_rows(rows), intro)
     written.append(report_md)
     if claims:
-        tested = claim_rows(claims, table)
+        ends = run_ends(records)
+        tested = claim_rows(claims, table, ends, run_datasets(records))
         intro = (f"**Note:** {claims_note}\n\n" if claims_note else "") + CLAIMS_INTRO
         claims_md = write_markdown(out_dir / "claims.md", claim_markdown(tested), intro)
         append_section(report_md, "## Declared claims\n\n" + claims_md.read_text("utf-8"))
+        pairs = seed_rows(claims, table, ends)
+        seeds_md = write_markdown(out_dir / "claims_seeds.md", seed_markdown(pairs), SEEDS_INTRO)
         written += [write_csv(out_dir / "claims.csv", tested), claims_md]
-    append_section(report_md, tuning_section(out_dir))  # tune: what was tuned, on which seeds, the choice
+        written += [write_csv(out_dir / "claims_seeds.csv", pairs, digits=None), seeds_md]
+    shares = study_weight_shares(records)
+    if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a speed quartile?
+        written.append(write_csv(out_dir / "weight_shares.csv", shares))
+        append_section(report_md, weight_section(shares))
+    append_section(report_md, tuning_section(out_dir, claims))  # tune: what was tuned, on which seeds, the choice
     return written
+
+
+SEEDS_INTRO = (
+    "Every pair the claims in claims.md were tested on: one row per claim and seed, both variants' values (accuracy"
+    " in points, times in virtual s) and their difference; 'censored' names a run that never reached the target,"
+    " whose value is its end. claims_seeds.csv holds the same numbers unrounded."
+)
+
+
+def weight_section(shares: pd.DataFrame) -> str:
+    """The report's section on weight shares per speed quartile (:mod:`asyncfl.study.weight_shares`)."""
+    cells = [{
+        "variant": r.variant, "speed quartile": r.group, "seeds": str(r.seeds),
+        "updates (%)": f"{100 * r.update_share:.1f}", "weight (%)": f"{100 * r.weight_share:.1f}",
+        "ratio": f"{r.ratio:.2f}", "starved": "yes" if r.starved else "",
+    } for r in shares.itertuples()]  # fmt: skip
+    intro = (
+        "## Aggregation weight per speed quartile\n\nShare of the aggregation weight (weights.csv) against the share"
+        " of the aggregated updates (updates.csv) per quartile of clients.csv's samples_per_s (Q1 the slowest),"
+        f" averaged over seeds; starved: a weight share below {STARVED} of the update share (a mechanism that"
+        " discounts the group's updates to nothing). Numbers: `weight_shares.csv`."
+    )
+    return intro + "\n\n" + markdown(cells)
 
 
 def append_section(path: Path, text: str) -> None:

@@ -9,6 +9,10 @@ scenario that every variant starts from::
     claims:                          # optional: claims tested by the report (asyncfl.study.claims)
       - {family: deadlines, variant: deadline_12s, versus: no_deadline, measure: final_accuracy,
          direction: higher}
+    sensitivity:                     # optional: one setting run at several values (asyncfl.study.sensitivity)
+      axis: deadline
+      variants: [deadline_12s]       # becomes deadline_12s.d12 and deadline_12s.d20
+      values: {d12: {server.deadline_s: 12}, d20: {server.deadline_s: 20}}
     compare:
       - name: no_deadline            # names the variant's directory and its legend entry
       - name: deadline_12s
@@ -40,10 +44,11 @@ from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario,
 from asyncfl.config.schema import dataset_classes, directory_name_problem
 from asyncfl.config.yaml_files import dotted_parent
 from asyncfl.output.columns import METRICS_COLUMNS, TEXT_COLUMNS, metrics_extra_columns
-from asyncfl.study.claims import Claim, parse_claims
+from asyncfl.study.claims import Claim, expand_claims, parse_claims
+from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 from asyncfl.study.tuning import TuningPlan, parse_tune
 
-STUDY_KEYS = ("compare", "seeds", "targets", "baseline", "tune", "claims")
+STUDY_KEYS = ("compare", "seeds", "targets", "baseline", "tune", "claims", "sensitivity")
 VARIANT_KEYS = ("name", "set")
 TAGS = ("name", "kind", "dist")
 PATH_LINE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*): (.*)$")
@@ -74,6 +79,7 @@ class Study:
     output_dir: Path
     tuning: TuningPlan | None = None  # tune: (asyncfl.study.tuning); runs are then the untuned evaluation runs
     claims: tuple[Claim, ...] = ()  # declared before the runs (asyncfl.study.claims); report tests them
+    sensitivity: Sensitivity | None = None  # sensitivity: (asyncfl.study.sensitivity); variants are expanded
 
 
 def is_study(raw: Mapping[str, Any]) -> bool:
@@ -94,13 +100,20 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
     problems: list[str] = []
     seeds = _seeds(spec["seeds"], base, problems)
     targets = _targets(spec["targets"], problems)
-    variants = _variants(spec["compare"], problems)
-    baseline = _baseline(spec["baseline"], [name for name, _ in variants], problems)
+    declared = _variants(spec["compare"], problems)
+    names = [name for name, _ in declared]
+    axis = parse_sensitivity(spec["sensitivity"], names, problems)
+    variants = axis.expand(declared) if axis else declared  # one variant per axis value (sensitivity:)
+    baseline = _baseline(spec["baseline"], names, problems)
+    if axis and baseline in axis.variants:
+        problems.append(f"baseline: {baseline!r} is on the sensitivity axis; name a variant it leaves alone.")
     runs: list[RunSpec] = []
-    for index, (name, changes) in enumerate(variants):
+    for name, changes in variants:
+        index = names.index(name) if name in names else names.index(_declared_name(name, axis))
         runs.extend(_expand(base, index, name, changes, seeds, problems))
     columns = {run.variant: metrics_columns(run.scenario) for run in runs}  # every seed writes the same
-    claims, claim_problems = parse_claims(spec["claims"], [name for name, _ in variants], targets, columns)
+    columns.update({_declared_name(v, axis): c for v, c in reversed(columns.items())})  # claims name these
+    claims, claim_problems = parse_claims(spec["claims"], names, targets, columns)
     problems += claim_problems
     tuning = parse_tune(spec["tune"], _merged_variants(base, variants), seeds, targets, problems)
     if problems:
@@ -117,8 +130,17 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
         raw=copy.deepcopy(dict(raw)),
         output_dir=first.output.dir,
         tuning=tuning,
-        claims=tuple(claims),
+        claims=tuple(expand_claims(claims, axis)),
+        sensitivity=axis,
     )
+
+
+def _declared_name(variant: str, axis: Sensitivity | None) -> str:
+    """The compare: name a variant expanded on the sensitivity axis came from."""
+    for label in axis.values if axis else ():
+        if variant.endswith(f".{label}") and variant[: -len(label) - 1] in axis.variants:  # type: ignore[union-attr]
+            return variant[: -len(label) - 1]
+    return variant
 
 
 def metrics_columns(scenario: Scenario) -> list[str]:

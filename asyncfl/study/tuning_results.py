@@ -1,21 +1,40 @@
 """What the tuning runs of a study (:mod:`asyncfl.study.tuning`) decided: each tuned variant's grid point
-with the best mean criterion over the tuning seeds (ties: the first point), written to tuning.csv and
-tuned.yaml, and the report's "Tuning" section.  Apart from the plan so that ``validate`` loads no pandas.
+with the best score over the tuning seeds (ties: the first point), written to tuning.csv and tuned.yaml,
+and the report's "Tuning" section.  Apart from the plan so that ``validate`` loads no pandas.
+
+The score of a point is its criterion over the tuning seeds under a declared rule (:data:`RULES`):
+
+mean            the mean (the default)
+mean_minus_se   the mean moved one standard error (std ddof=1 / √n) towards worse: a point that is good
+                on one seed and poor on another (a cliff) loses to a steadier one (the one-standard-error
+                idea of Breiman et al. 1984, *Classification and Regression Trees*, §3.4.3)
+worst           the worst seed (the lowest accuracy, the longest time)
+
+The criterion may be any claim measure (:func:`measure_value`), so that a variant is tuned on what its
+claims test (a per-class accuracy, a time to target); the report warns where it is not, where fewer than
+:data:`ROBUST_SEEDS` tuning seeds were used, and where a chosen value sits at the edge of its grid.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
+import numpy as np
 import yaml
 
+from asyncfl.output.reading import read_summary
+from asyncfl.output.run_directory import ENDED
 from asyncfl.output.tables import write_csv
 from asyncfl.output.writing import write_atomic
-from asyncfl.study.measures import ACCURACY_MEASURES
+from asyncfl.study.claims import TIME_TO, Claim
+from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 from asyncfl.study.seed_statistics import run_measures
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR, TuningPlan
+
+RULES = ("mean", "mean_minus_se", "worst")
+ROBUST_SEEDS = 4  # fewer tuning seeds than this: the report warns (two seeds picked cliffs before)
 
 
 def criterion_value(plan: TuningPlan, run_dir: Path) -> float:
@@ -26,58 +45,160 @@ def criterion_value(plan: TuningPlan, run_dir: Path) -> float:
     return run_measures(run_dir, [])[ACCURACY_MEASURES[plan.spec.criterion]]
 
 
-def choose(plan: TuningPlan, sweep_dir: Path) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """The chosen point per variant and the rows of tuning.csv, from the finished tuning runs."""
-    lower = plan.spec.criterion == "time_to_target"
+def measure_value(measure: str, run_dir: Path) -> float:
+    """A claim measure (``final_accuracy``, ``last_quarter_accuracy``, ``best_accuracy``,
+    ``last_quarter:<column>``, ``time_to:<target>``) of one finished run.  A time to a target never
+    reached is the run's end, censored as in the claims (:mod:`asyncfl.study.claim_tests`); NaN for a run
+    that has not ended."""
+    if measure.startswith(TIME_TO):
+        target = float(measure[len(TIME_TO) :])
+        time = run_measures(run_dir, [target])[f"time to {target:g} (virtual s)"]
+        summary = read_summary(run_dir, required=False)
+        if math.isnan(time) and summary.get("status") in ENDED:
+            return float(summary.get("virtual_time_s", math.nan))
+        return time
+    column = column_of(measure)
+    if column:
+        return run_measures(run_dir, [], [column])[column_label(column)]
+    return run_measures(run_dir, [])[ACCURACY_MEASURES[measure]]
+
+
+def lower_is_better(measure: str) -> bool:
+    return measure == "time_to_target" or measure.startswith(TIME_TO)
+
+
+def score(values: Sequence[float], rule: str, lower: bool) -> float:
+    """A grid point's score from its per-seed criterion values under ``rule`` (see the module docstring),
+    in the criterion's unit; NaN when a value is."""
+    if any(math.isnan(v) for v in values):
+        return math.nan
+    if rule == "mean":
+        return sum(values) / len(values)
+    if rule == "worst":
+        return max(values) if lower else min(values)
+    if rule == "mean_minus_se":
+        mean = sum(values) / len(values)
+        if math.isinf(mean) or len(values) < 2:  # one seed shows no spread: the mean alone
+            return mean
+        se = float(np.std(values, ddof=1)) / math.sqrt(len(values))
+        return mean + se if lower else mean - se
+    raise ValueError(f"rule: allowed: {', '.join(RULES)}; got {rule!r}.")
+
+
+def choose(
+    plan: TuningPlan, sweep_dir: Path, rule: str = "mean", measures: Mapping[str, str] | None = None
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """The chosen point per variant and the rows of tuning.csv, from the finished tuning runs; ``measures``:
+    variant -> the claim measure to tune it on instead of the plan's criterion (:func:`claimed_measure`)."""
     chosen, rows = {}, []
     for name in plan.variants:
-        best, best_mean = 0, math.nan
-        means = []
+        measure = (measures or {}).get(name)
+        lower = lower_is_better(measure or plan.spec.criterion)
+        best, best_score = 0, math.nan
         for i, (point, pid) in enumerate(zip(plan.points, plan.ids)):
-            values = [criterion_value(plan, sweep_dir / TUNING_DIR / name / pid / f"seed{s}") for s in plan.spec.seeds]
-            mean = math.nan if any(math.isnan(v) for v in values) else sum(values) / len(values)
-            means.append(mean)
-            better = mean < best_mean if lower else mean > best_mean
-            if not math.isnan(mean) and (math.isnan(best_mean) or better):  # strict: ties keep the first point
-                best, best_mean = i, mean
-            rows.append({"variant": name, "point": pid, **point,
-                         **{f"seed{s}": v for s, v in zip(plan.spec.seeds, values)}, "mean": mean})  # fmt: skip
+            dirs = [sweep_dir / TUNING_DIR / name / pid / f"seed{s}" for s in plan.spec.seeds]
+            values = [measure_value(measure, d) if measure else criterion_value(plan, d) for d in dirs]
+            mean, points_score = score(values, "mean", lower), score(values, rule, lower)
+            better = points_score < best_score if lower else points_score > best_score
+            if not math.isnan(points_score) and (math.isnan(best_score) or better):  # strict: ties keep the first
+                best, best_score = i, points_score
+            row = {"variant": name, "point": pid, **point, **{f"seed{s}": v for s, v in zip(plan.spec.seeds, values)}}
+            rows.append({**row, "mean": mean, **({"score": points_score} if rule != "mean" else {})})
         chosen[name] = dict(plan.points[best])
         for row, pid in zip(rows[-len(plan.points) :], plan.ids):
             row["chosen"] = pid == plan.ids[best]
     return chosen, rows
 
 
-def write_choice(plan: TuningPlan, sweep_dir: Path) -> dict[str, dict[str, Any]]:
+def claimed_measure(variant: str, claims: Sequence[Claim]) -> str | None:
+    """The one measure the claims about ``variant`` (as variant or versus) test, or None when they test
+    none or several: the criterion a variant is best tuned on."""
+    found = {c.measure for c in claims if variant in (c.variant, c.versus)}
+    return found.pop() if len(found) == 1 else None
+
+
+def write_choice(
+    plan: TuningPlan, sweep_dir: Path, rule: str = "mean", measures: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Write tuning.csv and tuned.yaml; return the chosen values per variant."""
-    chosen, rows = choose(plan, sweep_dir)
+    chosen, rows = choose(plan, sweep_dir, rule, measures)
     write_csv(sweep_dir / TUNING_CSV, rows, digits=None)
     record = {
         "criterion": plan.spec.criterion, "target": plan.target, "seeds": list(plan.spec.seeds),
         "grid": dict(plan.spec.grid), "ties": "first grid point (last key varies fastest)", "chosen": chosen,
         "untuned": list(plan.untuned),
     }  # fmt: skip
+    if rule != "mean" or measures:  # recorded where they differ from the defaults
+        record.update({"rule": rule, "measures": dict(measures or {})})
     write_atomic(sweep_dir / TUNED_FILE, yaml.safe_dump(record, sort_keys=False))
     return chosen
 
 
-def tuning_section(sweep_dir: Path) -> str:
-    """The report's "Tuning" section from tuned.yaml ('' when the study tuned nothing)."""
+def tuning_warnings(record: Mapping[str, Any], claims: Sequence[Claim] = ()) -> list[str]:
+    """What a reader should doubt about a tuning choice (tuned.yaml's ``record``): fewer than
+    :data:`ROBUST_SEEDS` tuning seeds, a chosen numeric value at the edge of its grid (the best may lie
+    beyond), and a variant tuned on another measure than its claims test."""
+    out = []
+    seeds = record.get("seeds") or []
+    if len(seeds) < ROBUST_SEEDS:
+        out.append(
+            f"tuned on {len(seeds)} seed(s), fewer than {ROBUST_SEEDS}: one seed's cliff can decide the choice; "
+            "use more tuning seeds, or the rule mean_minus_se or worst."
+        )
+    for variant, point in (record.get("chosen") or {}).items():
+        for key, value in point.items():
+            grid = [v for v in record["grid"].get(key, []) if _number(v)]
+            if len(grid) >= 2 and _number(value) and value in (min(grid), max(grid)):
+                side = "largest" if value == max(grid) else "smallest"
+                out.append(f"{variant}: {key} = {value} is the {side} value of its grid; the best may lie beyond it.")
+    criterion = record.get("criterion")
+    if criterion == "time_to_target" and record.get("target") is not None:
+        criterion = f"{TIME_TO}{record['target']:g}"
+    tuned_on = record.get("measures") or {}
+    for variant in record.get("chosen") or {}:
+        on = tuned_on.get(variant, criterion)
+        claimed = sorted({c.measure for c in claims if variant in (c.variant, c.versus)} - {on}, key=str)
+        if claimed and not _same_time(on, claimed):
+            out.append(f"{variant}: tuned on {on} but claimed on {', '.join(claimed)}.")
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _same_time(on: str, claimed: Sequence[str]) -> bool:
+    """time_to:0.8 and time_to:0.80 name one measure."""
+    if not on.startswith(TIME_TO) or len(claimed) != 1 or not claimed[0].startswith(TIME_TO):
+        return False
+    return float(on[len(TIME_TO) :]) == float(claimed[0][len(TIME_TO) :])
+
+
+def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = ()) -> str:
+    """The report's "Tuning" section from tuned.yaml ('' when the study tuned nothing), with
+    :func:`tuning_warnings` against the study's ``claims``."""
     path = sweep_dir / TUNED_FILE
     if not path.is_file():
         return ""
     record = yaml.safe_load(path.read_text(encoding="utf-8"))
     crit = record["criterion"] + (f" (target {record['target']:g})" if record["criterion"] == "time_to_target" else "")
     grid = "; ".join(f"`{k}` in {v}" for k, v in record["grid"].items())
+    rule = record.get("rule", "mean")
+    how = f"best mean {crit}" if rule == "mean" else f"best {crit} by the rule {rule}"
+    measures = record.get("measures") or {}
+    how += "".join(f"; {v} on {m}" for v, m in measures.items())
     lines = [
         "## Tuning",
         "",
         f"Tuned per variant on seeds {record['seeds']} (disjoint from the evaluation seeds): {grid}. Criterion: "
-        f"best mean {crit} over the tuning seeds; ties go to the first grid point. Every point: `{TUNING_CSV}`.",
+        f"{how} over the tuning seeds; ties go to the first grid point. Every point: `{TUNING_CSV}`.",
         "",
         "| variant | chosen |",
         "|---|---|",
     ]
     lines += [f"| {v} | " + ", ".join(f"{k} = {x}" for k, x in c.items()) + " |" for v, c in record["chosen"].items()]
     lines += [f"| {v} | not tuned (its own values) |" for v in record.get("untuned", [])]
+    warnings = tuning_warnings(record, claims)
+    if warnings:
+        lines += ["", "Warnings:", ""] + [f"- {w}" for w in warnings]
     return "\n".join(lines) + "\n"

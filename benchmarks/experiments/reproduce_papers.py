@@ -18,8 +18,9 @@ resumed), then writes
   docs/figures/papers_compute.md, papers_central.md, papers_fedar_exclusions.md, papers_fedhist_diagnostics.md
 
 Verdicts are those of ``claims:`` (asyncfl.study.claim_tests): paired sign-flip p, Holm-adjusted within each
-study's families, "supported" / "contradicted" / "not shown" at 0.05, and whether the paper's effect size lies
-inside our 95 % interval.  Every claim is also tested on the same runs cut at HALF their horizon (virtual time):
+study's families in both directions, "supported" / "contradicted" / "inconclusive" at 0.05, and whether the
+paper's effect size lies inside our 90 % sign-flip interval (tested only on the paper's data set, paper_data:).
+Every claim is also tested on the same runs cut at HALF their horizon (virtual time):
 a verdict that differs there is marked, since it depends on where the run stops.
 
     python benchmarks/experiments/reproduce_papers.py                 # every study, then the tables
@@ -86,7 +87,16 @@ PAPERS = {"fedar": "FedAR", "fedau": "FedAU", "fl_fdms": "FL-FDMS", "fedhist": "
 LOAD_FILE = "load.json"  # the machine's load when the studies were started (benchmarks/tools/quiet_machine.py)
 WALL_FILE = "wall_seconds.json"  # written by run_study when it ran a whole study in one process
 HALF = 0.5
-COPIED = ("report.md", "report.csv", "claims.md", "claims.csv", TUNING_CSV, TUNED_FILE)
+COPIED = (
+    "report.md",
+    "report.csv",
+    "claims.md",
+    "claims.csv",
+    "claims_seeds.md",
+    "claims_seeds.csv",
+    TUNING_CSV,
+    TUNED_FILE,
+)
 
 
 def paper_of(study: str) -> str:
