@@ -27,6 +27,7 @@ from asyncfl.learn.models._char_lstm import CharLSTM
 from asyncfl.learn.training import Training
 
 CPU_LSTM_CHUNK_BYTES = 256 << 20  # the CPU's default bound on one call (see LstmFusedTrainer.chunk_budget_bytes)
+CPU_LSTM_TILE = 1  # clients whose time loops run together on the CPU (LstmFusedTrainer.tiles)
 
 
 def lstm_layers(model: nn.Module) -> int | None:
@@ -73,93 +74,149 @@ class LstmFusedTrainer(FusedTrainer):
         kept = batch * steps * (7 * units * self.num_layers + 4 * units)
         return 4 * (4 * parameter_count(self.model) + kept)
 
+    def train_rows(
+        self, rows: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, steps: list[int]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`BatchedTrainer.train_rows`, noting whether the chunk's jobs start from one base (the rows
+        are then one vector expanded, stride 0: :func:`asyncfl.learn.batched.stack_bases`): its first
+        step then runs on shared weights (module docstring)."""
+        self.shared_step = rows.shape[0] == 1 or rows.stride(0) == 0
+        return super().train_rows(rows, index, weight, steps)
+
     def gradients(
         self, w: dict, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor]:
+        shared, self.shared_step = getattr(self, "shared_step", False), False  # only a chunk's first step
         jobs = x.shape[0]
-        chars = x.transpose(1, 2).long()  # time before batch: every step's rows are one block per client
-        rows = torch.arange(jobs, device=x.device).view(-1, 1, 1) * self.vocabulary + chars  # [J, T, B]
+        chars = x.long().permute(2, 0, 1)  # [T, J, B]: time first, so that a step's rows are one block
+        rows = torch.arange(jobs, device=x.device).view(1, -1, 1) * self.vocabulary + chars
         table = w["embedding.weight"]
-        embedded = inputs = table.reshape(-1, table.shape[-1])[rows]  # [J, T, B, E]
+        embedded = inputs = table.reshape(-1, table.shape[-1])[rows]  # [T, J, B, E]
         kept = []
         for layer in range(self.num_layers):
-            kept.append(self.layer_forward(w, layer, inputs))
+            kept.append(self.layer_forward(w, layer, inputs, shared))
             inputs = kept[-1][0]
-        last = inputs[:, -1]  # [J, B, H]
+        last = inputs[-1]  # [J, B, H]
         head = ("linear", "head.weight", "head.bias")
         grad_out, loss, square = cross_entropy_backward(linear_forward(w, head, last), y, weight)
         grads = {"head.weight": torch.bmm(grad_out.transpose(1, 2), last), "head.bias": grad_out.sum(1)}
-        grad_h = torch.zeros_like(inputs)
-        grad_h[:, -1] = torch.bmm(grad_out, w["head.weight"])
+        grad_h = torch.bmm(grad_out, w["head.weight"])  # [J, B, H]: the top layer's last step only
         for layer in range(self.num_layers - 1, -1, -1):
             below = kept[layer - 1][0] if layer else embedded
-            grad_h = self.layer_backward(w, layer, below, kept[layer], grad_h, grads)
+            grad_h = self.layer_backward(w, layer, below, kept[layer], grad_h, grads, shared)
         embedding_grad = torch.zeros(jobs * self.vocabulary, table.shape[-1], device=x.device, dtype=table.dtype)
         embedding_grad.index_add_(0, rows.reshape(-1), grad_h.reshape(-1, table.shape[-1]))
         grads["embedding.weight"] = embedding_grad.view_as(table)
         return grads, loss, square
 
-    def layer_forward(self, w: dict, layer: int, inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """(outputs h, gates after their activations, cells c, tanh(c)), each [J, T, B, H or 4H], of one LSTM
-        layer over ``inputs`` [J, T, B, in] (time before batch: the step-t slice of each is one contiguous
-        [B, H] block per client, what ``bmm`` reads without a copy)."""
-        jobs, steps, batch, width = inputs.shape
+    def tiles(self, jobs: int, shared: bool) -> list[slice]:
+        """The blocks of clients whose time loops run together: all at once on shared weights (one
+        product of J*B rows) and on CUDA; on the CPU ``CPU_LSTM_TILE`` clients, whose recurrent weights
+        stay in the cache over the steps (all clients per step streamed them from memory)."""
+        if shared or self.federation.features.device.type != "cpu":
+            return [slice(0, jobs)]
+        return [slice(j, min(j + self.tile_clients, jobs)) for j in range(0, jobs, self.tile_clients)]
+
+    tile_clients = CPU_LSTM_TILE
+
+    def recurrent(self, a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, shared: bool):
+        """``out = a + b weight`` per client ([J, B, n] + [J, B, m] x [J, m, n]); on shared weights one
+        product of all J*B rows with the first client's ``weight``."""
+        if shared:
+            torch.addmm(a.flatten(0, 1), b.flatten(0, 1), weight[0], out=out.flatten(0, 1))
+            return out
+        return torch.baddbmm(a, b, weight, out=out)
+
+    def layer_forward(self, w: dict, layer: int, inputs: torch.Tensor, shared: bool) -> tuple[torch.Tensor, ...]:
+        """(outputs h, gates after their activations, cells c, tanh(c)), each [T, J, B, H or 4H], of one LSTM
+        layer over ``inputs`` [T, J, B, in] (time first: a step's slice of a block of clients is one
+        contiguous [j, B, n] block, what the products read without a copy)."""
+        steps, jobs, batch, width = inputs.shape
         units = self.units
-        bias = (w[f"lstm.bias_ih_l{layer}"] + w[f"lstm.bias_hh_l{layer}"]).unsqueeze(1)
-        projected = torch.baddbmm(bias, inputs.reshape(jobs, -1, width), w[f"lstm.weight_ih_l{layer}"].transpose(1, 2))
-        projected = projected.view(jobs, steps, batch, 4 * units)
+        bias = w[f"lstm.bias_ih_l{layer}"] + w[f"lstm.bias_hh_l{layer}"]  # [J, 4H]
+        w_ih = w[f"lstm.weight_ih_l{layer}"]  # [J, 4H, in]
+        if shared:
+            projected = torch.addmm(bias[0], inputs.reshape(-1, width), w_ih[0].t())
+        else:  # one product per client over all its steps
+            by_client = inputs.transpose(0, 1).reshape(jobs, -1, width)
+            projected = torch.baddbmm(bias.unsqueeze(1), by_client, w_ih.transpose(1, 2))
+            projected = projected.view(jobs, steps, batch, -1).transpose(0, 1)
+        projected = projected.reshape(steps, jobs, batch, 4 * units)  # time first (a copy for per-client)
         recurrent = w[f"lstm.weight_hh_l{layer}"].transpose(1, 2)  # [J, H, 4H]
-        out = inputs.new_empty(jobs, steps, batch, units)
-        gates = inputs.new_empty(jobs, steps, batch, 4 * units)
+        out = inputs.new_empty(steps, jobs, batch, units)
+        gates = inputs.new_empty(steps, jobs, batch, 4 * units)
         cells, tanh_cells = torch.empty_like(out), torch.empty_like(out)
-        h = inputs.new_zeros(jobs, batch, units)
-        c = inputs.new_zeros(jobs, batch, units)
-        for t in range(steps):
-            a = torch.baddbmm(projected[:, t], h, recurrent)
-            act = gates[:, t]
-            torch.sigmoid(a, out=act)
-            torch.tanh(a[..., 2 * units : 3 * units], out=act[..., 2 * units : 3 * units])
-            i, f, g, o = act.split(units, -1)
-            c = torch.addcmul(f * c, i, g, out=cells[:, t])
-            torch.tanh(c, out=tanh_cells[:, t])
-            h = torch.mul(o, tanh_cells[:, t], out=out[:, t])
+        pre = inputs.new_empty(jobs, batch, 4 * units)
+        g_gate = slice(2 * units, 3 * units)
+        for tile in self.tiles(jobs, shared):
+            for t in range(steps):
+                if t:  # h_{-1} = 0: step 0's pre-activation is the projection alone
+                    a = self.recurrent(projected[t, tile], out[t - 1, tile], recurrent[tile], pre[tile], shared)
+                else:
+                    a = projected[0, tile]
+                act = gates[t, tile]
+                torch.sigmoid(a, out=act)
+                torch.tanh(a[..., g_gate], out=act[..., g_gate])
+                i, f, g, o = act.split(units, -1)
+                c = cells[t, tile]
+                if t:
+                    torch.mul(f, cells[t - 1, tile], out=c).addcmul_(i, g)
+                else:
+                    torch.mul(i, g, out=c)
+                torch.tanh(c, out=tanh_cells[t, tile])
+                torch.mul(o, tanh_cells[t, tile], out=out[t, tile])
         return out, gates, cells, tanh_cells
 
     def layer_backward(
-        self, w: dict, layer: int, below: torch.Tensor, kept: tuple, grad_h: torch.Tensor, grads: dict
+        self, w: dict, layer: int, below: torch.Tensor, kept: tuple, grad_h: torch.Tensor, grads: dict, shared: bool
     ) -> torch.Tensor:
-        """Puts the layer's parameter gradients in ``grads``; returns its input's gradient [J, B, T, in].
-        ``below``: the layer's input [J, T, B, in]; ``grad_h``: the loss's gradient with respect to its
-        outputs [J, T, B, H] (the layer above's input gradient, or the head's at the last step)."""
+        """Puts the layer's parameter gradients in ``grads``; returns its input's gradient [T, J, B, in].
+        ``below``: the layer's input [T, J, B, in]; ``grad_h``: the loss's gradient with respect to its
+        outputs, [T, J, B, H] (the layer above's input gradient) or [J, B, H] (the head's, last step only)."""
         out, gates, cells, tanh_cells = kept
-        jobs, steps, batch, units = out.shape
+        steps, jobs, batch, units = out.shape
         recurrent = w[f"lstm.weight_hh_l{layer}"]  # [J, 4H, H]
+        top = grad_h.dim() == 3
         grad_gates = torch.empty_like(gates)
-        dh = torch.zeros_like(out[:, 0])
-        dc = torch.zeros_like(dh)
-        for t in range(steps - 1, -1, -1):
-            dh = dh + grad_h[:, t]
-            i, f, g, o = gates[:, t].split(units, -1)
-            tc = tanh_cells[:, t]
-            dc = dc + dh * o * (1 - tc * tc)
-            da = grad_gates[:, t]
-            di, df, dg, do = da.split(units, -1)
-            torch.mul(dc * g, i * (1 - i), out=di)
-            if t:
-                torch.mul(dc * cells[:, t - 1], f * (1 - f), out=df)
-            else:
-                df.zero_()
-            torch.mul(dc * i, 1 - g * g, out=dg)
-            torch.mul(dh * tc, o * (1 - o), out=do)
-            dc = dc * f
-            dh = torch.bmm(da, recurrent)
-        flat = grad_gates.view(jobs, -1, 4 * units)
-        previous = out[:, :-1].reshape(jobs, -1, units)  # h_{t-1} for t >= 1 (h_{-1} = 0)
-        grads[f"lstm.weight_hh_l{layer}"] = torch.bmm(
-            grad_gates[:, 1:].reshape(jobs, -1, 4 * units).transpose(1, 2), previous
-        )
+        dh_buffer = torch.empty_like(out[0])
+        for tile in self.tiles(jobs, shared):
+            dc = torch.zeros_like(out[0, tile])
+            for t in range(steps - 1, -1, -1):
+                if t == steps - 1:
+                    dh = grad_h[tile] if top else grad_h[t, tile]
+                else:  # dh_t = dA_{t+1} W_hh, plus what the layer above sends
+                    dh = self.recurrent_backward(grad_gates[t + 1, tile], recurrent[tile], dh_buffer[tile], shared)
+                    if not top:
+                        dh = dh.add_(grad_h[t, tile])
+                i, f, g, o = gates[t, tile].split(units, -1)
+                tc = tanh_cells[t, tile]
+                dc = dc.add_(dh * o * (1 - tc * tc))
+                di, df, dg, do = grad_gates[t, tile].split(units, -1)
+                torch.mul(dc * g, i * (1 - i), out=di)
+                if t:
+                    torch.mul(dc * cells[t - 1, tile], f * (1 - f), out=df)
+                else:
+                    df.zero_()  # c_{-1} = 0
+                torch.mul(dc * i, 1 - g * g, out=dg)
+                torch.mul(dh * tc, o * (1 - o), out=do)
+                dc = dc.mul_(f)
+        # the weight gradients: one product per client over all its steps (client first: copies)
+        by_client = grad_gates.transpose(0, 1).reshape(jobs, steps * batch, 4 * units)
+        previous = out[:-1].transpose(0, 1).reshape(jobs, -1, units)  # h_{t-1} for t >= 1 (h_{-1} = 0)
+        grads[f"lstm.weight_hh_l{layer}"] = torch.bmm(by_client[:, batch:].transpose(1, 2), previous)
         width = below.shape[-1]
-        grads[f"lstm.weight_ih_l{layer}"] = torch.bmm(flat.transpose(1, 2), below.reshape(jobs, -1, width))
-        bias = flat.sum(1)
+        below_by_client = below.transpose(0, 1).reshape(jobs, -1, width)
+        grads[f"lstm.weight_ih_l{layer}"] = torch.bmm(by_client.transpose(1, 2), below_by_client)
+        bias = by_client.sum(1)
         grads[f"lstm.bias_ih_l{layer}"], grads[f"lstm.bias_hh_l{layer}"] = bias, bias.clone()
-        return torch.bmm(flat, w[f"lstm.weight_ih_l{layer}"]).view(jobs, steps, batch, width)
+        w_ih = w[f"lstm.weight_ih_l{layer}"]  # [J, 4H, in]
+        if shared:
+            return torch.mm(grad_gates.view(-1, 4 * units), w_ih[0]).view(steps, jobs, batch, width)
+        return torch.bmm(by_client, w_ih).view(jobs, steps, batch, width).transpose(0, 1)
+
+    def recurrent_backward(self, da: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, shared: bool):
+        """``out = da weight`` per client ([J, B, 4H] x [J, 4H, H]); on shared weights one product of all rows."""
+        if shared:
+            torch.mm(da.flatten(0, 1), weight[0], out=out.flatten(0, 1))
+            return out
+        return torch.bmm(da, weight, out=out)
