@@ -27,7 +27,6 @@ from asyncfl.learn.models._char_lstm import CharLSTM
 from asyncfl.learn.training import Training
 
 CPU_LSTM_CHUNK_BYTES = 256 << 20  # the CPU's default bound on one call (see LstmFusedTrainer.chunk_budget_bytes)
-CPU_LSTM_TILE = 1  # clients whose time loops run together on the CPU (LstmFusedTrainer.tiles)
 
 
 def lstm_layers(model: nn.Module) -> int | None:
@@ -109,62 +108,38 @@ class LstmFusedTrainer(FusedTrainer):
         grads["embedding.weight"] = embedding_grad.view_as(table)
         return grads, loss, square
 
-    def tiles(self, jobs: int, shared: bool) -> list[slice]:
-        """The blocks of clients whose time loops run together: all at once on shared weights (one
-        product of J*B rows) and on CUDA; on the CPU ``CPU_LSTM_TILE`` clients, whose recurrent weights
-        stay in the cache over the steps (all clients per step streamed them from memory)."""
-        if shared or self.federation.features.device.type != "cpu":
-            return [slice(0, jobs)]
-        return [slice(j, min(j + self.tile_clients, jobs)) for j in range(0, jobs, self.tile_clients)]
-
-    tile_clients = CPU_LSTM_TILE
-
-    def recurrent(self, a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, shared: bool):
-        """``out = a + b weight`` per client ([J, B, n] + [J, B, m] x [J, m, n]); on shared weights one
-        product of all J*B rows with the first client's ``weight``."""
-        if shared:
-            torch.addmm(a.flatten(0, 1), b.flatten(0, 1), weight[0], out=out.flatten(0, 1))
-            return out
-        return torch.baddbmm(a, b, weight, out=out)
-
     def layer_forward(self, w: dict, layer: int, inputs: torch.Tensor, shared: bool) -> tuple[torch.Tensor, ...]:
         """(outputs h, gates after their activations, cells c, tanh(c)), each [T, J, B, H or 4H], of one LSTM
-        layer over ``inputs`` [T, J, B, in] (time first: a step's slice of a block of clients is one
-        contiguous [j, B, n] block, what the products read without a copy)."""
+        layer over ``inputs`` [T, J, B, in] (time first: a step's slice is one contiguous [J, B, n] block,
+        what the products read without a copy, and on shared weights one [J*B, n] matrix)."""
         steps, jobs, batch, width = inputs.shape
         units = self.units
         bias = w[f"lstm.bias_ih_l{layer}"] + w[f"lstm.bias_hh_l{layer}"]  # [J, 4H]
         w_ih = w[f"lstm.weight_ih_l{layer}"]  # [J, 4H, in]
         if shared:
             projected = torch.addmm(bias[0], inputs.reshape(-1, width), w_ih[0].t())
-        else:  # one product per client over all its steps
+        else:  # one product per client over all its steps, then back to time first (a copy)
             by_client = inputs.transpose(0, 1).reshape(jobs, -1, width)
             projected = torch.baddbmm(bias.unsqueeze(1), by_client, w_ih.transpose(1, 2))
             projected = projected.view(jobs, steps, batch, -1).transpose(0, 1)
-        projected = projected.reshape(steps, jobs, batch, 4 * units)  # time first (a copy for per-client)
+        gates = projected.reshape(steps, jobs, batch, 4 * units)  # pre-activations, activated in place
         recurrent = w[f"lstm.weight_hh_l{layer}"].transpose(1, 2)  # [J, H, 4H]
         out = inputs.new_empty(steps, jobs, batch, units)
-        gates = inputs.new_empty(steps, jobs, batch, 4 * units)
         cells, tanh_cells = torch.empty_like(out), torch.empty_like(out)
-        pre = inputs.new_empty(jobs, batch, 4 * units)
-        g_gate = slice(2 * units, 3 * units)
-        for tile in self.tiles(jobs, shared):
-            for t in range(steps):
-                if t:  # h_{-1} = 0: step 0's pre-activation is the projection alone
-                    a = self.recurrent(projected[t, tile], out[t - 1, tile], recurrent[tile], pre[tile], shared)
-                else:
-                    a = projected[0, tile]
-                act = gates[t, tile]
-                torch.sigmoid(a, out=act)
-                torch.tanh(a[..., g_gate], out=act[..., g_gate])
-                i, f, g, o = act.split(units, -1)
-                c = cells[t, tile]
-                if t:
-                    torch.mul(f, cells[t - 1, tile], out=c).addcmul_(i, g)
-                else:
-                    torch.mul(i, g, out=c)
-                torch.tanh(c, out=tanh_cells[t, tile])
-                torch.mul(o, tanh_cells[t, tile], out=out[t, tile])
+        i, f, g, o = gates.split(units, -1)  # [T, J, B, H] views
+        sigmoid_if = gates[..., : 2 * units]
+        for t in range(steps):
+            if t:  # h_{-1} = 0: step 0's pre-activation is the projection alone
+                product_add(gates[t], out[t - 1], recurrent, shared)
+            sigmoid_if[t].sigmoid_()
+            o[t].sigmoid_()
+            g[t].tanh_()
+            if t:
+                torch.mul(f[t], cells[t - 1], out=cells[t]).addcmul_(i[t], g[t])
+            else:
+                torch.mul(i[t], g[t], out=cells[t])
+            torch.tanh(cells[t], out=tanh_cells[t])
+            torch.mul(o[t], tanh_cells[t], out=out[t])
         return out, gates, cells, tanh_cells
 
     def layer_backward(
@@ -172,34 +147,40 @@ class LstmFusedTrainer(FusedTrainer):
     ) -> torch.Tensor:
         """Puts the layer's parameter gradients in ``grads``; returns its input's gradient [T, J, B, in].
         ``below``: the layer's input [T, J, B, in]; ``grad_h``: the loss's gradient with respect to its
-        outputs, [T, J, B, H] (the layer above's input gradient) or [J, B, H] (the head's, last step only)."""
+        outputs, [T, J, B, H] (the layer above's input gradient, updated here) or [J, B, H] (the head's, last
+        step only).  Every step's elementwise work stays on that step's slices (cache-sized on the CPU; the
+        same derivatives over all steps at once cost more in memory traffic than they saved in calls)."""
         out, gates, cells, tanh_cells = kept
         steps, jobs, batch, units = out.shape
         recurrent = w[f"lstm.weight_hh_l{layer}"]  # [J, 4H, H]
         top = grad_h.dim() == 3
+        i, f, g, o = gates.split(units, -1)
         grad_gates = torch.empty_like(gates)
-        dh_buffer = torch.empty_like(out[0])
-        for tile in self.tiles(jobs, shared):
-            dc = torch.zeros_like(out[0, tile])
-            for t in range(steps - 1, -1, -1):
-                if t == steps - 1:
-                    dh = grad_h[tile] if top else grad_h[t, tile]
-                else:  # dh_t = dA_{t+1} W_hh, plus what the layer above sends
-                    dh = self.recurrent_backward(grad_gates[t + 1, tile], recurrent[tile], dh_buffer[tile], shared)
-                    if not top:
-                        dh = dh.add_(grad_h[t, tile])
-                i, f, g, o = gates[t, tile].split(units, -1)
-                tc = tanh_cells[t, tile]
-                dc = dc.add_(dh * o * (1 - tc * tc))
-                di, df, dg, do = grad_gates[t, tile].split(units, -1)
-                torch.mul(dc * g, i * (1 - i), out=di)
-                if t:
-                    torch.mul(dc * cells[t - 1, tile], f * (1 - f), out=df)
-                else:
-                    df.zero_()  # c_{-1} = 0
-                torch.mul(dc * i, 1 - g * g, out=dg)
-                torch.mul(dh * tc, o * (1 - o), out=do)
-                dc = dc.mul_(f)
+        di, df, dg, do = grad_gates.split(units, -1)
+        dc = torch.zeros_like(out[0])
+        one = out.new_ones(())
+        slope, cell_slope = torch.empty_like(gates[0]), torch.empty_like(dc)  # scratch, one step's worth
+        g_gate = slice(2 * units, 3 * units)
+        for t in range(steps - 1, -1, -1):
+            if t == steps - 1:
+                dh = grad_h if top else grad_h[t]
+            elif top:  # dh_t = dA_{t+1} W_hh (+ what the layer above sends)
+                dh = product(grad_gates[t + 1], recurrent, shared)
+            else:
+                dh = product_add(grad_h[t], grad_gates[t + 1], recurrent, shared)
+            torch.addcmul(one, tanh_cells[t], tanh_cells[t], value=-1, out=cell_slope)
+            dc.addcmul_(dh, cell_slope.mul_(o[t]))  # dc += dh o (1 - tanh^2 c)
+            torch.mul(dc, g[t], out=di[t])
+            if t:
+                torch.mul(dc, cells[t - 1], out=df[t])
+            else:
+                df[t].zero_()  # c_{-1} = 0
+            torch.mul(dc, i[t], out=dg[t])
+            torch.mul(dh, tanh_cells[t], out=do[t])
+            torch.addcmul(gates[t], gates[t], gates[t], value=-1, out=slope)  # s (1 - s) of the sigmoids,
+            torch.addcmul(one, g[t], g[t], value=-1, out=slope[..., g_gate])  # 1 - g^2 of the tanh
+            grad_gates[t].mul_(slope)
+            dc.mul_(f[t])
         # the weight gradients: one product per client over all its steps (client first: copies)
         by_client = grad_gates.transpose(0, 1).reshape(jobs, steps * batch, 4 * units)
         previous = out[:-1].transpose(0, 1).reshape(jobs, -1, units)  # h_{t-1} for t >= 1 (h_{-1} = 0)
@@ -214,9 +195,18 @@ class LstmFusedTrainer(FusedTrainer):
             return torch.mm(grad_gates.view(-1, 4 * units), w_ih[0]).view(steps, jobs, batch, width)
         return torch.bmm(by_client, w_ih).view(jobs, steps, batch, width).transpose(0, 1)
 
-    def recurrent_backward(self, da: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, shared: bool):
-        """``out = da weight`` per client ([J, B, 4H] x [J, 4H, H]); on shared weights one product of all rows."""
-        if shared:
-            torch.mm(da.flatten(0, 1), weight[0], out=out.flatten(0, 1))
-            return out
-        return torch.bmm(da, weight, out=out)
+
+def product_add(target: torch.Tensor, a: torch.Tensor, weight: torch.Tensor, shared: bool) -> torch.Tensor:
+    """``target += a weight`` in place, per client ([J, B, n] += [J, B, m] x [J, m, n]); on shared weights
+    (``shared``) one product of all J*B rows with the first client's ``weight``."""
+    if shared:
+        target.view(-1, target.shape[-1]).addmm_(a.reshape(-1, a.shape[-1]), weight[0])
+        return target
+    return target.baddbmm_(a, weight)
+
+
+def product(a: torch.Tensor, weight: torch.Tensor, shared: bool) -> torch.Tensor:
+    """``a weight`` per client ([J, B, m] x [J, m, n]); on shared weights one product of all J*B rows."""
+    if shared:
+        return torch.mm(a.reshape(-1, a.shape[-1]), weight[0]).view(*a.shape[:-1], weight.shape[-1])
+    return torch.bmm(a, weight)
