@@ -2,16 +2,34 @@
 set of batched matrix products per time step, forward and backward written out (docs/explanation/architecture.md
 section 7).
 
-Every client has its own weights, so each product is a ``bmm`` over the cohort ([J, B, in] x [J, in, 4H]).
-Forward, per layer (gate order i, f, g, o as ``nn.LSTM``): the input projection of all time steps at once,
-``P = x W_ih^T + b_ih + b_hh``; then per step ``a = P_t + h_{t-1} W_hh^T``, ``i, f, o = sigmoid``,
-``g = tanh``, ``c_t = f c_{t-1} + i g``, ``h_t = o tanh(c_t)``.  The head reads the last layer's last
-``h``.  Backward through time, per layer from the last step: ``dc += dh o (1 - tanh^2 c_t)``, the gate
-pre-activation gradients ``dA_t`` from ``dc`` and ``dh``, ``dh_{t-1} = dA_t W_hh``, ``dc_{t-1} = dc f``;
-then the weight gradients as one product over all steps (``dW_hh = sum_t dA_t^T h_{t-1}``,
-``dW_ih = sum_t dA_t^T x_t``), and the layer's input gradient ``dA W_ih`` for the layer below.  The
-embedding's gradient is an ``index_add`` of the first layer's input gradient into the characters' rows.
+Every client has its own weights, so each product is a ``bmm`` over the cohort ([J, B, in] x [J, in, 4H]);
+the one exception is a chunk's first local step when all its jobs start from one base (a sync round, or any
+cohort of one model version): the weights are then the same for every client, and each step's products are
+one ``mm`` of all J*B rows ([J*B, H] x [H, 4H]), which a CPU runs several times faster per row than J
+products of B = 10 rows.  Only the weight gradients stay per client.  Tensors are kept time first
+([T, J, B, n]), so that a step's rows are one contiguous block for either product.
 
+Forward, per layer (gate order i, f, g, o as ``nn.LSTM``): the input projection of all time steps at once,
+``P = x W_ih^T + b_ih + b_hh``; then per step ``a_t = P_t + h_{t-1} W_hh^T`` (``h_{-1} = c_{-1} = 0``),
+``i, f, o = sigmoid(a_t)``, ``g = tanh(a_t)`` (in place, on their slices), ``c_t = f c_{t-1} + i g``,
+``h_t = o tanh(c_t)``.  The head reads the last layer's last ``h``.  Backward through time, per layer from
+the last step, with ``dh_t`` the loss's gradient with respect to ``h_t``:
+
+    dh_t = dA_{t+1} W_hh + (the layer above's input gradient at t, or the head's at the last step)
+    dc_t = dc_{t+1} f_{t+1} + dh_t o_t (1 - tanh^2 c_t)
+    dA_t = [dc_t g_t * i_t (1 - i_t),  dc_t c_{t-1} * f_t (1 - f_t),  dc_t i_t * (1 - g_t^2),
+            dh_t tanh(c_t) * o_t (1 - o_t)]                      (the gate pre-activations' gradients)
+
+then the weight gradients as one product per client over all steps (``dW_hh = sum_t dA_t^T h_{t-1}``,
+``dW_ih = sum_t dA_t^T x_t``, ``db_ih = db_hh = sum_t dA_t``), and the layer's input gradient ``dA W_ih``
+for the layer below.  The embedding's gradient is an ``index_add`` of the first layer's input gradient into
+the characters' rows.  A step's elementwise work is a dozen operations on that step's slices, which stay in
+the cache on the CPU.
+
+Speed on the CPU (``benchmarks/performance/bench_lstm.py``; docs/findings/shakespeare.md): the sequential
+trainer runs torch's own LSTM, oneDNN's fused kernel, at most of the machine's matrix-product rate, and the
+work is the same matrix products on both sides, so this trainer cannot be several times faster there; it
+is the faster one on CUDA, where one launch per step for the whole cohort replaces one per client.
 The loop over steps reads nothing back to the host, so on CUDA it queues its kernels without waiting.
 Results equal :class:`asyncfl.learn.trainer.SequentialTrainer`'s to float tolerance (tests/test_fused_lstm.py).
 """
@@ -54,6 +72,7 @@ class LstmFusedTrainer(FusedTrainer):
         self.vocabulary = model.embedding.num_embeddings
         self.length = int(federation.features.shape[1])
         self.layers = []  # FusedTrainer's Linear chain: unused here
+        self.shared_step = False  # the next gradients() call runs on shared weights (train_rows)
         self.model, self.federation, self.training = model, federation, training
         chunk = chunk_size or max(1, self.chunk_budget_bytes() // self.bytes_per_client())
         super(FusedTrainer, self).__init__(model, federation, training, seed, chunk)
@@ -85,7 +104,7 @@ class LstmFusedTrainer(FusedTrainer):
     def gradients(
         self, w: dict, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor]:
-        shared, self.shared_step = getattr(self, "shared_step", False), False  # only a chunk's first step
+        shared, self.shared_step = self.shared_step, False  # only a chunk's first step
         jobs = x.shape[0]
         chars = x.long().permute(2, 0, 1)  # [T, J, B]: time first, so that a step's rows are one block
         rows = torch.arange(jobs, device=x.device).view(1, -1, 1) * self.vocabulary + chars
