@@ -56,7 +56,9 @@ def test_the_written_out_gradients_equal_autograd_in_float64(shared, layers):
     if shared:  # every client on the same weights: the first step of a cohort from one base
         w = {name: p.expand(jobs, *p.shape).clone() for name, p in base.items()}
     else:
-        w = {name: p + 0.1 * torch.randn(jobs, *p.shape, dtype=p.dtype, generator=generator) for name, p in base.items()}
+        w = {
+            name: p + 0.1 * torch.randn(jobs, *p.shape, dtype=p.dtype, generator=generator) for name, p in base.items()
+        }
     trainer = LstmFusedTrainer(model, _federation([batch] * jobs), Training(batch_size=batch), seed=0)
     trainer.shared_step = shared
     grads, loss, square = trainer.gradients(w, x, y, weight)

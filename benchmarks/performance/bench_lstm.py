@@ -13,7 +13,8 @@ and the ratios of the least and of the median times.
     python benchmarks/performance/bench_lstm.py                       # 100 clients, 1 step, 256 units, CPU
     python benchmarks/performance/bench_lstm.py --device cuda --steps 5
 
-Keep it short on a shared machine: the sequential side costs 0.1 s per client-step on a quiet core and 0.3-0.4 s at load average 10, per repeat.
+Keep it short on a shared machine: the sequential side costs 0.1 s per client-step on a quiet core and
+0.3-0.4 s at load average 10, per repeat.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (asyncfl's default here: 1)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each trainer, taking turns")
-    parser.add_argument("--bases", choices=["shared", "distinct"], default="shared", help="one base for all jobs or a copy each")
+    parser.add_argument(
+        "--bases", choices=["shared", "distinct"], default="shared", help="one base for all jobs or a copy each"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
