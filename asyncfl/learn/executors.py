@@ -17,9 +17,10 @@ to the last bit) on the same kind of device:
   and 100 (K-async's sizes) and lost to it at 1,000 (docs/findings/performance.md, "On a GPU");
 * for the character LSTM (lstm_shakespeare; :mod:`asyncfl.learn.fused_lstm`), fused on CUDA (a cohort's
   recurrent products are one ``bmm`` per time step: 4.5x the sequential trainer on an H200, 100 clients x
-  5 steps) and sequential on the CPU, where torch's own LSTM kernel ran faster per client than the batched
-  products (0.83x at 256 units, 0.54x at 64, 100 clients, one thread of a quiet 16-core CPU;
-  ``benchmarks/performance/bench_lstm.py``); ``trainer.executor: fused`` asks for it anywhere;
+  5 steps) and sequential on the CPU, where torch's own LSTM kernel (oneDNN's) ran faster per client than the
+  batched products (0.75x at 256 units from one base, 0.56x from a base per job, 0.89x at 64 units; one
+  thread of the shared 2-core CPU; ``benchmarks/performance/bench_lstm.py``, docs/findings/shakespeare.md);
+  ``trainer.executor: fused`` asks for it anywhere;
 * otherwise batched (``torch.func.vmap``) on CUDA for every model (ResNet-18) -- one kernel launch
   for the whole cohort instead of one per client and layer;
 * otherwise, on the CPU, batched for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters.
