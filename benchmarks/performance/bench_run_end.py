@@ -136,9 +136,8 @@ def main() -> None:
     print(f"{'stage':44} {'base s':>8} {'this s':>8} {'this/base':>10}")
     keys = sorted(set(best["base"]) | set(best["this"]), key=lambda k: (k.startswith("on_end"), k))
     for key in keys:
-        b, t = best["base"].get(key), best["this"].get(key)
-        ratio = f"{t / b:.2f}" if b and t is not None else "-"
-        print(f"{key:44} {b if b is not None else float('nan'):8.3f} {t if t is not None else float('nan'):8.3f} {ratio:>10}")
+        b, t = best["base"].get(key, float("nan")), best["this"].get(key, float("nan"))
+        print(f"{key:44} {b:8.3f} {t:8.3f} {t / b if b else float('nan'):10.2f}")
 
 
 if __name__ == "__main__":
