@@ -182,7 +182,7 @@ def save_figure(fig: Figure, path: Path, title: str | None = None, dpi: int = 12
     ``savefig`` on a figure with a layout engine draws it twice (once, rendering nothing, to lay it
     out, then for real); laying it out here first, at the file's dpi and with the canvas that then
     draws it (so the text measured for the layout is measured once), gives the same pixels for one
-    draw: a third of the cost of saving a run's figures."""
+    draw (saving k_async's six figures: 2.8 CPU s before, 2.1-2.4 after)."""
     fig.set_dpi(dpi)  # text is measured in pixels: lay out at the dpi the file is drawn at
     FigureCanvasAgg(fig)  # becomes fig.canvas: its renderer (and text measurements) serve both steps
     engine = fig.get_layout_engine()

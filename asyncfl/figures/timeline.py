@@ -139,8 +139,9 @@ def draw_timeline(
 def bar_collection(bars: list[tuple[float, float, float, float, str]]) -> PolyCollection:
     """One collection of the timeline's bars ``(bottom, height, start, end, kind)``, drawn in the given
     order in the colour of their kind: the rectangles ``broken_barh`` draws with one call per row and
-    colour (to the bit: top ``bottom + height``, right ``start + (end - start)``), as one artist instead
-    of up to 80 (a quarter of the timeline's cost)."""
+    colour (to the bit: top ``bottom + height``, right ``start + (end - start)``), as one artist: the
+    timeline has two (offline periods, task phases) instead of one per row and colour (up to 80, each
+    with its own autoscale update and draw call)."""
     vertices = np.zeros((len(bars), 4, 2))
     for i, (y0, height, a, b, _) in enumerate(bars):
         x1, y1 = a + (b - a), y0 + height
