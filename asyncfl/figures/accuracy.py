@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch (PNGs via Agg)
 
-from asyncfl.figures.common import accuracy_limits, run_title, time_of_day_axis
+from asyncfl.figures.common import accuracy_limits, run_title, save_figure, time_of_day_axis
 from asyncfl.output.reading import has_table, read_table
 
 MARKERS_UP_TO = 200  # points per line drawn with markers; more would merge into a solid band
@@ -27,7 +27,7 @@ def draw_progress(run_dir: Path) -> tuple[str, Figure]:
 def plot_accuracy_vs_time(run_dir: Path) -> Path:
     """Draw :func:`draw_progress`'s figure into the run directory; returns its path."""
     name, fig = draw_progress(run_dir)
-    fig.savefig(run_dir / name, dpi=120)
+    save_figure(fig, run_dir / name)
     return run_dir / name
 
 

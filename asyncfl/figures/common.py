@@ -7,13 +7,17 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from asyncfl.output.csv_text import round6
 from asyncfl.output.reading import read_config, read_table, table_file
+
+T = TypeVar("T")
 
 COLORS = {"download": "#4c72b0", "compute": "#dd8452", "upload": "#55a868", "offline": "#c8c8c8", "failed": "#c44e52"}
 
@@ -33,7 +37,7 @@ def run_label(run_dir: Path) -> str:
     """What a figure's title calls the run: ``scenario, seed N``, and inside a sweep
     (``<sweep>/<variant>/seed<N>/`` beside study.yaml) ``study / variant, seed N``, from config.yaml
     and the directory's place; the directory's own name (a timestamp) says nothing."""
-    config = read_config(run_dir)
+    config = run_config(run_dir)
     name, seed = config.get("name", run_dir.name), config.get("seed")
     in_sweep = re.fullmatch(r"seed(\d+)", run_dir.name) and (run_dir.parent.parent / "study.yaml").is_file()
     if in_sweep:
@@ -43,7 +47,7 @@ def run_label(run_dir: Path) -> str:
 
 def run_title(run_dir: Path) -> str:
     """``label: algorithm (mode, K)``, see :func:`run_label`."""
-    config = read_config(run_dir)
+    config = run_config(run_dir)
     if not config:
         return run_label(run_dir)
     server = config.get("server") or {}
@@ -55,7 +59,7 @@ def run_title(run_dir: Path) -> str:
 def run_start(run_dir: Path):
     """The run's ``clock.start_time`` as a datetime in the offset it names (UTC when it names none),
     or None when the run has no time of day."""
-    text = (read_config(run_dir).get("clock") or {}).get("start_time")
+    text = (run_config(run_dir).get("clock") or {}).get("start_time")
     if not text:
         return None
     from datetime import datetime, timezone
@@ -127,22 +131,38 @@ class ClientTable:
         return values
 
 
-_clients_read: dict[tuple, ClientTable] = {}  # the last clients table read, by its file's identity
+_last_read: dict[str, tuple[tuple, Any]] = {}  # per kind of file: the last one read, by its identity
+
+
+def _read_while_unchanged(kind: str, path: Path, read: Callable[[], T]) -> T:
+    """``read()``'s result, kept while ``path`` is unchanged (same path, inode, size and modification
+    time) until another file of the same ``kind`` is read; the result is shared: do not modify it."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    last = _last_read.get(kind)
+    if last is None or last[0] != key:
+        _last_read.pop(kind, None)
+        last = _last_read[kind] = (key, read())
+    return last[1]
 
 
 def read_clients(run_dir: Path) -> ClientTable:
     """clients.csv or .parquet (an empty table when the run directory has none).  The last one read is
-    kept while its file is unchanged (same path, size and modification time), as at 10^6 clients each
-    reading costs a quarter of a second.  The table is shared: do not modify its columns."""
+    kept while its file is unchanged, as at 10^6 clients each reading costs a quarter of a second.
+    The table is shared: do not modify its columns."""
     path = table_file(run_dir / "clients.csv")
     if not path.is_file():
         return ClientTable({}, 0)
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _clients_read:
-        _clients_read.clear()
-        _clients_read[key] = ClientTable.from_frame(read_table(path))
-    return _clients_read[key]
+    return _read_while_unchanged("clients", path, lambda: ClientTable.from_frame(read_table(path)))
+
+
+def run_config(run_dir: Path) -> dict:
+    """config.yaml as plain data ({} when the directory has none), parsed once while the file is
+    unchanged: every figure's title reads it, and one parse costs 0.03-0.1 s.  Shared: do not modify it."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        return {}
+    return _read_while_unchanged("config", path, lambda: read_config(run_dir))
 
 
 def spread_ties(speed: np.ndarray) -> np.ndarray:
@@ -157,6 +177,17 @@ def spread_ties(speed: np.ndarray) -> np.ndarray:
     return speed.astype(np.float64) * np.exp(spread)
 
 
-def save_figure(fig, path: Path, title: str) -> Path:
-    fig.savefig(path, dpi=120, metadata={"Title": title})  # the PNG says which run it shows
+def save_figure(fig: Figure, path: Path, title: str | None = None, dpi: int = 120) -> Path:
+    """Write ``fig`` as a PNG (its ``Title`` metadata: ``title``, which run it shows), drawn once.
+    ``savefig`` on a figure with a layout engine draws it twice (once, rendering nothing, to lay it
+    out, then for real); laying it out here first, at the file's dpi and with the canvas that then
+    draws it (so the text measured for the layout is measured once), gives the same pixels for one
+    draw (saving k_async's six figures: 2.8 CPU s before, 2.1-2.4 after)."""
+    fig.set_dpi(dpi)  # text is measured in pixels: lay out at the dpi the file is drawn at
+    FigureCanvasAgg(fig)  # becomes fig.canvas: its renderer (and text measurements) serve both steps
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine(None)  # laid out: no engine, so savefig draws once
+    fig.savefig(path, dpi=dpi, metadata={"Title": title} if title is not None else None)
     return path

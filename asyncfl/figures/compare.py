@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch
 
-from asyncfl.figures.common import accuracy_limits
+from asyncfl.figures.common import accuracy_limits, save_figure
 
 XLABELS = {
     "time": "virtual wall-clock time (s)",
@@ -56,5 +56,5 @@ def plot_comparison(
     ax.legend(loc="best", fontsize=9)
     if title:
         ax.set_title(title)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     return path

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 from matplotlib.patches import Patch
 
@@ -98,15 +99,14 @@ def draw_timeline(
     row = {c: i for i, c in enumerate(chosen)}
     fig = Figure(figsize=(11, 0.42 * len(chosen) + 1.6), layout="constrained")
     ax = fig.subplots()
-    for c in chosen:
-        spans = [(a, b - a) for a, b in offline.get(c, []) if b > start and a < until]
-        ax.broken_barh(spans, (row[c] - 0.4, 0.8), color=COLORS["offline"], lw=0)
-    bars: dict[tuple[int, str], list[tuple[float, float]]] = {}  # one collection per row and colour
+    periods = [(row[c] - 0.4, 0.8, a, b, "offline") for c in chosen for a, b in offline.get(c, [])]
+    ax.add_collection(bar_collection([p for p in periods if p[3] > start and p[2] < until]))
+    bars: dict[tuple[int, str], list[tuple[float, float]]] = {}  # drawn row by row, colour by colour
     for s in segments:
         if s.client in row and s.start < until and s.end > start:
-            bars.setdefault((s.client, "failed" if s.failed else s.phase), []).append((s.start, s.end - s.start))
-    for (client, kind), spans in bars.items():
-        ax.broken_barh(spans, (row[client] - 0.3, 0.6), color=COLORS[kind], lw=0)
+            bars.setdefault((s.client, "failed" if s.failed else s.phase), []).append((s.start, s.end))
+    tasks = [(row[c] - 0.3, 0.6, a, b, kind) for (c, kind), spans in bars.items() for a, b in spans]
+    ax.add_collection(bar_collection(tasks))
     for reason, marker in FAIL_MARKERS.items():
         pts = [
             (f.time, row[f.client])
@@ -134,6 +134,20 @@ def draw_timeline(
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     ax.set_title(f"{run_label(run_dir)}: {_who(chosen, clients, worked)}, virtual s {start:,.0f} to {until:,.0f}")
     return fig
+
+
+def bar_collection(bars: list[tuple[float, float, float, float, str]]) -> PolyCollection:
+    """One collection of the timeline's bars ``(bottom, height, start, end, kind)``, drawn in the given
+    order in the colour of their kind: the rectangles ``broken_barh`` draws with one call per row and
+    colour (to the bit: top ``bottom + height``, right ``start + (end - start)``), as one artist: the
+    timeline has two (offline periods, task phases) instead of one per row and colour (up to 80, each
+    with its own autoscale update and draw call)."""
+    vertices = np.zeros((len(bars), 4, 2))
+    for i, (y0, height, a, b, _) in enumerate(bars):
+        x1, y1 = a + (b - a), y0 + height
+        vertices[i] = ((a, y0), (a, y1), (x1, y1), (x1, y0))
+    colors = [COLORS[kind] for *_, kind in bars]
+    return PolyCollection(vertices, facecolors=colors, edgecolors=colors, linewidths=0)
 
 
 def _who(chosen: list[int], clients: int | list[int] | None, worked: set[int]) -> str:

@@ -132,12 +132,13 @@ def evaluate(model: nn.Module, params: torch.Tensor, federation, indices: torch.
     vector_to_parameters(params, model.parameters())
     model.eval()
     correct, loss_sum = [], 0.0
-    for start in range(0, len(indices), chunk):
-        idx = indices[start : start + chunk]
-        logits = model(federation.features[idx])
-        loss_sum += float(nn.functional.cross_entropy(logits, federation.labels[idx], reduction="sum"))
-        correct.append(logits.argmax(1) == federation.labels[idx])
-    hits = torch.cat(correct)
+    with torch.inference_mode():  # no autograd graph: nothing here is back-propagated
+        for start in range(0, len(indices), chunk):
+            idx = indices[start : start + chunk]
+            logits = model(federation.features[idx])
+            loss_sum += float(nn.functional.cross_entropy(logits, federation.labels[idx], reduction="sum"))
+            correct.append(logits.argmax(1) == federation.labels[idx])
+        hits = torch.cat(correct)
     return hit_rate(hits), loss_sum / len(indices), hits
 
 
