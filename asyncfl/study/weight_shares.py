@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from asyncfl.errors import ConfigError
-from asyncfl.run_files import has_table, read_table
+from asyncfl.output.reading import has_table, read_table
 from asyncfl.study.seed_statistics import RunRecord
 
 STARVED = 0.25  # weight share below a quarter of the update share: the group barely moves the model

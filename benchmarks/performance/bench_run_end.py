@@ -69,10 +69,10 @@ def child(scenario: str, executor: str) -> None:
     """One run in this process; prints a JSON object of seconds per stage."""
     from asyncfl.config import load_scenario
 
-    runner = _first_module("asyncfl.run.loop", "asyncfl.run.runner", "asyncfl.runner")
-    learner = _first_module("asyncfl.run.learner", "asyncfl.learner")
-    callbacks = _first_module("asyncfl.run.callbacks.end_of_run", "asyncfl.callbacks.end_of_run")
-    base = _first_module("asyncfl.run.callbacks.base", "asyncfl.callbacks.base")
+    runner = _first_module("asyncfl.runner.start", "asyncfl.runner")
+    learner = _first_module("asyncfl.runner.learning", "asyncfl.learner")
+    callbacks = _first_module("asyncfl.runner.callbacks.end_of_run", "asyncfl.callbacks.end_of_run")
+    base = _first_module("asyncfl.runner.callbacks.base", "asyncfl.callbacks.base")
     from asyncfl.learn.batched import BatchedTrainer
     from asyncfl.learn.trainer import SequentialTrainer
 
