@@ -14,11 +14,11 @@ from asyncfl.cli.study import report_dir
 from asyncfl.config import ConfigError
 from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
-from asyncfl.study import jobs as jobs_module
 from asyncfl.study.claim_tests import claim_rows, seed_rows, sign_flip
 from asyncfl.study.claims import ALPHA, Claim, study_claims
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord, t_interval
+from asyncfl.sweep import jobs as jobs_module
 from asyncfl.sweep.study_sweep import run_sweep
 from tests.conftest import write_finished_run
 from tests.test_study import BASE as STUDY_BASE
