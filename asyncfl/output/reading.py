@@ -21,6 +21,10 @@ from asyncfl.errors import ConfigError
 from asyncfl.lazy import LazyModule
 from asyncfl.output.columns import REQUIRED_COLUMNS, TEXT_COLUMNS
 
+# libyaml's safe loader where PyYAML was built with it (the same data, parsed several times faster:
+# every figure title reads config.yaml), the pure-Python one otherwise
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 pd = LazyModule("pandas")  # the tables only: a run reads its summary.json without importing pandas
 SUMMARY = "summary.json"
 DAMAGED = "the file is damaged (run the scenario again, or restore the file from a copy)"
@@ -109,7 +113,7 @@ def read_config(run_dir: Path) -> dict:
     if not path.is_file():
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""
