@@ -10,7 +10,7 @@ from conftest import imported_modules, under
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = ("asyncfl.study", "asyncfl.sweep", "asyncfl.cli", "asyncfl.sim", "asyncfl.learn", "asyncfl.algorithms",
-             "asyncfl.runner", "asyncfl.learner", "torch", "simpy")  # fmt: skip
+             "asyncfl.runner", "torch", "simpy")  # fmt: skip
 
 
 def _reaching(folder: Path, roots: tuple[str, ...]) -> dict[str, list[str]]:

@@ -25,9 +25,8 @@ PACKAGE = ROOT / "asyncfl"
 # then the analysis of what they wrote), then the analysis, which reads run directories only.
 ABOVE_SWEEPS = ("asyncfl.__main__", "asyncfl.tools", "asyncfl.cli", "asyncfl.api")
 ABOVE_ANALYSIS = (*ABOVE_SWEEPS, "asyncfl.sweep")
-# the run loop and what it calls at each aggregation (issue 30 moves them into asyncfl/run/)
-RUN_LOOP = ("asyncfl.runner", "asyncfl.learner", "asyncfl.run", "asyncfl.checkpoint", "asyncfl.callbacks",
-            "asyncfl.selection_feedback", "asyncfl.loop_guards")  # fmt: skip
+# the run loop and what it calls at each aggregation (the callbacks, checkpoints, the learning side)
+RUN_LOOP = ("asyncfl.runner",)
 
 
 def _module_name(path: Path) -> str:

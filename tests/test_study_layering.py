@@ -16,9 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "asyncfl" / "study"
 SWEEP = ROOT / "asyncfl" / "sweep"
 ANALYSIS = tuple(sorted(path.stem for path in STUDY.glob("*.py") if path.stem != "__init__"))
-# the run loop under its old and its new home (asyncfl/run/, issue 30), the sweeps and the two worlds
-RUNNING = ("asyncfl.runner", "asyncfl.learner", "asyncfl.run", "asyncfl.checkpoint", "asyncfl.callbacks",
-           "asyncfl.selection_feedback", "asyncfl.loop_guards", "asyncfl.sweep")  # fmt: skip
+# the run loop (asyncfl/runner/, its callbacks and checkpoints included), the sweeps and the two worlds
+RUNNING = ("asyncfl.runner", "asyncfl.sweep")
 WORLDS = ("asyncfl.sim", "asyncfl.learn", "asyncfl.algorithms", "torch", "simpy", *RUNNING)
 
 
