@@ -1,7 +1,7 @@
 """Choosing how training jobs run: ``trainer.executor: auto | fused | batched | sequential``
 (docs/explanation/architecture.md section 7).
 
-All trainers give the same deltas to float tolerance (tests/test_batched.py), so the choice is
+All trainers give the same deltas to float tolerance (tests/learn/test_batched.py), so the choice is
 about speed only.  ``auto`` follows a fixed rule, decided from ``benchmarks/performance/bench_trainer.py``
 rather than timed at run start, so that a scenario always runs the same code path (same numbers
 to the last bit) on the same kind of device:

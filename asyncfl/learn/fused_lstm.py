@@ -31,7 +31,7 @@ trainer runs torch's own LSTM, oneDNN's fused kernel, at most of the machine's m
 work is the same matrix products on both sides, so this trainer cannot be several times faster there; it
 is the faster one on CUDA, where one launch per step for the whole cohort replaces one per client.
 The loop over steps reads nothing back to the host, so on CUDA it queues its kernels without waiting.
-Results equal :class:`asyncfl.learn.trainer.SequentialTrainer`'s to float tolerance (tests/test_fused_lstm.py).
+Results equal :class:`asyncfl.learn.trainer.SequentialTrainer`'s to float tolerance (tests/learn/test_fused_lstm.py).
 """
 
 from __future__ import annotations

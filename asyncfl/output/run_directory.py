@@ -149,7 +149,7 @@ class RunDirectory:
         self, t: float, client: int | None, event: str, version: int | None, reason: str | None, replaying: bool = False
     ) -> None:
         """One JSON line ``{"t","client","event","round"[,"reason"]}``, formatted by hand: at 10^5
-        clients ``json.dumps`` dominated the run (same text, see tests/test_timing_only.py).
+        clients ``json.dumps`` dominated the run (same text, see tests/runner/test_timing_only.py).
         ``replaying`` (resuming up to a checkpoint): the lines are already on disk; only the phases
         of the timeline clients' running tasks are noted, so a task that spans the checkpoint is whole."""
         if self.open_bins and event == PHASES[0] and client is not None:  # K-async: every task logs its start

@@ -5,7 +5,7 @@ SeedSequence.  :func:`asyncfl.seeding.seed_states` already computes the seed sta
 ids at once; here PCG64 itself runs for a block of clients at once (numpy's pcg64.h: a 128-bit LCG,
 state = state * MULTIPLIER + inc, output XSL-RR), so a population's clients that never act need no
 Generator each (tens of microseconds apiece, minutes at 10^7 clients) to say what their streams
-would have drawn.  The numbers are numpy's, bit for bit (tests/test_stream_columns.py).
+would have drawn.  The numbers are numpy's, bit for bit (tests/sim/test_stream_columns.py).
 
 128-bit words are (hi, lo) pairs of uint64 arrays; numpy's uint64 products wrap modulo 2**64.
 """

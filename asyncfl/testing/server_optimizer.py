@@ -1,5 +1,5 @@
 """Contract checks for a server optimizer (``algorithm.server_optimizer.kind``): every registered kind is
-held to them by tests/test_server_optimizer_contract.py, over the specs its registration names
+held to them by tests/testing/test_server_optimizer_contract.py, over the specs its registration names
 (``ServerOptimizerKind.examples``).
 
 A built optimizer maps (x_t, x_new) to x_{t+1} without touching its inputs, keeps dtype, shape and

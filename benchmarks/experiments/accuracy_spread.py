@@ -48,7 +48,7 @@ KERNELS = [
     ("2 threads", {}, 2),
 ]
 
-# runs in a copy of the package that tests/test_extending_data.py extends with toy, linear2 and alternate
+# runs in a copy of the package that tests/testing/test_extending_data.py extends with toy, linear2 and alternate
 EXTENDED_DRIVER = """
 import json, sys
 from pathlib import Path
@@ -76,17 +76,17 @@ def _summary_accuracy(sections: dict, seed: int, threads: int | None) -> float:
 
 
 def central(model: str):
-    from tests.test_mnist1d import central_scenario
+    from tests.learn.test_mnist1d import central_scenario
 
     return lambda seeds, threads: [_summary_accuracy(central_scenario(model), s, threads) for s in seeds]
 
 
 def learned(mode: str):
-    """Final minus first test accuracy of tests/test_batched.py's run (sequential executor)."""
+    """Final minus first test accuracy of tests/learn/test_batched.py's run (sequential executor)."""
     from asyncfl.config import validate_scenario
     from asyncfl.output.reading import read_csv
     from asyncfl.runner.start import run_scenario
-    from tests.test_batched import same_metrics_scenario
+    from tests.learn.test_batched import same_metrics_scenario
 
     def measure(seeds, threads):
         gains = []
@@ -105,11 +105,11 @@ def learned(mode: str):
 
 
 def synthetic_least_squares(seeds, threads):
-    """tests/test_datasets.py: a per-client least-squares fit of synthetic(alpha=beta=0) data (numpy only)."""
+    """tests/learn/test_datasets.py: a per-client least-squares fit of synthetic(alpha=beta=0) data (numpy only)."""
     import numpy as np
 
     from asyncfl.learn.datasets import load_arrays
-    from tests.test_datasets import synthetic
+    from tests.learn.test_datasets import synthetic
 
     out = []
     for seed in seeds:
@@ -123,8 +123,8 @@ def synthetic_least_squares(seeds, threads):
 
 
 def extended(seeds, threads) -> dict[str, list[float]]:
-    """tests/test_extending_data.py's toy and linear2 runs, in the extended copy of the package."""
-    from tests.test_extending_data import build_extended_copy
+    """tests/testing/test_extending_data.py's toy and linear2 runs, in the extended copy of the package."""
+    from tests.testing.test_extending_data import build_extended_copy
 
     with tempfile.TemporaryDirectory() as tmp:
         build_extended_copy(Path(tmp))
@@ -136,14 +136,14 @@ def extended(seeds, threads) -> dict[str, list[float]]:
 
 # case -> (the seed its test runs, the bound the test asserts, measure(seeds, threads) -> values)
 CASES = {
-    "central_logreg": (0, "tests/test_mnist1d.py CENTRAL range", central("logreg")),
-    "central_mlp": (0, "tests/test_mnist1d.py CENTRAL range", central("mlp")),
-    "central_cnn1d": (0, "tests/test_mnist1d.py CENTRAL range", central("cnn1d")),
-    "extending_toy": (3, "tests/test_extending_data.py: > 0.8", None),
-    "extending_linear2": (3, "tests/test_extending_data.py: > 0.6", None),
-    "learned_sync": (0, "tests/test_batched.py: final - first > 0", learned("sync")),
-    "learned_k_async": (0, "tests/test_batched.py: final - first > 0", learned("k_async")),
-    "synthetic_least_squares": (2, "tests/test_datasets.py: > 0.6", synthetic_least_squares),
+    "central_logreg": (0, "tests/learn/test_mnist1d.py CENTRAL range", central("logreg")),
+    "central_mlp": (0, "tests/learn/test_mnist1d.py CENTRAL range", central("mlp")),
+    "central_cnn1d": (0, "tests/learn/test_mnist1d.py CENTRAL range", central("cnn1d")),
+    "extending_toy": (3, "tests/testing/test_extending_data.py: > 0.8", None),
+    "extending_linear2": (3, "tests/testing/test_extending_data.py: > 0.6", None),
+    "learned_sync": (0, "tests/learn/test_batched.py: final - first > 0", learned("sync")),
+    "learned_k_async": (0, "tests/learn/test_batched.py: final - first > 0", learned("k_async")),
+    "synthetic_least_squares": (2, "tests/learn/test_datasets.py: > 0.6", synthetic_least_squares),
 }
 
 

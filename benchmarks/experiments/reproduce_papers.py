@@ -144,7 +144,7 @@ CENTRAL_SEEDS = range(5)  # one run's accuracy is one draw: another seed or anot
 def central_baselines() -> list[dict]:
     """One client holding all of MNIST-1D's 4,000 training signals (IID): the paper's central baselines,
     one row per model and seed (``CENTRAL_SEEDS``: model init and minibatch order).
-    Same settings as tests/test_mnist1d.py (SGD with momentum 0.9, batch 100, 500 steps per round)."""
+    Same settings as tests/learn/test_mnist1d.py (SGD with momentum 0.9, batch 100, 500 steps per round)."""
     from asyncfl.config import validate_scenario
     from asyncfl.runner.start import run_scenario
 

@@ -23,7 +23,7 @@ written by `python -m asyncfl reference --update docs/reference/scenario-keys.md
     python benchmarks/tools/docs_sync.py            # rewrite every block from its source
     python benchmarks/tools/docs_sync.py --check    # exit 1, naming each stale or broken block
 
-tests/test_docs_sync.py runs the check, so a quoted number that no longer matches its source file, or
+tests/docs/test_docs_sync.py runs the check, so a quoted number that no longer matches its source file, or
 a command-line option missing from the reference, fails the suite.
 """
 

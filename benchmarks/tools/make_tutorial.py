@@ -26,7 +26,7 @@ FIGURES names the files the run draws that the tutorial shows; they are copied t
     python benchmarks/tools/make_tutorial.py           # run, rewrite the outputs in place, copy the figures
     python benchmarks/tools/make_tutorial.py --check   # run, exit 1 naming each output that differs
 
-tests/test_tutorial.py runs the check.
+tests/docs/test_tutorial.py runs the check.
 """
 
 from __future__ import annotations

@@ -34,5 +34,5 @@ Hooks (:class:`~asyncfl.runner.callbacks.base.Callback`): ``on_start`` (a fresh 
 starts), ``on_aggregation``, ``on_resume`` (a resumed run, once the checkpoint's learning state is
 back: until then every callback is muted, see ``Simulation``) and ``on_end``.  Nothing here imports
 torch: evaluating, saving a checkpoint and the learner's state come in as plain callables, so every
-callback is tested with fakes (tests/test_callbacks.py).
+callback is tested with fakes (tests/runner/test_callbacks.py).
 """

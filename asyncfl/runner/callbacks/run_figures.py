@@ -20,7 +20,7 @@ class RunFigures(Callback):
         self.out, self.clients_table = out, clients_table
 
     def on_end(self, state: RunState, now: float) -> None:
-        # here, not at the top: a run that does not plot loads no matplotlib (tests/test_startup.py)
+        # here, not at the top: a run that does not plot loads no matplotlib (tests/cli/test_startup.py)
         from asyncfl.figures import render_run_figures
         from asyncfl.figures.common import ClientTable
 

@@ -73,7 +73,7 @@ class Cyclic:
     window edges computed by that one formula, so ``online`` and the next switch times agree to the
     last bit: with ``(t + phase) % period`` a client could be online at t while its window's end,
     rounded, was t itself (a zero-length online stretch that never ended; found by
-    tests/test_availability_contract.py)."""
+    tests/testing/test_availability_contract.py)."""
 
     round_indexed = False
 

@@ -1,0 +1,269 @@
+"""The study report: t intervals, paired differences by seed, the baseline: key and the report command."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from asyncfl.config import ConfigError
+from asyncfl.output.reading import read_csv
+from asyncfl.study import build_study
+from asyncfl.study.compare import write_comparison
+from asyncfl.study.report import (
+    direction,
+    one_sided_misses,
+    paired_difference,
+    report_rows,
+    t_interval,
+    write_report,
+)
+from asyncfl.study.seed_statistics import RunRecord, tail_accuracy
+from asyncfl.study.spec import load_study
+from asyncfl.sweep.study_sweep import run_sweep
+
+T_975_2 = 4.302652729749462  # Student t quantile 0.975 with 2 degrees of freedom (tables: 4.303)
+T_975_3 = 3.1824463052837078  # ... with 3 degrees of freedom (tables: 3.182)
+
+
+def test_t_interval_by_hand():
+    got = t_interval([1.0, 2.0, 3.0])  # mean 2, sample std 1
+    assert got.n == 3 and got.mean == 2.0
+    assert got.half_width == pytest.approx(T_975_2 / math.sqrt(3), rel=1e-9)
+    four = t_interval([0.2, 0.4, 0.4, 0.6, math.nan])  # NaN ignored; mean 0.4, s = sqrt(0.08 / 3)
+    assert four.n == 4 and four.mean == pytest.approx(0.4)
+    assert four.half_width == pytest.approx(T_975_3 * math.sqrt(0.08 / 3) / 2, rel=1e-9)
+    one = t_interval([0.7])
+    assert one.n == 1 and one.mean == 0.7 and math.isnan(one.half_width)
+    assert t_interval([]).n == 0 and math.isnan(t_interval([]).mean)
+
+
+def test_paired_difference_uses_only_common_seeds():
+    variant = {0: 0.5, 1: 0.7, 2: 0.6, 3: 0.9}  # seed 3 has no baseline, seed 4 no variant value
+    baseline = {0: 0.4, 1: 0.5, 2: 0.6, 4: 0.1}
+    diff = paired_difference(variant, baseline)  # differences 0.1, 0.2, 0.0
+    assert diff.n == 3 and diff.mean == pytest.approx(0.1)
+    assert diff.half_width == pytest.approx(T_975_2 * 0.1 / math.sqrt(3), rel=1e-9)
+    assert direction(diff) == "no difference"  # 0.1 ± 0.248 straddles 0
+    # Paired by seed, a small consistent gain is "higher" although the unpaired intervals overlap widely.
+    base = {s: 0.5 + 0.1 * s for s in range(5)}
+    better = {s: v + 0.01 + 0.001 * (s % 2) for s, v in base.items()}
+    assert direction(paired_difference(better, base)) == "higher"
+    assert t_interval(list(better.values())).low < t_interval(list(base.values())).high
+    assert direction(paired_difference(base, better)) == "lower"
+    assert direction(paired_difference({0: 1.0}, {0: 0.0})) == "too few seeds"
+
+
+def fake_run(path: Path, accuracies: list[float]) -> Path:
+    """A run evaluated at virtual times 0, 10, 20, ...; final accuracy = the last one."""
+    path.mkdir(parents=True)
+    rows = ["time,round,test_accuracy"] + [f"{10 * i},{i},{a}" for i, a in enumerate(accuracies)]
+    (path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    summary = {"status": "finished", "final_accuracy": accuracies[-1], "best_accuracy": max(accuracies)}
+    (path / "summary.json").write_text(json.dumps(summary))
+    return path
+
+
+def test_report_rows_and_files_by_hand(tmp_path):
+    runs = {  # variant -> seed -> evaluated accuracies at t = 0, 10, 20, 30, 40
+        "base": {0: [0.1, 0.2, 0.3, 0.4, 0.5], 1: [0.1, 0.3, 0.4, 0.5, 0.6], 2: [0.1, 0.2, 0.3, 0.5, 0.7]},
+        "new": {0: [0.1, 0.4, 0.5, 0.6, 0.6], 1: [0.1, 0.5, 0.6, 0.7, 0.7], 2: [0.1, 0.3, 0.6, 0.8, 0.8]},
+    }
+    records = [
+        RunRecord(v, s, fake_run(tmp_path / v / f"seed{s}", acc))
+        for v, seeds in runs.items()
+        for s, acc in seeds.items()
+    ]
+    # last quarter of a run ending at t = 40: evaluations at t >= 30
+    assert tail_accuracy(records[0].path) == pytest.approx(0.45)
+    files = write_report(tmp_path, records, "base", targets=[0.6])
+    assert [f.name for f in files] == ["report.csv", "report.md"]
+    rows = {(r["variant"], r["measure"]): r for r in read_csv(tmp_path / "report.csv")}
+    final = rows[("new", "final accuracy")]  # new 0.6, 0.7, 0.8 vs base 0.5, 0.6, 0.7: +0.1 every seed
+    assert float(final["mean"]) == pytest.approx(0.7)
+    assert float(final["ci_half_width"]) == pytest.approx(T_975_2 * 0.1 / math.sqrt(3), rel=1e-5)
+    assert float(final["diff_mean"]) == pytest.approx(0.1)
+    assert float(final["diff_ci_half_width"]) == pytest.approx(0, abs=1e-6)
+    assert final["vs_baseline"] == "higher" and final["paired_seeds"] == "3"
+    tail = rows[("new", "last-quarter accuracy")]  # new: 0.6, 0.7, 0.8; base: 0.45, 0.55, 0.6
+    assert float(tail["diff_mean"]) == pytest.approx((0.15 + 0.15 + 0.2) / 3, abs=1e-6)
+    time_new = rows[("new", "time to 0.6 (virtual s)")]  # new reaches 0.6 at 30, 20, 20; base at -, 40, 40
+    assert time_new["n"] == "3" and float(time_new["mean"]) == pytest.approx(70 / 3, abs=1e-6)
+    assert time_new["paired_seeds"] == "2" and float(time_new["diff_mean"]) == pytest.approx(-20)
+    assert rows[("base", "time to 0.6 (virtual s)")]["n"] == "2"
+    assert rows[("base", "final accuracy")]["vs_baseline"] == "baseline"
+    md = (tmp_path / "report.md").read_text()
+    assert "| new | final accuracy (%) | 3/3 | 70.0 ± 24.8 | +10.0 ± 0.0 | 3 | higher |" in md
+    with pytest.raises(ConfigError, match="baseline: 'nope' is not a variant"):
+        report_rows({"a": {}}, "nope")
+
+
+def tiny_study(tmp_path: Path, **extra) -> dict:
+    return {
+        "name": "tiny", "seeds": [0, 1], "data": {"dataset": "digits", "clients": 4}, "model": {"name": "logreg"},
+        "training": {"local_steps": 2}, "stop": {"rounds": 2}, "checkpoint": {"every_rounds": None},
+        "output": {"plot": False, "events": "none", "dir": str(tmp_path / "runs")},
+        "compare": [{"name": "plain"}, {"name": "fast", "set": {"training.lr": 0.2}}], **extra,
+    }  # fmt: skip
+
+
+def test_baseline_must_name_a_variant(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        build_study(tiny_study(tmp_path, baseline="fedbuff"), source="s.yaml")
+    assert "baseline: must name one of the compare: variants (plain, fast); got 'fedbuff'" in str(err.value)
+    assert build_study(tiny_study(tmp_path, baseline="fast")).baseline == "fast"
+    assert build_study(tiny_study(tmp_path)).baseline is None
+
+
+@pytest.mark.slow
+def test_sweep_writes_the_report_and_the_command_rewrites_it(tmp_path):
+    result = run_sweep(build_study(tiny_study(tmp_path, baseline="plain")), quiet=True)
+    rows = read_csv(result.sweep_dir / "report.csv")
+    fast = next(r for r in rows if r["variant"] == "fast" and r["measure"] == "final accuracy")
+    finals = {
+        v: {s: json.loads((result.sweep_dir / v / f"seed{s}" / "summary.json").read_text())["final_accuracy"]
+            for s in (0, 1)}
+        for v in ("plain", "fast")
+    }  # fmt: skip
+    assert fast["baseline"] == "plain" and fast["paired_seeds"] == "2"
+    expected = sum(finals["fast"][s] - finals["plain"][s] for s in (0, 1)) / 2
+    assert float(fast["diff_mean"]) == pytest.approx(expected, abs=1e-6)
+    cli = [sys.executable, "-m", "asyncfl", "report", str(result.sweep_dir)]
+    done = subprocess.run([*cli, "--baseline", "fast"], capture_output=True, text=True)
+    assert done.returncode == 0 and "paired difference vs fast" in done.stdout
+    bad = subprocess.run([*cli, "--baseline", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--baseline: 'nope' is not a variant" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    missing = subprocess.run([sys.executable, "-m", "asyncfl", "report", str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 2 and "not a sweep directory" in missing.stderr
+
+
+def _reproduce_papers():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "experiments" / "reproduce_papers.py"
+    spec = importlib.util.spec_from_file_location("reproduce_papers", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_one_sided_misses_make_a_time_comparison_mixed():
+    # sooner on the 3 seeds both reached, but seed 3 only the other reached
+    fast, slow = {0: 5.0, 1: 6.0, 2: 5.5, 3: math.nan}, {0: 7.0, 1: 8.0, 2: 7.4, 3: 9.0}
+    assert one_sided_misses(fast, slow) == (1, 0)
+    assert direction(paired_difference(fast, slow), one_sided_misses(fast, slow)) == "mixed"
+    assert direction(paired_difference(fast, slow)) == "lower"
+
+
+def test_paper_runs_cut_at_half_their_horizon(tmp_path):
+    rp = _reproduce_papers()
+    # evaluations at virtual 10, 20, ..., 80 s: the cut at half the horizon keeps 10-40 s
+    rows = ["round,time,test_accuracy,accuracy_class_9"]
+    rows += [
+        f"{i},{10.0 * i},{a},{c}"
+        for i, (a, c) in enumerate(
+            zip([0.1, 0.2, 0.3, 0.5, 0.6, 0.6, 0.7, 0.7], [0.0, 0.0, 0.1, 0.3, 0.4, 0.4, 0.5, 0.5]), start=1
+        )
+    ]
+    (tmp_path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    cut = rp.cut_measures(tmp_path, [0.3, 0.6], 0.5, ["accuracy_class_9"])
+    assert cut["final accuracy"] == 0.5  # the evaluation at 40 s
+    assert cut["last-quarter accuracy"] == pytest.approx((0.3 + 0.5) / 2)  # x >= 0.75 x 40 = 30 s: 30 and 40 s
+    assert cut["time to 0.3 (virtual s)"] == 30.0 and math.isnan(cut["time to 0.6 (virtual s)"])
+    assert cut["last-quarter accuracy_class_9"] == pytest.approx((0.1 + 0.3) / 2)
+    whole = rp.cut_measures(tmp_path, [0.6], 1.0)
+    assert whole["final accuracy"] == 0.7 and whole["time to 0.6 (virtual s)"] == 50.0
+    assert whole["last-quarter accuracy"] == pytest.approx((0.6 + 0.7 + 0.7) / 3)  # x >= 60 s
+
+
+def test_every_paper_study_declares_claims_and_tunes_on_other_seeds():
+    rp = _reproduce_papers()
+    for name in rp.STUDIES:
+        raw = yaml.safe_load(rp.study_file(name).read_text())
+        study = load_study(rp.study_file(name))
+        assert study.claims, f"{name}: no claims: declared"
+        assert study.tuning is not None, f"{name}: no tune: block"
+        assert not set(study.tuning.spec.seeds) & set(study.seeds), name
+        assert len(study.seeds) >= (15 if name.startswith("fedhist") else 10), name
+        assert raw.get("claims") and rp.paper_of(name) in rp.PAPERS
+
+
+@pytest.mark.slow
+def test_a_study_reads_trace_files_relative_to_its_own_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    rows = ["client,samples_per_s,uplink_mbps,downlink_mbps,latency_s"] + [f"{c},50,10,10,0.1" for c in range(4)]
+    (folder / "devices.csv").write_text("\n".join(rows) + "\n")
+    raw = tiny_study(tmp_path, population={"device_trace": "devices.csv"})
+    (folder / "study.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)  # not the study's folder: a path relative to the working directory would fail
+    study = load_study(folder / "study.yaml")
+    assert {r.scenario.population.device_trace for r in study.runs} == {folder / "devices.csv"}
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncfl", str(folder / "study.yaml"), "--set", "seeds=[0]", "--quiet"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def hand_records(tmp_path: Path, runs: dict[str, dict[int, list[float]]]) -> list[RunRecord]:
+    return [
+        RunRecord(v, s, fake_run(tmp_path / v / f"seed{s}", acc))
+        for v, seeds in runs.items()
+        for s, acc in seeds.items()
+    ]
+
+
+def test_a_target_only_one_side_reached_says_so(tmp_path):
+    runs = {  # "new" reaches 0.6 on every seed, "base" on none; nobody reaches 0.95
+        "base": {0: [0.1, 0.3, 0.5], 1: [0.1, 0.2, 0.4], 2: [0.2, 0.3, 0.5]},
+        "new": {0: [0.1, 0.6, 0.7], 1: [0.2, 0.7, 0.8], 2: [0.1, 0.5, 0.6]},
+        "once": {0: [0.1, 0.6, 0.7], 1: [0.1, 0.2, 0.3], 2: [0.1, 0.2, 0.3]},  # one seed only
+    }
+    records = hand_records(tmp_path, runs)
+    write_report(tmp_path, records, "base", targets=[0.6, 0.95])
+    rows = {(r["variant"], r["measure"]): r for r in read_csv(tmp_path / "report.csv")}
+    for measure in ("time to 0.6 (virtual s)", "rounds to 0.6"):
+        assert rows[("new", measure)]["paired_seeds"] == "0"
+        assert rows[("new", measure)]["vs_baseline"] == "only this variant reached it"
+        assert rows[("once", measure)]["vs_baseline"] == "only this variant reached it"
+        assert rows[("new", measure.replace("0.6", "0.95"))]["vs_baseline"] == "neither reached it"
+    md = (tmp_path / "report.md").read_text()
+    assert "| new | time to 0.6 (virtual s) | 3/3 | 13.3 ± 14.3 | — | 0 | only this variant reached it |" in md
+    assert "too few seeds" not in md  # three seeds each: never too few here
+    write_report(tmp_path, records, "new", targets=[0.6])  # the other way round
+    rows = {(r["variant"], r["measure"]): r for r in read_csv(tmp_path / "report.csv")}
+    assert rows[("base", "time to 0.6 (virtual s)")]["vs_baseline"] == "only the baseline reached it"
+    # "once" and "new" both reached 0.6 on seed 0 only: one pair is too few for an interval
+    assert rows[("once", "time to 0.6 (virtual s)")]["paired_seeds"] == "1"
+    assert rows[("once", "time to 0.6 (virtual s)")]["vs_baseline"] == "too few seeds"
+
+
+def test_one_seed_prints_no_spread_rather_than_zero(tmp_path):
+    records = hand_records(tmp_path, {"base": {0: [0.1, 0.5, 0.7]}, "new": {0: [0.2, 0.6, 0.9]}})
+    write_report(tmp_path, records, "base", targets=[0.6])
+    md = (tmp_path / "report.md").read_text()
+    assert "| new | final accuracy (%) | 1/1 | 90.0 ± n/a | +20.0 ± n/a | 1 | too few seeds |" in md
+    write_comparison(tmp_path, records, targets=[0.6])
+    ttt = (tmp_path / "time_to_target.md").read_text()
+    assert "± 0" not in ttt
+    assert "| new | 0.6 | 1/1 | 10 ± n/a | 1.0 ± n/a | 90.0 ± n/a | 90.0 ± n/a |" in ttt
+    row = next(r for r in read_csv(tmp_path / "time_to_target.csv") if r["variant"] == "new")
+    assert row["final_accuracy_std"] == "" and row["time_to_target_std_s"] == ""
+
+
+def test_report_without_a_baseline_promises_no_verdict(tmp_path):
+    records = hand_records(tmp_path, {"a": {0: [0.1, 0.5], 1: [0.2, 0.6]}, "b": {0: [0.3, 0.4], 1: [0.2, 0.5]}})
+    write_report(tmp_path, records, None)
+    md = (tmp_path / "report.md").read_text()
+    header = md.splitlines()[2]
+    assert "verdict" not in header and "verdict" not in md.split("No baseline")[0]
+    assert "No baseline" in md

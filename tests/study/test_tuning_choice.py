@@ -1,0 +1,131 @@
+"""The tuning choice as an analysis of finished tuning runs (asyncfl.study.tuning_results): the robust rules
+(mean, mean minus one standard error, worst seed), a criterion per variant from its claims (any claim
+measure, a missed target censored at the run's end) and the report's warnings, on hand-written runs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import yaml
+
+from asyncfl.study import build_study
+from asyncfl.study.claims import Claim
+from asyncfl.study.tuning import TUNED_FILE, TUNING_DIR
+from asyncfl.study.tuning_results import (
+    choose,
+    claimed_measure,
+    measure_value,
+    score,
+    tuning_section,
+    tuning_warnings,
+    write_choice,
+)
+from tests.study.test_tuning import tiny
+
+SEEDS = [100, 101, 102, 103]
+
+
+def write_run(run_dir, curve: list[float], end: float | None = None, class9: list[float] | None = None) -> None:
+    """Evaluations at 10, 20, 30 ... s with these accuracies (and accuracy_class_9), ended at ``end``."""
+    run_dir.mkdir(parents=True)
+    header = "time,round,test_accuracy" + (",accuracy_class_9" if class9 else "")
+    rows = [f"{10 * (i + 1)},{i + 1},{a}" + (f",{class9[i]}" if class9 else "") for i, a in enumerate(curve)]
+    (run_dir / "metrics.csv").write_text("\n".join([header, *rows]) + "\n")
+    summary = {"status": "finished", "final_accuracy": curve[-1], "best_accuracy": max(curve),
+               "virtual_time_s": end if end is not None else 10.0 * len(curve)}  # fmt: skip
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+
+
+def test_the_rules_by_hand():
+    """A cliff: 0.579 on one seed, 0.249 on another (FedAU at η_g = 10), against a steady 0.40, 0.41.
+    mean: 0.414 > 0.405, the cliff wins.  mean − SE: SE = |0.579 − 0.249| / √2 / √2 = 0.165, so
+    0.414 − 0.165 = 0.249 against 0.405 − 0.005 = 0.400: the steady point wins.  worst: 0.249 < 0.40."""
+    cliff, steady = [0.579, 0.249], [0.40, 0.41]
+    assert score(cliff, "mean", False) == pytest.approx(0.414) and score(steady, "mean", False) == pytest.approx(0.405)
+    assert score(cliff, "mean_minus_se", False) == pytest.approx(0.414 - 0.165)
+    assert score(steady, "mean_minus_se", False) == pytest.approx(0.405 - 0.005)
+    assert score(cliff, "worst", False) == 0.249 and score(steady, "worst", False) == 0.40
+    # times: lower is better, so the SE and the worst seed move up
+    assert score([10.0, 30.0], "mean_minus_se", True) == pytest.approx(20 + 10) and score([10, 30], "worst", True) == 30
+    assert math.isnan(score([0.5, math.nan], "mean", False))
+    with pytest.raises(ValueError, match="rule: allowed: mean, mean_minus_se, worst"):
+        score([0.5], "median", False)
+
+
+def plan_and_runs(tmp_path, curves: dict[str, list[list[float]]], **kw):
+    """A tuned study (variant plain, grid lr 0.1 / 0.3, tuning seeds 100-103) and its tuning runs written by hand:
+    ``curves``: point id -> one curve per tuning seed."""
+    tune = {"grid": {"training.lr": [0.1, 0.3]}, "seeds": SEEDS}
+    study = build_study(tiny(tmp_path, tune, compare=[{"name": "plain"}], targets=[0.6]))
+    sweep = tmp_path / "sweep"
+    for pid, per_seed in curves.items():
+        for seed, curve in zip(SEEDS, per_seed):
+            write_run(sweep / TUNING_DIR / "plain" / pid / f"seed{seed}", curve, **kw)
+    return study.tuning, sweep
+
+
+def test_a_cliff_wins_on_the_mean_and_loses_on_the_robust_rules(tmp_path):
+    """lr 0.1: 0.58, 0.25, 0.58, 0.25 (mean 0.415, SE 0.0953); lr 0.3: 0.40 on every seed."""
+    plan, sweep = plan_and_runs(tmp_path, {"lr0.1": [[0.58], [0.25], [0.58], [0.25]], "lr0.3": [[0.40]] * 4})
+    assert choose(plan, sweep)[0] == {"plain": {"training.lr": 0.1}}
+    assert choose(plan, sweep, "mean_minus_se")[0] == {"plain": {"training.lr": 0.3}}  # 0.415 − 0.095 < 0.40
+    chosen, rows = choose(plan, sweep, "worst")
+    assert chosen == {"plain": {"training.lr": 0.3}} and [r["score"] for r in rows] == [0.25, 0.40]
+    write_choice(plan, sweep, "worst")
+    record = yaml.safe_load((sweep / TUNED_FILE).read_text())
+    assert record["rule"] == "worst" and "by the rule worst" in tuning_section(sweep)
+
+
+def test_a_variant_tuned_on_its_claims_measure(tmp_path):
+    """Tuned on final accuracy lr 0.1 wins (0.7 > 0.6); on class 9 (its claim's measure) lr 0.3 wins
+    (last-quarter mean 0.5 > 0.1).  A run that never reaches 0.6 (0.2 at 10 s, 0.3 at 20 s, ended at 100 s)
+    has time_to:0.6 = 100 s, its end (censored as in the claims), best accuracy 0.3."""
+    class9 = {"lr0.1": [0.1, 0.1], "lr0.3": [0.5, 0.5]}
+    tune = {"grid": {"training.lr": [0.1, 0.3]}, "seeds": SEEDS}
+    study = build_study(tiny(tmp_path, tune, compare=[{"name": "plain"}], targets=[0.6], eval={"per_class": True}))
+    sweep = tmp_path / "sweep"
+    for pid, final in (("lr0.1", 0.7), ("lr0.3", 0.6)):
+        for seed in SEEDS:
+            write_run(sweep / TUNING_DIR / "plain" / pid / f"seed{seed}", [0.3, final], class9=class9[pid])
+    plan = study.tuning
+    assert choose(plan, sweep)[0] == {"plain": {"training.lr": 0.1}}
+    on_class = choose(plan, sweep, measures={"plain": "last_quarter:accuracy_class_9"})[0]
+    assert on_class == {"plain": {"training.lr": 0.3}}
+    run = sweep / "miss"
+    write_run(run, [0.2, 0.3], end=100.0)
+    assert measure_value("time_to:0.6", run) == 100.0 and measure_value("best_accuracy", run) == 0.3
+    assert measure_value("last_quarter_accuracy", run) == 0.3  # the last quarter of 20 s: the evaluation at 20
+
+
+def test_the_report_warns_of_few_seeds_a_grid_edge_and_another_measure():
+    claims = [Claim(variant="plain", versus="other", measure="last_quarter:accuracy_class_9", direction="higher"),
+              Claim(variant="other", versus="plain", measure="final_accuracy", direction="lower")]  # fmt: skip
+    record = {
+        "criterion": "final_accuracy",
+        "target": None,
+        "seeds": [100, 101],
+        "grid": {"training.lr": [0.03, 0.1, 0.3], "server.k": [5, 10]},
+        "chosen": {"plain": {"training.lr": 0.3, "server.k": 5}, "other": {"training.lr": 0.1, "server.k": 10}},
+    }
+    assert tuning_warnings(record, claims) == [
+        "tuned on 2 seed(s), fewer than 4: one seed's cliff can decide the choice; use more tuning seeds, or the "
+        "rule mean_minus_se or worst.",
+        "plain: training.lr = 0.3 is the largest value of its grid; the best may lie beyond it.",
+        "plain: server.k = 5 is the smallest value of its grid; the best may lie beyond it.",
+        "other: server.k = 10 is the largest value of its grid; the best may lie beyond it.",
+        "plain: tuned on final_accuracy but claimed on last_quarter:accuracy_class_9.",
+        "other: tuned on final_accuracy but claimed on last_quarter:accuracy_class_9.",
+    ]  # fmt: skip
+    fine = {
+        **record,
+        "seeds": SEEDS,
+        "chosen": {"plain": {"training.lr": 0.1, "server.k": 5}},
+        "grid": {"training.lr": [0.03, 0.1, 0.3], "server.k": [5]},
+        "measures": {"plain": "last_quarter:accuracy_class_9"},
+    }
+    assert tuning_warnings(fine, claims) == [
+        "plain: tuned on last_quarter:accuracy_class_9 but claimed on final_accuracy."
+    ]
+    assert claimed_measure("plain", claims) is None and claimed_measure("plain", claims[:1]) == claims[0].measure

@@ -1,0 +1,55 @@
+"""scenarios/straggler_mitigation.yaml holds what its header promises, and its script's base file is what
+``advise`` was run on (benchmarks/experiments/straggler_mitigation.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import yaml
+
+from asyncfl.config import load_scenario
+from asyncfl.study.spec import STUDY_KEYS, load_study
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = ROOT / "scenarios" / "straggler_mitigation.yaml"
+CENTRAL_MLP = 0.669  # docs/figures/papers_central.md: mlp, 66.9 % over 5 seeds
+Z90 = 1.2815515655446004  # standard normal 90th percentile
+
+
+def _script():
+    path = ROOT / "benchmarks" / "experiments" / "straggler_mitigation.py"
+    spec = importlib.util.spec_from_file_location("straggler_mitigation", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_study_is_fair_and_sized_as_its_header_says():
+    study = load_study(STUDY)
+    assert len(study.seeds) >= 10 and study.baseline == "fedavg_deadline"
+    assert study.targets == (round(0.7 * CENTRAL_MLP, 3), round(0.8 * CENTRAL_MLP, 3))  # 0.468, 0.535
+    assert not set(study.seeds) & set(range(10))  # the exploratory seeds 0-9 are not the evaluation seeds
+    runs = {r.variant: r.scenario for r in study.runs if r.seed == study.seeds[0]}
+    assert {s.stop.virtual_time_s for s in runs.values()} == {3600}  # one virtual budget for all
+    assert all(s.stop.rounds > 3600 for s in runs.values())  # never the limit: a round takes > 1 virtual s
+    base = runs["fedavg_deadline"]
+    assert base.server.deadline_s == 30 and runs["fedavg_wait"].server.deadline_s is None
+    # K-async keeps as many clients busy as a sync round selects
+    assert runs["fedbuff"].server.concurrency == base.server.clients_per_round == 10
+    speed = base.population.compute.samples_per_s
+    # log-normal: the 10th percentile is median / e^(z_0.9 sigma) = median / 6.0, within the asked 5-10x
+    assert 5 < math.exp(Z90 * speed.sigma) < 10
+    # the flash_network preset: uplink median = the geometric mean of FLASH's 431 and 6,635 kb/s = 1.6911 Mbit/s
+    assert base.population.network.uplink_mbps.median == round(math.sqrt(431 * 6635) / 1000, 4) == 1.6911
+
+
+def test_write_base_gives_the_scenario_advise_ran_on(tmp_path):
+    _script().write_base(tmp_path / "base.yaml")
+    raw = yaml.safe_load((tmp_path / "base.yaml").read_text())
+    assert not set(STUDY_KEYS) & set(raw) and raw["seed"] == 0
+    base = load_scenario(tmp_path / "base.yaml")
+    study = load_study(STUDY)
+    first = next(r.scenario for r in study.runs if (r.variant, r.seed) == ("fedavg_deadline", study.seeds[0]))
+    assert base == first.model_copy(update={"seed": 0})
