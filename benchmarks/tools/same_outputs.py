@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +58,7 @@ CASES = [  # (tag, scenario file, --set overrides); every run also gets output.p
     ("study", "scenarios/compare_deadlines.yaml", ["seeds=[0, 1]"]),
 ]  # fmt: skip
 WALL_CLOCK = {"wall_seconds", "real_seconds", "figures_seconds", "elapsed_s"}  # differ run to run
+WALL_CLOCK_JSON = re.compile(rb'"(' + "|".join(sorted(WALL_CLOCK)).encode() + rb')": *[^,}\n]+')
 SKIPPED = (".png", ".log", ".pt")  # figures (compared by eye), command logs, checkpoints (pickled tensors)
 
 
@@ -78,21 +79,23 @@ def run_cases(tree: Path, out: Path, only: set[str]) -> list[str]:
 
 def normalised(path: Path, root: Path) -> bytes:
     """The file's bytes without what may differ between two runs of the same code: wall-clock fields
-    (CSV columns, JSON keys) and the output root's own path."""
+    (CSV columns, JSON values) and the output root's own path.  Everything else is compared as written,
+    line endings, quoting and JSON layout included."""
     data = path.read_bytes().replace(str(root).encode(), b"ROOT")
-    if path.suffix == ".json":
-
-        def strip(value):
-            if isinstance(value, dict):
-                return {k: strip(v) for k, v in value.items() if k not in WALL_CLOCK}
-            return [strip(v) for v in value] if isinstance(value, list) else value
-
-        return json.dumps(strip(json.loads(data))).encode()
+    if path.suffix == ".json":  # the value of a wall-clock key, at any depth, masked in place
+        return WALL_CLOCK_JSON.sub(rb'"\1": ?', data)
     if path.suffix == ".csv":
-        rows = list(csv.reader(io.StringIO(data.decode())))
-        if rows:
-            keep = [i for i, name in enumerate(rows[0]) if name not in WALL_CLOCK]
-            return "\n".join(",".join(row[i] for i in keep if i < len(row)) for row in rows).encode()
+        header = data.split(b"\n", 1)[0].decode().rstrip("\r").split(",")
+        clock = [i for i, name in enumerate(header) if name in WALL_CLOCK]
+        if clock:  # mask those columns' values; the rest of each line stays byte for byte
+            lines = data.split(b"\n")
+            rows = csv.reader(io.StringIO(data.decode(), newline=""))
+            masked = [
+                ",".join("?" if i in clock else cell for i, cell in enumerate(row)).encode()
+                + (b"\r" * line.endswith(b"\r"))
+                for row, line in zip(rows, lines)
+            ]
+            return b"\n".join(masked) + b"\n" * data.endswith(b"\n")
     return data
 
 
