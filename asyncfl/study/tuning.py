@@ -15,8 +15,8 @@ from the next by a setting, not by its name, seed, outputs or measuring.
 
 Every tuned variant runs every grid point x tuning seed (its own ``set`` applied, then the point:
 each grid value replaces that key's value) into ``tuning/<variant>/<point id>/seed<k>/``.  The
-point with the best score (``rule:``, by default the mean criterion) over the tuning seeds wins (highest accuracy; shortest time to
-target, a run that never reaches it counting as +inf); ties go to the first point in grid order
+point with the best score (``rule:``, by default the mean criterion) over the tuning seeds wins
+(highest accuracy; shortest time to target, a run that never reaches it counting as +inf); ties go to the first point in grid order
 (the grid is enumerated with the last key varying fastest).  ``tuning.csv`` lists every point's
 per-seed and mean criterion, ``tuned.yaml`` the chosen values; the evaluation runs (variant x
 ``seeds:``) apply them on top of the variant's ``set``.  Nothing is read from an evaluation run, so
@@ -35,8 +35,8 @@ variant's algorithm has is refused.
 
 ``widen: true``: where a chosen numeric value sits at its grid's edge, one point beyond that edge (the chosen
 point with that value moved one step further: geometric where the grid's values are positive with a
-near-constant ratio, which a two-value positive grid always has; arithmetic otherwise: :func:`next_value`) runs on the tuning seeds,
-and the choice is made again, up to ``widen_max`` times (:func:`widen`).
+near-constant ratio, which a two-value positive grid always has; arithmetic otherwise: :func:`next_value`)
+runs on the tuning seeds, and the choice is made again, up to ``widen_max`` times (:func:`widen`).
 """
 
 from __future__ import annotations
