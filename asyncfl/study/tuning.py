@@ -16,11 +16,11 @@ from the next by a setting, not by its name, seed, outputs or measuring.
 Every tuned variant runs every grid point x tuning seed (its own ``set`` applied, then the point:
 each grid value replaces that key's value) into ``tuning/<variant>/<point id>/seed<k>/``.  The
 point with the best score (``rule:``, by default the mean criterion) over the tuning seeds wins
-(highest accuracy; shortest time to target, a run that never reaches it counting as +inf); ties go to the first point in grid order
-(the grid is enumerated with the last key varying fastest).  ``tuning.csv`` lists every point's
-per-seed and mean criterion, ``tuned.yaml`` the chosen values; the evaluation runs (variant x
-``seeds:``) apply them on top of the variant's ``set``.  Nothing is read from an evaluation run, so
-the evaluation seeds cannot influence the choice.
+(highest accuracy; shortest time to target, a run that never reaches it counting as +inf); ties go to
+the first point in grid order (the grid is enumerated with the last key varying fastest).
+``tuning.csv`` lists every point's per-seed and mean criterion, ``tuned.yaml`` the chosen values; the
+evaluation runs (variant x ``seeds:``) apply them on top of the variant's ``set``.  Nothing is read from
+an evaluation run, so the evaluation seeds cannot influence the choice.
 
 ``criterion:`` is one measure for every tuned variant: ``final_accuracy``, ``last_quarter_accuracy``,
 ``best_accuracy``, ``time_to_target`` (the first target, a miss +inf), or any claim measure
