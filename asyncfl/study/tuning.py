@@ -26,7 +26,8 @@ an evaluation run, so the evaluation seeds cannot influence the choice.
 ``best_accuracy``, ``time_to_target`` (the first target, a miss +inf), or any claim measure
 (``last_quarter:<column>``, ``time_to:<target>``: a miss censored at the run's end, as in the claims);
 ``claimed``: each variant on the one measure its claims test; or a mapping variant -> measure (a tuned
-variant it leaves out: ``final_accuracy``).
+variant it leaves out: ``final_accuracy``; in it or with ``claimed``, ``time_to_target`` means
+``time_to:<the first target>``).
 
 ``algorithm.<key>`` grid keys (``algorithm.history`` for FedHist) apply to the variants whose algorithm has
 the key; another variant is tuned on the rest of the grid (the key is listed as skipped in tuning.csv,
@@ -382,25 +383,27 @@ def _skipped_algorithm_keys(
 ) -> dict[str, tuple[str, ...]]:
     """Variant -> the ``algorithm.<key>`` grid keys its algorithm has no setting for; a key that no tuned
     variant's algorithm has is a problem."""
-    keys = [key for key in grid if key.startswith("algorithm.") and key.count(".") >= 1]
+    keys = [key for key in grid if key.startswith("algorithm.")]
     if not keys:
         return {}
-    settings = {}
+    settings: dict[str, set[str] | None] = {}
+    algorithms: dict[str, str] = {}
     for name, raw in merged.items():
         try:  # the algorithm's own settings (its section's fields)
-            settings[name] = set(type(validate_scenario({**raw, "seed": 0}).algorithm).model_fields)
+            algorithm = validate_scenario({**raw, "seed": 0}).algorithm
         except ConfigError:
             settings[name] = None  # the variant's own problem, reported with its runs
+            continue
+        settings[name], algorithms[name] = set(type(algorithm).model_fields), algorithm.name
     skipped: dict[str, tuple[str, ...]] = {}
     for key in keys:
         setting = key.split(".")[1]
         lacking = [name for name, has in settings.items() if has is not None and setting not in has]
         if len(lacking) == len(merged):
-            names = {name: merged[name].get("algorithm", {}).get("name", "the default") for name in merged}
             have = sorted(set().union(*(has for has in settings.values() if has)) - {"name"})
             problems.append(
                 f"tune.grid.{key}: no tuned variant's algorithm has the setting {setting!r} ("
-                + ", ".join(f"{n}: {a}" for n, a in names.items())
+                + ", ".join(f"{n}: {a}" for n, a in algorithms.items())
                 + f"); their settings: {', '.join(have)}."
             )
         for name in lacking:
