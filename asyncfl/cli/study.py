@@ -133,6 +133,11 @@ def validate_study(study: Study, source: str) -> int:
         print(
             f"  and first {len(plan.runs)} tuning runs: {len(plan.points)} grid point(s) x "
             f"{len(plan.spec.seeds)} tuning seed(s) for each of {', '.join(plan.variants)}"
+            + "".join(
+                f"; {v} skips {', '.join(keys)} ({len(plan.points_of(v))} point(s))"
+                for v, keys in plan.skipped.items()
+                if v in plan.variants
+            )  # fmt: skip
         )
     warn_study(study)
     return 0

@@ -115,7 +115,8 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
     columns.update({_declared_name(v, axis): c for v, c in reversed(columns.items())})  # claims name these
     claims, claim_problems = parse_claims(spec["claims"], names, targets, columns)
     problems += claim_problems
-    tuning = parse_tune(spec["tune"], _merged_variants(base, variants), seeds, targets, problems)
+    tuning = parse_tune(spec["tune"], _merged_variants(base, variants), seeds, targets, problems,
+                        expand_claims(claims, axis), columns)  # fmt: skip
     if problems:
         unique = list(dict.fromkeys(problems))
         raise ConfigError(f"{source}: {len(unique)} problem(s):\n  " + "\n  ".join(unique))

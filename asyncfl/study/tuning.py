@@ -4,8 +4,10 @@ tuning seeds disjoint from the evaluation seeds, and the evaluation runs use it:
     tune:
       grid: {training.lr: [0.03, 0.1, 0.3], algorithm.server_lr: [0.5, 1.0]}
       seeds: [100, 101]            # never one of seeds: (the evaluation seeds)
-      criterion: final_accuracy    # or last_quarter_accuracy, or time_to_target (the first of targets:)
+      criterion: final_accuracy    # any claim measure, claimed, or {variant: measure}; see below
+      rule: mean                   # or mean_minus_se, worst (asyncfl.study.tuning_results)
       variants: [fedavg, fedbuff]  # optional; default every variant
+      widen: false                 # true: a choice at a numeric grid edge adds a point beyond it
 
 A grid key must lie in a section that changes what a run learns or the world it runs in
 (:data:`TUNABLE`); the others are refused with the reason (:data:`UNTUNABLE`): a point must differ
@@ -13,12 +15,29 @@ from the next by a setting, not by its name, seed, outputs or measuring.
 
 Every tuned variant runs every grid point x tuning seed (its own ``set`` applied, then the point:
 each grid value replaces that key's value) into ``tuning/<variant>/<point id>/seed<k>/``.  The
-point with the best mean criterion over the tuning seeds wins (highest accuracy; shortest time to
-target, a run that never reaches it counting as +inf); ties go to the first point in grid order
-(the grid is enumerated with the last key varying fastest).  ``tuning.csv`` lists every point's
-per-seed and mean criterion, ``tuned.yaml`` the chosen values; the evaluation runs (variant x
-``seeds:``) apply them on top of the variant's ``set``.  Nothing is read from an evaluation run, so
-the evaluation seeds cannot influence the choice.
+point with the best score (``rule:``, by default the mean criterion) over the tuning seeds wins
+(highest accuracy; shortest time to target, a run that never reaches it counting as +inf); ties go to
+the first point in grid order (the grid is enumerated with the last key varying fastest).
+``tuning.csv`` lists every point's per-seed and mean criterion, ``tuned.yaml`` the chosen values; the
+evaluation runs (variant x ``seeds:``) apply them on top of the variant's ``set``.  Nothing is read from
+an evaluation run, so the evaluation seeds cannot influence the choice.
+
+``criterion:`` is one measure for every tuned variant: ``final_accuracy``, ``last_quarter_accuracy``,
+``best_accuracy``, ``time_to_target`` (the first target, a miss +inf), or any claim measure
+(``last_quarter:<column>``, ``time_to:<target>``: a miss censored at the run's end, as in the claims);
+``claimed``: each variant on the one measure its claims test; or a mapping variant -> measure (a tuned
+variant it leaves out: ``final_accuracy``; in it or with ``claimed``, ``time_to_target`` means
+``time_to:<the first target>``).
+
+``algorithm.<key>`` grid keys (``algorithm.history`` for FedHist) apply to the variants whose algorithm has
+the key; another variant is tuned on the rest of the grid (the key is listed as skipped in tuning.csv,
+tuned.yaml and the report), and a variant with no grid key left is not tuned.  A key that no tuned
+variant's algorithm has is refused.
+
+``widen: true``: where a chosen numeric value sits at its grid's edge, one point beyond that edge (the chosen
+point with that value moved one step further: geometric where the grid's values are positive with a
+near-constant ratio, which a two-value positive grid always has; arithmetic otherwise: :func:`next_value`)
+runs on the tuning seeds, and the choice is made again, up to ``widen_max`` times (:func:`widen`).
 """
 
 from __future__ import annotations
@@ -26,7 +45,7 @@ from __future__ import annotations
 import copy
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
@@ -36,10 +55,15 @@ from asyncfl.config import ConfigError, Scenario, validate_scenario
 from asyncfl.config.problems import problems_message
 from asyncfl.config.yaml_files import dotted_parent
 from asyncfl.sections import Section
+from asyncfl.study.claims import TIME_TO, Claim
+from asyncfl.study.measures import ACCURACY_MEASURES, column_of
 
 TUNING_DIR, TUNING_CSV, TUNED_FILE = "tuning", "tuning.csv", "tuned.yaml"
 PATH_LINE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*): (.*)$")
-Criterion = Literal["final_accuracy", "last_quarter_accuracy", "time_to_target"]
+# the single criteria tuned as before any claim measure could be named (tuned.yaml's criterion, no measures:)
+CRITERIA = (*ACCURACY_MEASURES, "time_to_target")
+CLAIMED = "claimed"
+Rule = Literal["mean", "mean_minus_se", "worst"]
 
 # the scenario's top-level keys a grid key may start with: what a run learns and the world it runs in
 TUNABLE = ("algorithm", "clock", "data", "model", "population", "server", "training")
@@ -64,12 +88,19 @@ class Tune(Section):
         min_length=1, description="dotted scenario key -> the values to try (e.g. training.lr: [0.03, 0.1, 0.3])"
     )
     seeds: list[int] = Field(min_length=1, description="tuning seeds; none may be an evaluation seed (seeds:)")
-    criterion: Criterion = Field(
+    criterion: str | dict[str, str] = Field(
         "final_accuracy",
-        description="what the best grid point maximises (accuracies) or minimises (time_to_target: the first "
-        "of targets:, a run that never reaches it counting as +inf), averaged over the tuning seeds",
+        description="what the best grid point maximises (accuracies) or minimises (times): final_accuracy, "
+        "last_quarter_accuracy, best_accuracy, time_to_target (the first of targets:, a miss +inf), a claim "
+        "measure (last_quarter:<column>, time_to:<target>, a miss censored at the run's end), claimed (each "
+        "variant on the measure its claims test), or a mapping variant -> measure",
+    )
+    rule: Rule = Field(
+        "mean", description="how a point's per-seed criterion becomes its score: mean, mean_minus_se, worst"
     )
     variants: list[str] | None = Field(None, description="the variants to tune (default: every variant)")
+    widen: bool = Field(False, description="a chosen numeric value at its grid's edge adds a point beyond it")
+    widen_max: int = Field(2, ge=1, description="with widen: the most times a variant's grid is widened")
 
 
 class TuneBlock(Section):
@@ -97,15 +128,38 @@ class TuningRun:
 
 
 @dataclass(frozen=True)
+class Widening:
+    """One point added beyond a grid edge (:func:`widen`)."""
+
+    variant: str
+    key: str
+    edge: Any  # the chosen value at the edge
+    value: Any  # the value beyond it
+    round: int  # 1 for the first widening
+    point: str  # the added point's id
+
+
+@dataclass(frozen=True)
 class TuningPlan:
     spec: Tune
     target: float | None  # time_to_target's target
-    points: tuple[dict[str, Any], ...]  # grid order
+    points: tuple[dict[str, Any], ...]  # the whole grid, in grid order
     ids: tuple[str, ...]
     variants: tuple[str, ...]
     untuned: tuple[str, ...]  # the study's other variants, run with their own values
     merged: Mapping[str, dict[str, Any]]  # variant -> base with the variant's set applied
     runs: tuple[TuningRun, ...]
+    measures: Mapping[str, str] = field(default_factory=dict)  # variant -> claim measure, if not spec.criterion
+    skipped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # variant -> grid keys its algorithm lacks
+    variant_points: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)  # if not ``points``
+    widened: tuple[Widening, ...] = ()
+
+    def points_of(self, variant: str) -> tuple[dict[str, Any], ...]:
+        """The points ``variant`` is tuned on: the grid without its skipped keys, then any widened points."""
+        return self.variant_points.get(variant, self.points)
+
+    def ids_of(self, variant: str) -> tuple[str, ...]:
+        return self.ids if variant not in self.variant_points else tuple(map(point_id, self.variant_points[variant]))
 
 
 def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -180,9 +234,12 @@ def parse_tune(
     seeds: Sequence[int],
     targets: Sequence[float],
     problems: list[str],
+    claims: Sequence[Claim] = (),
+    columns: Mapping[str, Sequence[str]] | None = None,
 ) -> TuningPlan | None:
     """The ``tune:`` block checked against the study: ``variants`` maps each variant to its merged scenario
-    and the dotted keys its ``set`` touched; ``seeds`` are the evaluation seeds."""
+    and the dotted keys its ``set`` touched; ``seeds`` are the evaluation seeds; ``claims`` (variant names
+    as expanded) decide ``criterion: claimed``; ``columns``: the metrics.csv columns each variant writes."""
     if value is None:
         return None
     try:
@@ -196,14 +253,13 @@ def parse_tune(
     shared = sorted(set(spec.seeds) & set(seeds))
     if shared:
         problems.append(f"tune.seeds: {shared} are also evaluation seeds (seeds:); tuning seeds must be disjoint.")
-    if spec.criterion == "time_to_target" and not targets:
-        problems.append("tune.criterion: time_to_target needs targets: (the first target is used).")
     tuned = tuple(spec.variants if spec.variants is not None else variants)
     for name in tuned:
         if name not in variants:
             problems.append(f"tune.variants: {name!r} is not a variant; allowed: {', '.join(variants)}.")
     if "tuning" in variants:
         problems.append(f"compare: a variant named {TUNING_DIR!r} would share the tuning runs' directory.")
+    measures = _measures(spec.criterion, tuned, targets, claims, columns or {}, problems)
     for key, values in spec.grid.items():
         if not key or not all(key.split(".")) or not values:
             problems.append(f"tune.grid.{key}: expected a dotted key with a non-empty list of values.")
@@ -216,6 +272,9 @@ def parse_tune(
                 problems.append(f"compare: variant {name!r} sets {hit[0]}, which tune.grid.{key} tunes; remove one.")
     if len(problems) > before:
         return None
+    skipped = _skipped_algorithm_keys(spec.grid, {name: variants[name][0] for name in tuned}, problems)
+    if len(problems) > before:
+        return None
     collision = id_collision(spec.grid)
     if collision:
         problems.append(collision)
@@ -225,12 +284,17 @@ def parse_tune(
     if len(set(ids)) != len(ids):  # two keys' names and values that run together alike
         problems.append(f"tune.grid: two grid points get the same directory name ({ids}); use distinct values.")
         return None
+    own_points = {
+        name: tuple(grid_points({k: v for k, v in spec.grid.items() if k not in skipped[name]}))
+        for name in tuned if skipped.get(name) and len(skipped[name]) < len(spec.grid)
+    }  # fmt: skip
+    tuned = tuple(name for name in tuned if len(skipped.get(name, ())) < len(spec.grid))  # a key left to tune
     runs, seen = [], set()
     for name in tuned:
-        for point, pid in zip(points, ids):
+        for point in own_points.get(name, points):
+            pid = point_id(point)
             try:
-                raw = apply_point(variants[name][0], point)
-                runs.extend(TuningRun(name, pid, s, validate_scenario({**raw, "seed": s})) for s in spec.seeds)
+                runs.extend(_runs(name, pid, variants[name][0], point, spec.seeds))
             except ConfigError as exc:  # each problem once per variant, at the first point that has it
                 for where, line in _locate(str(exc), spec.grid):
                     if (name, where, line) not in seen:
@@ -239,7 +303,112 @@ def parse_tune(
     target = float(targets[0]) if targets else None
     merged = {name: variants[name][0] for name in tuned}
     untuned = tuple(name for name in variants if name not in tuned)
-    return TuningPlan(spec, target, tuple(points), tuple(ids), tuned, untuned, merged, tuple(runs))
+    return TuningPlan(spec, target, tuple(points), tuple(ids), tuned, untuned, merged, tuple(runs),
+                      {name: m for name, m in measures.items() if name in tuned}, skipped, own_points)  # fmt: skip
+
+
+def _runs(name: str, pid: str, raw: Mapping[str, Any], point: Mapping[str, Any], seeds: Sequence[int]) -> list:
+    raw = apply_point(raw, point)
+    return [TuningRun(name, pid, s, validate_scenario({**raw, "seed": s})) for s in seeds]
+
+
+def _measures(
+    criterion: str | dict[str, str],
+    tuned: Sequence[str],
+    targets: Sequence[float],
+    claims: Sequence[Claim],
+    columns: Mapping[str, Sequence[str]],
+    problems: list[str],
+) -> dict[str, str]:
+    """Variant -> the claim measure it is tuned on; empty when one criterion of :data:`CRITERIA` serves all
+    (tuned as before claim measures could be named)."""
+    if isinstance(criterion, str) and criterion in CRITERIA:
+        if criterion == "time_to_target" and not targets:
+            problems.append("tune.criterion: time_to_target needs targets: (the first target is used).")
+        return {}
+    named = criterion if isinstance(criterion, dict) else {name: criterion for name in tuned}
+    out = {}
+    for name, measure in named.items():
+        where = f"tune.criterion.{name}" if isinstance(criterion, dict) else "tune.criterion"
+        if name not in tuned:
+            problems.append(f"{where}: {name!r} is not a tuned variant; allowed: {', '.join(tuned)}.")
+            continue
+        if measure == CLAIMED:
+            found = sorted({c.measure for c in claims if name in (c.variant, c.versus)})
+            if len(found) != 1:
+                tested = f"test {', '.join(found)}" if found else "test no measure"
+                problems.append(
+                    f"{where}: claimed: the claims about {name!r} {tested}; name its measure instead "
+                    f"(tune.criterion: {{{name}: <measure>}})."
+                )
+                continue
+            measure = found[0]
+        problem = measure_problem(measure, targets, columns.get(name))
+        if problem:
+            problems.append(f"{where}: {problem}")
+            continue
+        if measure == "time_to_target":
+            measure = f"{TIME_TO}{targets[0]:g}"
+        out[name] = measure
+    return {name: out.get(name, "final_accuracy") for name in tuned} if isinstance(criterion, dict) else out
+
+
+def measure_problem(measure: Any, targets: Sequence[float], columns: Sequence[str] | None) -> str | None:
+    """Why ``measure`` cannot be a tuning criterion, or None."""
+    allowed = (
+        f"allowed: {', '.join(CRITERIA)}, last_quarter:<column>, time_to:<target>, {CLAIMED}, or a mapping "
+        f"variant -> one of these; got {measure!r}."
+    )
+    if not isinstance(measure, str):
+        return allowed
+    if measure in CRITERIA:
+        return "time_to_target needs targets: (the first target is used)." if (
+            measure == "time_to_target" and not targets) else None  # fmt: skip
+    column = column_of(measure)
+    if column:
+        return None if columns is None or column in columns else (
+            f"{measure!r}: the runs write no column {column} to metrics.csv.")  # fmt: skip
+    if measure.startswith(TIME_TO):
+        try:
+            target = float(measure[len(TIME_TO) :])
+        except ValueError:
+            return allowed
+        listed = ", ".join(f"{t:g}" for t in targets) or "none"
+        return None if target in targets else f"{measure!r}: the target must be one of targets: ({listed})."
+    return allowed
+
+
+def _skipped_algorithm_keys(
+    grid: Mapping[str, Any], merged: Mapping[str, dict[str, Any]], problems: list[str]
+) -> dict[str, tuple[str, ...]]:
+    """Variant -> the ``algorithm.<key>`` grid keys its algorithm has no setting for; a key that no tuned
+    variant's algorithm has is a problem."""
+    keys = [key for key in grid if key.startswith("algorithm.")]
+    if not keys:
+        return {}
+    settings: dict[str, set[str] | None] = {}
+    algorithms: dict[str, str] = {}
+    for name, raw in merged.items():
+        try:  # the algorithm's own settings (its section's fields)
+            algorithm = validate_scenario({**raw, "seed": 0}).algorithm
+        except ConfigError:
+            settings[name] = None  # the variant's own problem, reported with its runs
+            continue
+        settings[name], algorithms[name] = set(type(algorithm).model_fields), algorithm.name
+    skipped: dict[str, tuple[str, ...]] = {}
+    for key in keys:
+        setting = key.split(".")[1]
+        lacking = [name for name, has in settings.items() if has is not None and setting not in has]
+        if len(lacking) == len(merged):
+            have = sorted(set().union(*(has for has in settings.values() if has)) - {"name"})
+            problems.append(
+                f"tune.grid.{key}: no tuned variant's algorithm has the setting {setting!r} ("
+                + ", ".join(f"{n}: {a}" for n, a in algorithms.items())
+                + f"); their settings: {', '.join(have)}."
+            )
+        for name in lacking:
+            skipped[name] = skipped.get(name, ()) + (key,)
+    return skipped
 
 
 def _overlap(a: str, b: str) -> bool:
@@ -261,3 +430,57 @@ def _locate(message: str, grid: Mapping[str, Any]) -> list[tuple[str, str]]:
 def tuned_scenario(plan: TuningPlan, variant: str, seed: int, chosen: Mapping[str, dict[str, Any]]) -> Scenario:
     """An evaluation run of a tuned variant: its merged scenario with the chosen values."""
     return validate_scenario({**apply_point(plan.merged[variant], chosen[variant]), "seed": seed}, "<tuned>")
+
+
+def widen(plan: TuningPlan, chosen: Mapping[str, dict[str, Any]], round_: int) -> TuningPlan | None:
+    """``plan`` with one point beyond the edge for each tuned variant whose chosen numeric value sits at the
+    edge of the values it was tuned on (the chosen point with that value moved one step further), or None
+    when no choice sits at an edge or every point beyond would be invalid (a step below a positive
+    minimum, say) or was run already."""
+    added: dict[str, list[dict[str, Any]]] = {}
+    widened, runs = [], []
+    for name in plan.variants:
+        points = plan.points_of(name)
+        for key, value in chosen[name].items():
+            values = sorted({p[key] for p in points if _number(p.get(key))})
+            if len(values) < 2 or not _number(value) or value not in (values[0], values[-1]):
+                continue
+            beyond = next_value(values, top=value == values[-1])
+            point = {**chosen[name], key: beyond}
+            if beyond is None or point in points or point in added.get(name, []):
+                continue
+            try:
+                new_runs = _runs(name, point_id(point), plan.merged[name], point, plan.spec.seeds)
+            except ConfigError:  # the value beyond is not a valid setting: the edge stays
+                continue
+            added.setdefault(name, []).append(point)
+            widened.append(Widening(name, key, value, beyond, round_, point_id(point)))
+            runs.extend(new_runs)
+    if not widened:
+        return None
+    variant_points = {**plan.variant_points, **{n: plan.points_of(n) + tuple(p) for n, p in added.items()}}
+    return replace(plan, variant_points=variant_points, runs=plan.runs + tuple(runs),
+                   widened=plan.widened + tuple(widened))  # fmt: skip
+
+
+def next_value(values: Sequence[float], top: bool) -> float | None:
+    """One step beyond the largest (``top``) or smallest of sorted ``values``: geometric where they are
+    positive with a near-constant ratio (within 20 %: 0.03, 0.1, 0.3 is log-spaced; two positive values
+    always are) but not equal steps, else arithmetic; an integer grid stays integer, a float is rounded to 12
+    significant digits (0.9, not 0.8999999999999999)."""
+    ratios = [b / a for a, b in zip(values, values[1:])] if values[0] > 0 else []
+    geometric = bool(ratios) and max(ratios) <= min(ratios) * 1.2
+    if len(values) > 2 and geometric:  # equal steps too (1, 2, 3 has no constant ratio; 1, 2, 4 has)
+        steps = [b - a for a, b in zip(values, values[1:])]
+        geometric = max(steps) > min(steps) * 1.01
+    a, b = (values[-2], values[-1]) if top else (values[1], values[0])
+    beyond = b * (b / a) if geometric else b + (b - a)
+    if all(isinstance(v, int) for v in values):
+        beyond = round(beyond)
+        if beyond == b:
+            beyond = b + (1 if top else -1)
+    return float(f"{beyond:.12g}") if isinstance(beyond, float) else int(beyond)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

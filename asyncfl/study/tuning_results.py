@@ -34,6 +34,8 @@ from asyncfl.study.seed_statistics import run_measures
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR, TuningPlan
 
 RULES = ("mean", "mean_minus_se", "worst")
+# tune.criterion other than one measure, in the report's words (the measures follow)
+PER_VARIANT = {"claimed": "the measure each variant's claims test", "per variant": "a measure per variant"}
 ROBUST_SEEDS = 4  # fewer tuning seeds than this: the report warns (two seeds picked cliffs before)
 
 
@@ -86,27 +88,38 @@ def score(values: Sequence[float], rule: str, lower: bool) -> float:
 
 
 def choose(
-    plan: TuningPlan, sweep_dir: Path, rule: str = "mean", measures: Mapping[str, str] | None = None
+    plan: TuningPlan, sweep_dir: Path, rule: str | None = None, measures: Mapping[str, str] | None = None
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """The chosen point per variant and the rows of tuning.csv, from the finished tuning runs; ``measures``:
-    variant -> the claim measure to tune it on instead of the plan's criterion (:func:`claimed_measure`)."""
+    """The chosen point per variant and the rows of tuning.csv, from the finished tuning runs; ``rule``
+    (default the plan's ``tune.rule``) and ``measures``: variant -> the claim measure to tune it on instead of
+    the plan's criterion (default the plan's, from ``tune.criterion``)."""
+    rule = plan.spec.rule if rule is None else rule
+    measures = plan.measures if measures is None else measures
+    widened = {(w.variant, w.point): w.round for w in plan.widened}
     chosen, rows = {}, []
     for name in plan.variants:
-        measure = (measures or {}).get(name)
+        measure = measures.get(name)
         lower = lower_is_better(measure or plan.spec.criterion)
+        points, ids = plan.points_of(name), plan.ids_of(name)
         best, best_score = 0, math.nan
-        for i, (point, pid) in enumerate(zip(plan.points, plan.ids)):
+        for i, (point, pid) in enumerate(zip(points, ids)):
             dirs = [sweep_dir / TUNING_DIR / name / pid / f"seed{s}" for s in plan.spec.seeds]
             values = [measure_value(measure, d) if measure else criterion_value(plan, d) for d in dirs]
             mean, points_score = score(values, "mean", lower), score(values, rule, lower)
             better = points_score < best_score if lower else points_score > best_score
             if not math.isnan(points_score) and (math.isnan(best_score) or better):  # strict: ties keep the first
                 best, best_score = i, points_score
-            row = {"variant": name, "point": pid, **point, **{f"seed{s}": v for s, v in zip(plan.spec.seeds, values)}}
-            rows.append({**row, "mean": mean, **({"score": points_score} if rule != "mean" else {})})
-        chosen[name] = dict(plan.points[best])
-        for row, pid in zip(rows[-len(plan.points) :], plan.ids):
-            row["chosen"] = pid == plan.ids[best]
+            row = {"variant": name, "point": pid, **{k: point.get(k, "") for k in plan.spec.grid},
+                   **{f"seed{s}": v for s, v in zip(plan.spec.seeds, values)}}  # fmt: skip
+            row = {**row, "mean": mean, **({"score": points_score} if rule != "mean" else {})}
+            if plan.skipped:  # a grid key this variant's algorithm lacks (empty in its column)
+                row["skipped"] = " ".join(plan.skipped.get(name, ()))
+            if plan.widened:  # the widening round that added the point (0: the grid's own)
+                row["widened"] = widened.get((name, pid), 0)
+            rows.append(row)
+        chosen[name] = dict(points[best])
+        for row, pid in zip(rows[-len(points) :], ids):
+            row["chosen"] = pid == ids[best]
     return chosen, rows
 
 
@@ -118,18 +131,27 @@ def claimed_measure(variant: str, claims: Sequence[Claim]) -> str | None:
 
 
 def write_choice(
-    plan: TuningPlan, sweep_dir: Path, rule: str = "mean", measures: Mapping[str, str] | None = None
+    plan: TuningPlan, sweep_dir: Path, rule: str | None = None, measures: Mapping[str, str] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Write tuning.csv and tuned.yaml; return the chosen values per variant."""
+    """Write tuning.csv and tuned.yaml; return the chosen values per variant (``rule``, ``measures``: as
+    :func:`choose`)."""
+    rule = plan.spec.rule if rule is None else rule
+    measures = plan.measures if measures is None else measures
     chosen, rows = choose(plan, sweep_dir, rule, measures)
     write_csv(sweep_dir / TUNING_CSV, rows, digits=None)
+    criterion = plan.spec.criterion if isinstance(plan.spec.criterion, str) else "per variant"
     record = {
-        "criterion": plan.spec.criterion, "target": plan.target, "seeds": list(plan.spec.seeds),
+        "criterion": criterion, "target": plan.target, "seeds": list(plan.spec.seeds),
         "grid": dict(plan.spec.grid), "ties": "first grid point (last key varies fastest)", "chosen": chosen,
         "untuned": list(plan.untuned),
     }  # fmt: skip
     if rule != "mean" or measures:  # recorded where they differ from the defaults
         record.update({"rule": rule, "measures": dict(measures or {})})
+    if plan.skipped:
+        record["skipped"] = {name: list(keys) for name, keys in plan.skipped.items()}
+    if plan.widened:
+        record["widened"] = [{"variant": w.variant, "key": w.key, "edge": w.edge, "value": w.value, "round": w.round}
+                             for w in plan.widened]  # fmt: skip
     write_atomic(sweep_dir / TUNED_FILE, yaml.safe_dump(record, sort_keys=False))
     return chosen
 
@@ -147,7 +169,8 @@ def tuning_warnings(record: Mapping[str, Any], claims: Sequence[Claim] = ()) -> 
         )
     for variant, point in (record.get("chosen") or {}).items():
         for key, value in point.items():
-            grid = [v for v in record["grid"].get(key, []) if _number(v)]
+            beyond = [w["value"] for w in record.get("widened") or [] if (w["variant"], w["key"]) == (variant, key)]
+            grid = [v for v in [*record["grid"].get(key, []), *beyond] if _number(v)]
             if len(grid) >= 2 and _number(value) and value in (min(grid), max(grid)):
                 side = "largest" if value == max(grid) else "smallest"
                 out.append(f"{variant}: {key} = {value} is the {side} value of its grid; the best may lie beyond it.")
@@ -182,6 +205,7 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = ()) -> str:
         return ""
     record = yaml.safe_load(path.read_text(encoding="utf-8"))
     crit = record["criterion"] + (f" (target {record['target']:g})" if record["criterion"] == "time_to_target" else "")
+    crit = PER_VARIANT.get(crit, crit)
     grid = "; ".join(f"`{k}` in {v}" for k, v in record["grid"].items())
     rule = record.get("rule", "mean")
     how = f"best mean {crit}" if rule == "mean" else f"best {crit} by the rule {rule}"
@@ -197,7 +221,21 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = ()) -> str:
         "|---|---|",
     ]
     lines += [f"| {v} | " + ", ".join(f"{k} = {x}" for k, x in c.items()) + " |" for v, c in record["chosen"].items()]
-    lines += [f"| {v} | not tuned (its own values) |" for v in record.get("untuned", [])]
+    skipped = record.get("skipped") or {}
+    lines += [
+        f"| {v} | not tuned (its own values"
+        + (f"; its algorithm has no {', '.join(skipped[v])}" if skipped.get(v) else "")
+        + ") |"
+        for v in record.get("untuned", [])
+    ]
+    skipped_tuned = [(v, keys) for v, keys in skipped.items() if v in record["chosen"]]
+    if skipped_tuned:
+        lines += [""] + [f"Not tuned for {v} (its algorithm has no such setting): {', '.join(keys)}." for v, keys
+                         in skipped_tuned]  # fmt: skip
+    if record.get("widened"):
+        lines += ["", "Widened beyond the grid's edge (`widen: true`), the choice made again each time:", ""]
+        lines += [f"- {w['variant']}: {w['key']} = {w['edge']} at the edge, {w['value']} added (round {w['round']})"
+                  for w in record["widened"]]  # fmt: skip
     warnings = tuning_warnings(record, claims)
     if warnings:
         lines += ["", "Warnings:", ""] + [f"- {w}" for w in warnings]

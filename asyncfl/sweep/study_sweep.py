@@ -45,7 +45,7 @@ from asyncfl.study.compare import STUDY_FILE, is_finished, write_comparison
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord
 from asyncfl.study.spec import RunSpec, Study
-from asyncfl.study.tuning import TUNED_FILE, TuningRun, tuned_scenario
+from asyncfl.study.tuning import TUNED_FILE, TuningRun, tuned_scenario, widen
 from asyncfl.study.tuning_results import write_choice
 from asyncfl.sweep.jobs import Job, run_locally
 from asyncfl.sweep.ray_executor import check_ray, run_on_ray
@@ -92,13 +92,27 @@ def _run_held(
         if failures:
             log("tuning runs failed: no evaluation runs until they finish (--resume)")
             return SweepResult(sweep_dir, len(jobs) - len(failures), skipped, failures)
-        chosen = write_choice(study.tuning, sweep_dir)
+        plan = study.tuning
+        chosen = write_choice(plan, sweep_dir)
+        for round_ in range(1, plan.spec.widen_max + 1 if plan.spec.widen else 1):
+            wider = widen(plan, chosen, round_)  # a choice at a grid edge: one point beyond it, then choose again
+            if wider is None:
+                break
+            plan, extra = wider, wider.runs[len(plan.runs) :]
+            jobs, done_before = plan_jobs(study, sweep_dir, executor == "local", runs=extra)
+            log(f"widening {round_}: {len(jobs)} tuning run(s) beyond the grid's edge, {done_before} already finished")
+            more = _execute(jobs, sweep_dir, executor, address, gpus, cpus, log)
+            skipped += done_before
+            if more:
+                log("tuning runs failed: no evaluation runs until they finish (--resume)")
+                return SweepResult(sweep_dir, len(jobs) - len(more), skipped, more)
+            chosen = write_choice(plan, sweep_dir)
         log(f"tuned ({TUNED_FILE}): {chosen}")
         study = replace(study, runs=tuple(
-            RunSpec(r.variant, r.seed, tuned_scenario(study.tuning, r.variant, r.seed, chosen))
+            RunSpec(r.variant, r.seed, tuned_scenario(plan, r.variant, r.seed, chosen))
             if r.variant in chosen else r for r in study.runs
         ))  # fmt: skip
-        done, before = len(jobs), skipped
+        done, before = len(plan.runs) - skipped, skipped
     jobs, skipped = plan_jobs(study, sweep_dir, keep_checkpoints=executor == "local")
     log(f"sweep {sweep_dir}: {len(jobs)} run(s) to do, {skipped} already finished")
     failures = _execute(jobs, sweep_dir, executor, address, gpus, cpus, log)
