@@ -16,7 +16,7 @@ from asyncfl.study import build_study
 from asyncfl.study.tuning import next_value
 from asyncfl.sweep import jobs as jobs_module
 from asyncfl.sweep.study_sweep import run_sweep
-from tests.test_tuning import configs, tiny
+from tests.study.test_tuning import configs, tiny
 
 SEEDS = [100, 101, 102, 103]
 
