@@ -109,8 +109,11 @@ def differences(a: Path, b: Path) -> tuple[int, list[str]]:
     ]
     same = 0
     for rel in sorted(files[0] & files[1]):
-        if normalised(a / rel, a) == normalised(b / rel, b):
+        before, after = normalised(a / rel, a), normalised(b / rel, b)
+        if before == after:
             same += 1
+        elif before.replace(b"\r\n", b"\n") == after.replace(b"\r\n", b"\n"):
+            problems.append(f"different line endings only: {rel}")  # still a difference: say why in the change
         else:
             problems.append(f"different: {rel}")
     return same, problems
