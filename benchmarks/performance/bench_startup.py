@@ -5,7 +5,7 @@ load on the machine hits them alike:
 
   import torch        python -c "import torch"
   validate            python -m asyncfl validate scenarios/k_async.yaml   (imports no torch)
-  import runner       python -c "import asyncfl.runner.start"
+  import run loop     python -c "import asyncfl.runner.start"
   run start-up        python -m asyncfl scenarios/k_async.yaml, timing_only, 1 aggregation, no events,
                       figures or checkpoints: the whole command, so start-up plus a few ms of simulation
 
@@ -35,7 +35,7 @@ RUN_SETTINGS = ["timing_only=true", "stop.rounds=1", "output.plot=false", "outpu
 COMMANDS = {
     "import torch": [PY, "-c", "import torch"],
     "validate": [PY, "-m", "asyncfl", "validate", "scenarios/k_async.yaml"],
-    "import asyncfl.runner.start": [PY, "-c", "import asyncfl.runner"],
+    "import asyncfl.runner.start": [PY, "-c", "import asyncfl.runner.start"],
     "run start-up": [PY, "-m", "asyncfl", "scenarios/k_async.yaml", "--quiet"]
     + [a for s in RUN_SETTINGS for a in ("--set", s)],
 }
