@@ -26,7 +26,7 @@ import numpy as np
 
 from asyncfl.config import validate_scenario
 from asyncfl.sim.availability import KINDS, AvailabilityKind, Draw
-from asyncfl.testing.suite import CheckOutcome, expected_failures, names, run_checks
+from asyncfl.testing.suite import CheckOutcome, example_cases, expected_failures, names, run_checks
 
 CLIENTS = 40
 HORIZON_S, ROUNDS = 20_000.0, 2_000
@@ -271,8 +271,4 @@ def check_availability_kind(kind, *, expected_failed_checks: dict[str, str] | No
     registration = kind_of(kind)
     what = f"an availability kind ({registration.name})"
     expected = expected_failures(expected_failed_checks, names(ALL_CHECKS), what)
-    cases = (
-        (check.__name__, example, lambda check=check, example=example: check(registration, example))
-        for example, check in checks_of(registration)
-    )
-    return run_checks(cases, expected)
+    return run_checks(example_cases(registration, checks_of(registration)), expected)

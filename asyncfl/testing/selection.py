@@ -33,7 +33,7 @@ from asyncfl.runner.start import run_scenario
 from asyncfl.sim.population import build_clients
 from asyncfl.sim.selection import KINDS, ClientFeedback, SelectionKind, SelectionRequest
 from asyncfl.testing.server_mode import merged, table
-from asyncfl.testing.suite import CheckOutcome, applies, expected_failures, names, requires, run_checks
+from asyncfl.testing.suite import CheckOutcome, applies, example_cases, expected_failures, names, requires, run_checks
 
 CLIENTS = 40
 COUNTS = (None, 1, 7, CLIENTS)  # sample sizes asked (None: every candidate)
@@ -209,8 +209,4 @@ def check_selection_kind(kind, *, expected_failed_checks: dict[str, str] | None 
     ({check name: why}: reported as ``xfail``, see :mod:`asyncfl.testing.suite`)."""
     registration = kind_of(kind)
     expected = expected_failures(expected_failed_checks, names(ALL_CHECKS), f"a selection kind ({registration.name})")
-    cases = (
-        (check.__name__, example, lambda check=check, example=example: check(registration, example))
-        for example, check in checks_of(registration)
-    )
-    return run_checks(cases, expected)
+    return run_checks(example_cases(registration, checks_of(registration)), expected)

@@ -31,7 +31,7 @@ from asyncfl.config import validate_scenario
 from asyncfl.output.reading import read_summary
 from asyncfl.runner.start import run_scenario
 from asyncfl.sim.servers import SERVER_MODES, ServerMode
-from asyncfl.testing.suite import CheckOutcome, expected_failures, names, run_checks
+from asyncfl.testing.suite import CheckOutcome, example_cases, expected_failures, names, run_checks
 
 BASE = {
     "timing_only": True,
@@ -252,8 +252,4 @@ def check_server_mode(mode, *, expected_failed_checks: dict[str, str] | None = N
     ({check name: why}: reported as ``xfail``, see :mod:`asyncfl.testing.suite`)."""
     registration = mode_of(mode)
     expected = expected_failures(expected_failed_checks, names(ALL_CHECKS), f"a server mode ({registration.name})")
-    cases = (
-        (check.__name__, example, lambda check=check, example=example: check(registration, example))
-        for example, check in checks_of(registration)
-    )
-    return run_checks(cases, expected)
+    return run_checks(example_cases(registration, checks_of(registration)), expected)

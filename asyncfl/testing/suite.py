@@ -16,7 +16,7 @@ of the suite's checks is refused, listing them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -61,6 +61,13 @@ class CheckOutcome:
     status: Literal["passed", "xfail"]
     reason: str = ""
     error: str = ""
+
+
+def example_cases(registration, pairs: Iterable[tuple[str, Callable]]) -> Iterator[tuple[str, str, Callable[[], None]]]:
+    """The (check name, example, call) cases of :func:`run_checks` for (example, check) pairs: each check
+    called on ``registration`` and that example."""
+    for example, check in pairs:
+        yield check.__name__, example, (lambda check=check, example=example: check(registration, example))
 
 
 def run_checks(
