@@ -47,14 +47,16 @@ class Update:
 class Context:
     """What the server knows when it aggregates.
 
-    ``round`` is the index of the aggregation being made (0-based; sync round t or async version
-    v -> v+1).  ``selected`` are the clients asked to work this round (sync), ``failed`` those whose
-    attempt failed, ``seen`` every client that has ever delivered an update (this round included).
+    ``version`` is the global model version the aggregation starts from, counted from 0 (sync: the
+    round's base version; K-async: version v, which the aggregation turns into v + 1); the aggregation's
+    round, as rounds.csv counts it, is ``version + 1``.  ``selected`` are the clients asked to work this
+    round (sync), ``failed`` those whose attempt failed, ``seen`` every client that has ever delivered an
+    update (this round included).
     ``participation`` is each client's participation probability p_i from the availability model
     (NaN where it has none, e.g. traces): only baselines that assume known statistics may read it.
     """
 
-    round: int
+    version: int
     time: float
     num_clients: int
     selected: frozenset[int] = frozenset()

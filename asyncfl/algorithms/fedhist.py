@@ -3,7 +3,7 @@ Heterogeneous Federated Learning", ../shared/papers/fedhist.txt section II): K-a
 server-side buffer of the last h global gradients (G) and local gradients (L).
 
 Local gradients are g_i = -Delta_i / eta_i
-(docs/explanation/architecture.md section 5, sign convention).  Round r (``context.round``,
+(docs/explanation/architecture.md section 5, sign convention).  Round r (``context.version``,
 the version being produced) with K buffered updates:
 
 EGS (eqs. 5-7)   g~_i = g_i + alpha * g_co,   g_co = argmin_{g in G} cos(g_i, g)    (G empty: g~_i = g_i)
@@ -201,11 +201,11 @@ class FedHist:
         g = ina_rescale(g, fused) if p.ina else g
         lr = sum(u.lr for u in updates) / len(updates)
         new = global_params - p.server_lr * lr * g
-        self._remember(context.round, g, grads, updates, s)
+        self._remember(context.version, g, grads, updates, s)
         if p.diagnostics:
             self.diagnostics.aggregated([u.staleness for u in updates])
         if p.haa:
-            self._evaluate(context.round)
+            self._evaluate(context.version)
         rounds = history_rounds.tolist()
         return Aggregate(new, weights=_by_client(clients, weights.tolist()), notes={
             u.client: {

@@ -63,7 +63,7 @@ class Mifa:
     def aggregate(self, global_params: torch.Tensor, updates: Sequence[Update], context: Context) -> Aggregate:
         for u in updates:
             self.store.put(u.client, u.delta)
-            self.last_round[u.client] = context.round
+            self.last_round[u.client] = context.version
         seen = self.store.clients()
         if not seen or (self.params.wait_for_all and len(seen) < self.num_clients):
             return Aggregate(global_params.clone())
@@ -72,7 +72,7 @@ class Mifa:
         return Aggregate(
             global_params + self.params.server_lr * step,
             weights={c: weight for c in seen},
-            notes={c: {"inactive_rounds": int(context.round - self.last_round[c])} for c in seen},
+            notes={c: {"inactive_rounds": int(context.version - self.last_round[c])} for c in seen},
         )
 
     def state_dict(self) -> dict:

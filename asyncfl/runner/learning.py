@@ -93,7 +93,7 @@ class Learner:
         self.seen.update(u.client for u in updates)
         self.uploads.commit(self.pending_residuals)
         context = Context(
-            round=closed.round - 1,
+            version=closed.round - 1,
             time=closed.time,
             num_clients=self.federation.num_clients,
             selected=frozenset(closed.selected),

@@ -36,7 +36,7 @@ class FeedbackRecorder:
         if self.feedback is None:
             return
         self.record(
-            record.round - 1,  # the policy's rounds count from 0: the version the round's tasks started from
+            record.round - 1,  # the version (from 0) the round's tasks started from, as policies count
             list(record.clients),
             [float(loss) for loss in record.train_loss],
             [float(loss) for loss in record.train_loss_sq],
@@ -80,8 +80,8 @@ class FeedbackRecorder:
             feedback.accuracy[:] = accuracy
         for client, seconds in timed_out:
             feedback.duration_s[client] = seconds
-            feedback.timed_out_round[client] = rnd
+            feedback.timed_out_version[client] = rnd
         feedback.loss[clients] = loss
         feedback.loss_sq[clients] = loss_sq
-        feedback.last_round[clients] = rnd
+        feedback.last_version[clients] = rnd
         feedback.duration_s[clients] = duration_s

@@ -90,7 +90,7 @@ def updates(alg: Algorithm, round_index: int, items) -> list[Update]:
 def context(round_index: int, delivered: list[Update]) -> Context:
     received = frozenset(u.client for u in delivered)
     return Context(
-        round=round_index, time=float(round_index), num_clients=NUM_CLIENTS, selected=frozenset(range(NUM_CLIENTS)),
+        version=round_index, time=float(round_index), num_clients=NUM_CLIENTS, selected=frozenset(range(NUM_CLIENTS)),
         failed=frozenset(range(NUM_CLIENTS)) - received, seen=received, participation=tuple([0.5] * NUM_CLIENTS),
     )  # fmt: skip
 

@@ -80,7 +80,7 @@ def feedback(seed: int) -> ClientFeedback:
     fb = ClientFeedback.empty(CLIENTS, rng.integers(20, 200, CLIENTS))
     fb.loss[:] = rng.uniform(0.1, 2.5, CLIENTS)
     fb.loss_sq[:] = fb.loss**2 * rng.uniform(1.0, 1.5, CLIENTS)
-    fb.last_round[:] = rng.integers(0, 5, CLIENTS)
+    fb.last_version[:] = rng.integers(0, 5, CLIENTS)
     fb.duration_s[:] = rng.lognormal(1.0, 0.7, CLIENTS)
     fb.accuracy[:] = rng.uniform(0.2, 0.9, CLIENTS)
     fb.filled = True

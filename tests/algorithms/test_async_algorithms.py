@@ -29,7 +29,7 @@ def params(name: str, **kw):
 
 
 def ctx(rnd):
-    return Context(round=rnd, time=float(rnd), num_clients=8)
+    return Context(version=rnd, time=float(rnd), num_clients=8)
 
 
 def w0(d=2):

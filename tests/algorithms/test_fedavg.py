@@ -27,7 +27,7 @@ def _strategy(name, **params):
     return make_strategy(s.algorithm, 4, torch.zeros(2))
 
 
-CTX = Context(round=0, time=0.0, num_clients=4)
+CTX = Context(version=0, time=0.0, num_clients=4)
 
 
 def test_fedavg_is_the_mean_of_received_deltas():

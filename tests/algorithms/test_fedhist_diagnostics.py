@@ -35,7 +35,7 @@ SCHEDULE = [
 def run(strategy, rounds=SCHEDULE, start=0):
     w = torch.zeros(2, dtype=torch.float64)
     for r, batch in enumerate(rounds, start=start):
-        w = strategy.aggregate(w, [upd(*u) for u in batch], Context(round=r, time=float(r), num_clients=4)).params
+        w = strategy.aggregate(w, [upd(*u) for u in batch], Context(version=r, time=float(r), num_clients=4)).params
     return w
 
 
@@ -88,5 +88,5 @@ def test_diagnostics_continue_after_a_reload():
     second = make_strategy(fedhist(diagnostics=True), 4, like)
     second.load_state_dict(first.state_dict())
     for r, batch in enumerate(SCHEDULE[3:], start=3):
-        w = second.aggregate(w, [upd(*u) for u in batch], Context(round=r, time=float(r), num_clients=4)).params
+        w = second.aggregate(w, [upd(*u) for u in batch], Context(version=r, time=float(r), num_clients=4)).params
     assert repr(second.extra_outputs()) == repr(whole.extra_outputs())

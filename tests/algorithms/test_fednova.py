@@ -30,12 +30,12 @@ def test_three_updates_by_hand():
         _update(2, [3, 3], steps=3, samples=60),
     ]
     w0 = torch.tensor([1.0, -1.0])
-    result = _fednova().aggregate(w0, updates, Context(round=0, time=0.0, num_clients=3))
+    result = _fednova().aggregate(w0, updates, Context(version=0, time=0.0, num_clients=3))
     assert torch.allclose(result.params, torch.tensor([2.75, 1.25]), atol=1e-6)
     # weight of each raw delta: tau_eff * p_i / tau_i = 0.25, 0.375, 0.5
     assert result.weights == pytest.approx({0: 0.25, 1: 0.375, 2: 0.5})
     assert result.notes[1] == {"local_steps": 2, "tau_eff": pytest.approx(2.5)}
-    half = _fednova(server_lr=0.5).aggregate(w0, updates, Context(round=0, time=0.0, num_clients=3))
+    half = _fednova(server_lr=0.5).aggregate(w0, updates, Context(version=0, time=0.0, num_clients=3))
     assert torch.allclose(half.params, torch.tensor([1.875, 0.125]), atol=1e-6)
 
 
@@ -44,7 +44,7 @@ def test_two_updates_by_hand_equal_samples():
     sum p_i d_i = (4/4 + 1/1) / 2 = 1; w = 0 + 2.5 * 1 = 2.5  (FedAvg would give (4 + 1) / 2 = 2.5 too
     here, but with samples 9 and 1: FedAvg 0.9*4 + 0.1*1 = 3.7, FedNova tau_eff = 3.7, d = 0.9 + 0.1 = 1 -> 3.7;
     with steps 4 and 2, deltas [4], [1]: tau_eff = 0.9*4 + 0.1*2 = 3.8, sum p d = 0.9 + 0.05 = 0.95 -> 3.61)."""
-    ctx = Context(round=0, time=0.0, num_clients=3)
+    ctx = Context(version=0, time=0.0, num_clients=3)
     strategy = _fednova()
     two = [Update(0, torch.tensor([4.0]), 0, 0, 5, 4, 0.1), Update(1, torch.tensor([1.0]), 0, 0, 5, 1, 0.1)]
     assert strategy.aggregate(torch.zeros(1), two, ctx).params.item() == pytest.approx(2.5)
@@ -54,7 +54,7 @@ def test_two_updates_by_hand_equal_samples():
 
 def test_equal_steps_is_fedavg_weighted_by_samples():
     torch.manual_seed(0)
-    ctx = Context(round=0, time=0.0, num_clients=5)
+    ctx = Context(version=0, time=0.0, num_clients=5)
     updates = [Update(c, torch.randn(50), 0, 0, n, 7, 0.1) for c, n in enumerate([3, 40, 12, 9, 100])]
     w0 = torch.randn(50)
     nova = make_strategy(scenario(algorithm={"name": "fednova"}).algorithm, 5, w0)
@@ -66,7 +66,7 @@ def test_equal_steps_is_fedavg_weighted_by_samples():
 
 def test_no_update_leaves_the_model():
     w0 = torch.tensor([1.0, 2.0])
-    assert torch.equal(_fednova().aggregate(w0, [], Context(round=0, time=0.0, num_clients=3)).params, w0)
+    assert torch.equal(_fednova().aggregate(w0, [], Context(version=0, time=0.0, num_clients=3)).params, w0)
 
 
 @pytest.mark.parametrize("key", ["momentum", "prox_mu"])

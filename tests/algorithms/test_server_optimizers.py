@@ -109,7 +109,7 @@ _update = partial(update, lr=0.1)  # the shared builder
 
 
 def _context(r: int) -> Context:
-    return Context(round=r, time=0.0, num_clients=4)
+    return Context(version=r, time=0.0, num_clients=4)
 
 
 def test_none_is_the_default_and_leaves_the_strategy_unwrapped():

@@ -25,7 +25,7 @@ def upd(client: int, delta, rnd: int = 0, lr: float = 0.1, base: int | None = No
 
 
 def ctx(rnd: int, n: int, participation=None) -> Context:
-    return Context(round=rnd, time=float(rnd), num_clients=n, participation=participation)
+    return Context(version=rnd, time=float(rnd), num_clients=n, participation=participation)
 
 
 def run(strategy, rounds: list[list[Update]], n: int, dim: int = 1, participation=None) -> list[list[float]]:

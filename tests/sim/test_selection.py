@@ -36,7 +36,7 @@ class HighestLoss:
 
     def select(self, request: SelectionRequest) -> list[int]:
         loss = request.feedback.loss
-        self.seen.append((request.round, loss.tolist()))
+        self.seen.append((request.version, loss.tolist()))
         ranked = sorted(
             request.candidates.tolist(), key=lambda i: (not math.isnan(loss[i]), -np.nan_to_num(loss[i]), i)
         )
@@ -222,7 +222,7 @@ def test_feedback_holds_each_aggregated_update(tmp_path, device_trace, highest_l
     feedback = simulation.selection_feedback.feedback
     assert feedback.filled
     assert feedback.samples.tolist() == [len(i) for i in simulation.federation.client_train]
-    assert feedback.last_round.tolist() == [2, 2, -1]
+    assert feedback.last_version.tolist() == [2, 2, -1]
     assert feedback.duration_s[:2] == pytest.approx([2 * TRANSFER + COMPUTE[0], 2 * TRANSFER + COMPUTE[1]])
     # client 2 was cut by the 2 s deadline every round: the server saw it run at least 2 s (Oort's t_i)
     assert feedback.duration_s[2] == pytest.approx(2.0) and math.isnan(feedback.loss[2])

@@ -24,7 +24,7 @@ def clients(speeds):
 def feedback(n, **columns):
     fb = ClientFeedback.empty(n)
     for name, values in columns.items():
-        integer = name in ("last_round", "timed_out_round")
+        integer = name in ("last_version", "timed_out_version")
         setattr(fb, name, np.asarray(values, dtype=np.int64 if integer else np.float64))
     fb.filled = True
     return fb
@@ -33,7 +33,7 @@ def feedback(n, **columns):
 def request(fb, candidates, count, rnd=4, speeds=None, seed=0):
     speeds = [100.0] * len(fb.loss) if speeds is None else speeds
     return SelectionRequest(
-        round=rnd,
+        version=rnd,
         now=0.0,
         candidates=np.asarray(candidates, dtype=np.int64),
         count=count,
@@ -58,13 +58,13 @@ def oort_feedback(n=4):
         n,
         samples=[100, 50, 300, 10] + [20] * (n - 4),
         loss_sq=[4, 9, 1, 100] + pad,
-        last_round=[3, 1, 2, 0] + [-1] * (n - 4),
+        last_version=[3, 1, 2, 0] + [-1] * (n - 4),
         duration_s=[1, 2, 8, 4] + pad,
     )
 
 
 # U = samples * sqrt(loss_sq) = 200, 150, 300, 100; clipped at the 95% value (index min(int(3.8), 3) = 3:
-# 300, no clip) and scaled by it: 2/3, 1/2, 1, 1/3.  Round 4: R = 5; L = last_round + 1 = 4, 2, 3, 1.
+# 300, no clip) and scaled by it: 2/3, 1/2, 1, 1/3.  Round 4: R = 5; L = last_version + 1 = 4, 2, 3, 1.
 # T = 4 s, alpha = 2: only client 2 (8 s > 4 s) is penalised, by (4/8)^2 = 1/4; client 3 (exactly 4 s) is not.
 OORT_UTIL = [
     200 / 300 + math.sqrt(0.1 * math.log(5) / 4),  # 0.867256
@@ -86,7 +86,7 @@ def test_oort_counts_a_straggler_as_explored_with_the_mean_utility_and_its_seen_
     its duration: client 4 timed out in round 2 after 12 s. Its U is the mean of 200, 150, 300, 100 = 187.5
     (scaled by the clip value 300: 0.625), L = 2 + 1 = 3, and (4/12)^2 penalises it for the 12 s."""
     fb = oort_feedback(5)
-    fb.timed_out_round[4] = 2
+    fb.timed_out_version[4] = 2
     fb.duration_s[4] = 12.0
     policy = build(oort, preferred_duration_s=4.0, alpha=2.0)
     util = policy.utilities(request(fb, range(5), 2), np.arange(5))
@@ -162,7 +162,7 @@ def test_oort_clips_statistical_utility_at_its_95th_percentile():
     # 21 explored clients with U = k (samples k, loss_sq 1), k = 1..21: the clip value is the
     # sorted U at index int(21 * 0.95) = 19, i.e. 20; round 0 has no staleness bonus (log 1 = 0)
     n = 21
-    fb = feedback(n, samples=range(1, n + 1), loss_sq=[1] * n, last_round=[0] * n, duration_s=[1] * n)
+    fb = feedback(n, samples=range(1, n + 1), loss_sq=[1] * n, last_version=[0] * n, duration_s=[1] * n)
     util = build(oort).utilities(request(fb, range(n), 2, rnd=0), np.arange(n))
     assert util.tolist() == pytest.approx([k / 20 for k in range(1, 20)] + [1.0, 1.0], rel=1e-12)
 
@@ -184,14 +184,14 @@ def pacer_state(history, exploited=(0, 1), percentile=30.0):
         "exploration": 0.0,
         "percentile": percentile,
         "exploited": list(exploited),
-        "exploited_round": 4,
+        "exploited_version": 4,
         "history": history,
     }
 
 
 def test_oort_pacer_relaxes_T_when_exploited_utility_drops():
     fb = oort_feedback()
-    fb.last_round[:2] = 4  # clients 0 and 1, exploited in round 4, were aggregated in round 4
+    fb.last_version[:2] = 4  # clients 0 and 1, exploited in round 4, were aggregated in round 4
     req = request(fb, range(4), 2, rnd=5)
     policy = build(oort, pacer_step=1, pacer_delta=10.0, exploration=0.0, exploration_min=0.0)
     # round 4's exploited utility: U0 + U1 = 100 * sqrt(4) + 50 * sqrt(9) = 350, above round 3's 300: T stays
@@ -206,21 +206,21 @@ def test_oort_pacer_relaxes_T_when_exploited_utility_drops():
     assert (policy.percentile, policy.history) == (40.0, [])
     # T = the 40th percentile of 1, 2, 4, 8: position 0.4 * 3 = 1.2, 2 + 0.2 * (4 - 2) = 2.4
     assert policy.preferred_duration(req) == pytest.approx(2.4)
-    # a client whose update was not aggregated since (last_round 3 < 4) adds nothing: 200 < 300
-    fb.last_round[1] = 3
+    # a client whose update was not aggregated since (last_version 3 < 4) adds nothing: 200 < 300
+    fb.last_version[1] = 3
     vars(policy).update(pacer_state([300.0]))
     policy.pace(req)
     assert policy.percentile == 40.0
     # never beyond 100
     vars(policy).update(pacer_state([400.0], percentile=95.0))
-    fb.last_round[1] = 4
+    fb.last_version[1] = 4
     policy.pace(req)
     assert policy.percentile == 100.0
 
 
 def test_oort_pacer_compares_windows_of_W_rounds():
     fb = oort_feedback()
-    fb.last_round[:2] = 4
+    fb.last_version[:2] = 4
     req = request(fb, range(4), 2, rnd=5)
     policy = build(oort, pacer_step=2, pacer_delta=5.0)
     # windows [400, 300] (700) then [300, 350] (650): a drop
@@ -242,14 +242,14 @@ def test_oort_select_records_the_exploited_clients_for_the_pacer():
     # x (1.9/2)^2), 0.069, 0.166 -> {0, 1}
     policy = build(oort, exploration=0.0, exploration_min=0.0)
     assert policy.select(request(oort_feedback(), range(4), 2, rnd=7)) == [0, 1]
-    assert (policy.exploited, policy.exploited_round) == ([0, 1], 7)
+    assert (policy.exploited, policy.exploited_version) == ([0, 1], 7)
     # the next selection paces first: round 7's U0 + U1 = 350 (both aggregated in round 7) after 400
     policy = build(oort, exploration=0.0, exploration_min=0.0, pacer_step=1)
     vars(policy).update(pacer_state([400.0], exploited=()))
     fb = oort_feedback()
     policy.select(request(fb, range(4), 2, rnd=7))
     assert policy.percentile == 30.0
-    fb.last_round[:2] = 7
+    fb.last_version[:2] = 7
     policy.select(request(fb, range(4), 2, rnd=8))
     assert policy.percentile == 35.0
     with pytest.raises(ValidationError, match="pacer_step"):
@@ -389,13 +389,13 @@ def rich_feedback(n=12):
         samples=rng.integers(5, 50, n),
         loss=rng.uniform(0.1, 2, n),
         loss_sq=rng.uniform(0.1, 4, n),
-        last_round=rng.integers(0, 3, n),
+        last_version=rng.integers(0, 3, n),
         duration_s=rng.uniform(1, 10, n),
         accuracy=rng.uniform(0, 1, n),
     )
     for column in (fb.loss, fb.loss_sq, fb.duration_s, fb.accuracy):
         column[[2, 9]] = NAN  # two clients never heard from
-    fb.last_round[[2, 9]] = -1
+    fb.last_version[[2, 9]] = -1
     return fb
 
 

@@ -32,29 +32,30 @@ __all__ = [
 @dataclass
 class ClientFeedback:
     """What the learning world reported of each client's last aggregated update; NaN (or -1 for
-    ``last_round``) where the client has delivered nothing yet.  Columns, not objects: one float64 (or
+    ``last_version``) where the client has delivered nothing yet.  Columns, not objects: one float64 (or
     int64) array of length ``num_clients`` each, so a large population costs 8 bytes a column a client.
 
     ``samples``: |B_i|, the client's training samples (known from the start in full runs).
     ``loss``: the mean training loss of the update's local steps.
     ``loss_sq``: the mean over the update's samples of the squared per-sample loss (Oort's statistical
     utility is |B_i| * sqrt(loss_sq)).
-    ``last_round``: the aggregation (round) that last took one of its updates.
+    ``last_version``: the base version (counted from 0) of the client's update that an aggregation last took.
     ``duration_s``: the virtual seconds of the client's last delivered task (download + compute + upload);
     when its last task was cut by the deadline or cancelled, the seconds it had run by then (a lower bound:
     the server saw it take at least that long).
     ``accuracy``: the global model's accuracy on the client's test split at the last evaluation.
-    ``timed_out_round``: the round whose deadline cut (or whose close cancelled) the client's task last;
+    ``timed_out_version``: the base version of the sync round whose deadline cut (or whose close cancelled)
+    the client's task last;
     -1 never (FedScale's Oort counts such a straggler as explored, with its duration).
     """
 
     samples: np.ndarray
     loss: np.ndarray
     loss_sq: np.ndarray
-    last_round: np.ndarray
+    last_version: np.ndarray
     duration_s: np.ndarray
     accuracy: np.ndarray
-    timed_out_round: np.ndarray
+    timed_out_version: np.ndarray
     filled: bool = False  # whether a learning world fills it (False in timing_only runs)
 
     @classmethod
@@ -64,10 +65,10 @@ class ClientFeedback:
             samples=nan() if samples is None else np.asarray(samples, dtype=np.float64),
             loss=nan(),
             loss_sq=nan(),
-            last_round=np.full(num_clients, -1, dtype=np.int64),
+            last_version=np.full(num_clients, -1, dtype=np.int64),
             duration_s=nan(),
             accuracy=nan(),
-            timed_out_round=np.full(num_clients, -1, dtype=np.int64),
+            timed_out_version=np.full(num_clients, -1, dtype=np.int64),
         )
 
 
@@ -76,14 +77,15 @@ class SelectionRequest:
     """One selection: pick ``count`` of ``candidates`` (None: all of them).
 
     ``candidates``: the ids of the clients the server may ask now (idle; sorted ascending).
-    ``round``: the sync round (K-async: the model version being dispatched).
-    ``now``: virtual seconds.  ``rng``: this selection's own stream (``stream(seed, "selection", round)``
+    ``version``: the global model version the selected clients will start from, counted from 0 (sync: the
+    round's base version; K-async: the version being dispatched).
+    ``now``: virtual seconds.  ``rng``: this selection's own stream (``stream(seed, "selection", version)``
     for sync rounds), so a policy's draws never shift another stream.
     ``clients``: the timing world's devices (profiles, availability) for policies that read them.
     ``feedback``: what the learning world reported so far.
     """
 
-    round: int
+    version: int
     now: float
     candidates: np.ndarray
     count: int | None
@@ -171,6 +173,6 @@ def can_take_work(client: Any, now: float, rnd: int) -> bool:
 def checked_in(request: SelectionRequest) -> SelectionRequest:
     """``request`` with its candidates narrowed to the clients that can take work at its start - the
     pool production systems (and FedScale's Oort) select from."""
-    clients, now, rnd = request.clients, request.now, request.round
+    clients, now, rnd = request.clients, request.now, request.version
     online = [i for i in request.candidates.tolist() if can_take_work(clients[i], now, rnd)]
     return replace(request, candidates=np.array(online, dtype=np.int64))

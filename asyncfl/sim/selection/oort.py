@@ -30,7 +30,7 @@ so far; at every selection, if the exploited clients' summed statistical utility
 (up to 100: T is then the slowest reported duration, so nobody is penalised) and the two windows
 start afresh (the reference instead compares only every W rounds).  A round's exploited
 utility is the sum of U reported by the clients it exploited whose update was aggregated in that
-round (``last_round`` at least the round they were asked in).
+round (``last_version`` at least the round they were asked in).
 
 Where this differs from the paper / its reference implementation, and why:
 
@@ -42,7 +42,7 @@ Where this differs from the paper / its reference implementation, and why:
   reference clips outliers) so the staleness bonus, of order 0.1-1, is comparable; the reference
   uses min-max scaling, which gives the least useful client utility 0.
 - An unknown |B_i| (``samples`` NaN) counts as 1.
-- Rounds count from 0 here, so R = round + 1 and L(i) = last_round + 1 (log 0 and 1/0 undefined).
+- Versions count from 0 here, so R = request.version + 1 and L(i) = last_version + 1 (log 0 and 1/0 undefined).
 - No blacklist of over-selected clients (the reference's optional ``blacklist_rounds``).
 - Candidates are the clients that checked in (tag ``checked_in_only``), as FedScale hands Oort its
   feasible (online) clients.
@@ -126,22 +126,22 @@ class Oort:
         self.exploration = spec.exploration
         self.percentile = spec.duration_percentile
         self.exploited: list[int] = []
-        self.exploited_round = -1
+        self.exploited_version = -1
         self.history: list[float] = []  # exploited utility of the last 2W rounds that exploited
 
     def utilities(self, request: SelectionRequest, ids: np.ndarray) -> np.ndarray:
         """Util(i) of explored clients ``ids`` (Alg. 1 with eqs. 2-3, scaled as the module says)."""
         fb = request.feedback
         statistical = np.nan_to_num(fb.samples[ids], nan=1.0) * np.sqrt(fb.loss_sq[ids])
-        straggled = (fb.timed_out_round[ids] > fb.last_round[ids]) | ~np.isfinite(statistical)
+        straggled = (fb.timed_out_version[ids] > fb.last_version[ids]) | ~np.isfinite(statistical)
         if straggled.any():  # the reference's "avg reward to explored, but not ran workers"
             statistical[straggled] = statistical[~straggled].mean() if (~straggled).any() else 0.0
         if len(statistical):
             ordered = np.sort(statistical)
             clip = ordered[min(int(len(ordered) * CLIP_QUANTILE), len(ordered) - 1)]
             statistical = np.minimum(statistical, clip) / clip if clip > 0 else np.zeros_like(statistical)
-        last_seen = np.maximum(fb.last_round[ids], fb.timed_out_round[ids])
-        bonus = np.sqrt(STALENESS_WEIGHT * math.log(request.round + 1) / (last_seen + 1))
+        last_seen = np.maximum(fb.last_version[ids], fb.timed_out_version[ids])
+        bonus = np.sqrt(STALENESS_WEIGHT * math.log(request.version + 1) / (last_seen + 1))
         return (statistical + bonus) * self.penalty(request, fb.duration_s[ids])
 
     def preferred_duration(self, request: SelectionRequest) -> float:
@@ -164,7 +164,7 @@ class Oort:
         if W is None or self.spec.preferred_duration_s is not None or not self.exploited:
             return
         fb, ids = request.feedback, np.asarray(self.exploited, dtype=np.int64)
-        came = ids[fb.last_round[ids] >= self.exploited_round]
+        came = ids[fb.last_version[ids] >= self.exploited_version]
         utility = np.nan_to_num(fb.samples[came], nan=1.0) * np.sqrt(fb.loss_sq[came])
         self.history = (self.history + [float(np.nansum(utility))])[-2 * W :]
         self.exploited = []
@@ -181,8 +181,8 @@ class Oort:
         if count >= n:
             return candidates.tolist()
         fb, rng = request.feedback, request.rng
-        delivered = np.isfinite(fb.loss_sq[candidates]) & (fb.last_round[candidates] >= 0)
-        heard = delivered | (fb.timed_out_round[candidates] >= 0)
+        delivered = np.isfinite(fb.loss_sq[candidates]) & (fb.last_version[candidates] >= 0)
+        heard = delivered | (fb.timed_out_version[candidates] >= 0)
         explored, unexplored = candidates[heard], candidates[~heard]
         util = self.utilities(request, explored)
         by_util = np.lexsort((explored, -util))  # highest Util first, then lower id
@@ -194,7 +194,7 @@ class Oort:
             total = util[pool].sum()
             weights = util[pool] / total if total > 0 else None  # all zero (round 0, zero loss): uniform
             picked = explored[rng.choice(pool, size=exploit_len, replace=False, p=weights)].tolist()
-            self.exploited, self.exploited_round = sorted(picked), request.round
+            self.exploited, self.exploited_version = sorted(picked), request.version
         explore_len = min(len(unexplored), count - len(picked))
         if explore_len:
             speed = np.array([request.clients[i].profile.samples_per_s for i in unexplored], dtype=np.float64)
