@@ -112,8 +112,8 @@ def read_columns(path: Path, usecols=None) -> dict[str, np.ndarray]:
     for line, row in cells:
         if len(row) > len(header):
             raise ConfigError(f"{found}, line {line}: {len(row)} fields where the header has {len(header)}; {DAMAGED}.")
-    names = list(header) if usecols is None else list(usecols)
-    unknown = [n for n in names if n not in header]
+    names = [n for n in header if usecols is None or n in usecols]  # in the file's order, as pandas keeps them
+    unknown = [n for n in usecols or () if n not in header]
     if unknown:
         raise ConfigError(f"{found}: no column(s) {', '.join(unknown)} in the header; {DAMAGED}.")
     wanted = REQUIRED_COLUMNS.get(path.name, ())
