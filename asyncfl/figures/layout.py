@@ -59,7 +59,9 @@ class RowLayout(LayoutEngine):
         top = max(_above(ax, renderer) for ax in self.axes) / inch
         title = fig.get_suptitle()
         if title:  # suptitle: y 0.98 of the figure, its top there
-            top += (1 - 0.98) * height + _text_size(renderer, title, FontProperties(size=rcParams["figure.titlesize"]))[1] / inch
+            top += (1 - 0.98) * height + _text_size(renderer, title, FontProperties(size=rcParams["figure.titlesize"]))[
+                1
+            ] / inch
         bottom = max(_below(ax, renderer) for ax in self.axes) / inch
         if self.below is not None:
             bottom += _legend_size(self.below, renderer)[1] / inch
@@ -114,7 +116,9 @@ class RowLayout(LayoutEngine):
 def _text_size(renderer, text: str, font: FontProperties) -> tuple[float, float]:
     """Width and height in pixels of ``text`` (lines apart), as the renderer draws it."""
     lines = text.split("\n")
-    sizes = [renderer.get_text_width_height_descent(line or " ", font, ismath=cbook.is_math_text(line)) for line in lines]
+    sizes = [
+        renderer.get_text_width_height_descent(line or " ", font, ismath=cbook.is_math_text(line)) for line in lines
+    ]
     line_height = max(max(h for _, h, _ in sizes), renderer.get_text_width_height_descent("lp", font, ismath=False)[1])
     return max(w for w, _, _ in sizes), line_height * (LINE_SPACING * len(lines) - (LINE_SPACING - 1))
 

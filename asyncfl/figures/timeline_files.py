@@ -83,7 +83,9 @@ def offline_periods(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
     """Offline periods of every timeline client (an empty list: never offline)."""
     out: dict[int, list[tuple[float, float]]] = {c: [] for c in timeline_clients(run_dir)}
     table = read_columns(run_dir / "offline_periods.csv")
-    for client, start, end in zip(table["client"].tolist(), table["offline_from_s"].tolist(), table["offline_until_s"].tolist()):
+    for client, start, end in zip(
+        table["client"].tolist(), table["offline_from_s"].tolist(), table["offline_until_s"].tolist()
+    ):
         out.setdefault(int(client), []).append((start, end))
     return out
 

@@ -143,7 +143,9 @@ def _numbers(path: Path, name: str, texts: list[str], cells: list) -> np.ndarray
             try:
                 values[k] = float(text)
             except ValueError:
-                raise ConfigError(f"{path}, line {cells[k][0]}: column {name} holds {text!r}, not a number; {DAMAGED}.") from None
+                raise ConfigError(
+                    f"{path}, line {cells[k][0]}: column {name} holds {text!r}, not a number; {DAMAGED}."
+                ) from None
     return values
 
 

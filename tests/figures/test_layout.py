@@ -50,7 +50,9 @@ def assert_nothing_clipped_or_overlapping(fig) -> None:
     """Each axes with every text drawn around it (tick labels, labels, title, its legend, secondary
     axes), each figure legend and the figure's title lie inside the canvas, and no two overlap."""
     renderer = _laid_out(fig)
-    boxes = {f"axes {i} ({ax.get_label() or ax.get_ylabel()})": ax.get_tightbbox(renderer) for i, ax in enumerate(fig.axes)}
+    boxes = {
+        f"axes {i} ({ax.get_label() or ax.get_ylabel()})": ax.get_tightbbox(renderer) for i, ax in enumerate(fig.axes)
+    }
     boxes |= {f"figure legend {i}": legend.get_window_extent(renderer) for i, legend in enumerate(fig.legends)}
     if fig.get_suptitle():
         boxes["figure title"] = fig._suptitle.get_window_extent(renderer)
@@ -119,7 +121,9 @@ def test_participation_with_a_colorbar_and_a_legend_of_six_outcomes_fits(tmp_pat
 
 def test_time_breakdown_with_its_second_axis_and_figure_legend_fits(tmp_path):
     run_dir = tmp_path / "run"
-    _config(run_dir, name="diurnal_fedscale_like")  # a sweep's longer title overhangs, as it did with constrained layout
+    _config(
+        run_dir, name="diurnal_fedscale_like"
+    )  # a sweep's longer title overhangs, as it did with constrained layout
     fig = draw_time_breakdown(run_dir, _crowded_clients(500))
     assert_nothing_clipped_or_overlapping(fig)
 

@@ -47,7 +47,11 @@ def test_values_are_read_tables(tmp_path, monkeypatch, through_pandas):
 def test_a_table_without_rows_is_empty_columns(tmp_path):
     path = tmp_path / "offline_periods.csv"
     path.write_text("client,offline_from_s,offline_until_s\n", encoding="utf-8")
-    assert {k: len(v) for k, v in read_columns(path).items()} == {"client": 0, "offline_from_s": 0, "offline_until_s": 0}
+    assert {k: len(v) for k, v in read_columns(path).items()} == {
+        "client": 0,
+        "offline_from_s": 0,
+        "offline_until_s": 0,
+    }
 
 
 @pytest.mark.parametrize(
