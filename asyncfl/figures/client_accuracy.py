@@ -10,8 +10,10 @@ from matplotlib.figure import Figure  # (object API: no pyplot, no global backen
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from asyncfl.figures.common import ClientTable, read_clients, run_label, spread_ties
+from asyncfl.figures.layout import RowLayout
 from asyncfl.output.client_statistics import bias_stats
-from asyncfl.output.tables import write_csv, write_markdown
+from asyncfl.output.csv_text import clean
+from asyncfl.output.writing import write_atomic, write_columns
 
 
 def _client_accuracies(
@@ -31,8 +33,10 @@ def _client_accuracies(
 def write_client_accuracy_tables(run_dir: Path, clients: ClientTable | None = None) -> None:
     """client_accuracy.csv and .md: the statistics in percent, as in FedAR's Table 3."""
     _, _, stats = _client_accuracies(run_dir, clients)
-    write_csv(run_dir / "client_accuracy.csv", [stats])
-    write_markdown(run_dir / "client_accuracy.md", [bias_table_row(run_label(run_dir), stats)])
+    write_columns(run_dir / "client_accuracy.csv", {k: [clean(v)] for k, v in stats.items()}, digits=None)
+    row = bias_table_row(run_label(run_dir), stats)  # the layout of asyncfl.output.tables.markdown, one row
+    lines = ["| " + " | ".join(row) + " |", "|" + "---|" * len(row), "| " + " | ".join(row.values()) + " |"]
+    write_atomic(run_dir / "client_accuracy.md", "\n".join(lines) + "\n")
 
 
 def draw_client_accuracy(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:
@@ -42,7 +46,7 @@ def draw_client_accuracy(run_dir: Path, clients: ClientTable | None = None) -> F
     accuracies, sizes, stats = _client_accuracies(run_dir, clients)
     if not stats:
         return None
-    fig = Figure(figsize=(11, 4) if sizes is not None else (6, 4), layout="constrained")
+    fig = Figure(figsize=(11, 4) if sizes is not None else (6, 4))
     axes = fig.subplots(1, 2 if sizes is not None else 1, squeeze=False)[0]
     ax = axes[0]
     ax.hist(accuracies, bins=np.linspace(0, 1, 21), color="#4c72b0", edgecolor="white")
@@ -72,6 +76,7 @@ def draw_client_accuracy(run_dir: Path, clients: ClientTable | None = None) -> F
         right.set_title(f"test split: median {np.median(sizes):g} samples ({sizes.min():g} to {sizes.max():g}){at_one}",
                         fontsize="medium")  # fmt: skip
     fig.suptitle(f"{run_label(run_dir)}: final model's accuracy per client")
+    fig.set_layout_engine(RowLayout(axes))
     return fig
 
 

@@ -7,15 +7,17 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
-import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from asyncfl.output.csv_text import round6
 from asyncfl.output.reading import read_config, read_table, table_file
+
+if TYPE_CHECKING:  # a run's figures read its small tables without pandas (read_columns)
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -180,9 +182,8 @@ def spread_ties(speed: np.ndarray) -> np.ndarray:
 def save_figure(fig: Figure, path: Path, title: str | None = None, dpi: int = 120) -> Path:
     """Write ``fig`` as a PNG (its ``Title`` metadata: ``title``, which run it shows), drawn once.
     ``savefig`` on a figure with a layout engine draws it twice (once, rendering nothing, to lay it
-    out, then for real); laying it out here first, at the file's dpi and with the canvas that then
-    draws it (so the text measured for the layout is measured once), gives the same pixels for one
-    draw (saving k_async's six figures: 2.8 CPU s before, 2.1-2.4 after)."""
+    out, then for real); laying it out here first (:class:`asyncfl.figures.layout.RowLayout`), at the
+    file's dpi and with the canvas that then draws it, gives the same pixels for one draw."""
     fig.set_dpi(dpi)  # text is measured in pixels: lay out at the dpi the file is drawn at
     FigureCanvasAgg(fig)  # becomes fig.canvas: its renderer (and text measurements) serve both steps
     engine = fig.get_layout_engine()

@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch
 
 from asyncfl.figures.common import accuracy_limits, save_figure
+from asyncfl.figures.layout import RowLayout
 
 XLABELS = {
     "time": "virtual wall-clock time (s)",
@@ -26,7 +27,7 @@ def plot_comparison(
     rows = table[table["axis"] == axis] if len(table) else table
     if not len(rows):
         return None
-    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()
     for i, (variant, mine) in enumerate(rows.groupby("variant", sort=False)):
         x, mean, std = (mine[c].to_numpy(dtype=float) for c in ("x", "accuracy_mean", "accuracy_std"))
@@ -56,5 +57,6 @@ def plot_comparison(
     ax.legend(loc="best", fontsize=9)
     if title:
         ax.set_title(title)
+    fig.set_layout_engine(RowLayout([ax]))
     save_figure(fig, path, dpi=130)
     return path

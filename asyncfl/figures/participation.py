@@ -12,6 +12,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from asyncfl.figures.aggregate import SCATTER_ALL_UP_TO, group_sums, speed_groups, speed_label, visible_points
 from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label, spread_ties
+from asyncfl.figures.layout import RowLayout
 
 
 def draw_participation(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:
@@ -22,8 +23,9 @@ def draw_participation(run_dir: Path, clients: ClientTable | None = None) -> Fig
     speed = clients["samples_per_s"].astype(float)
     delivered = clients["participations"].astype(float)
     p = clients["availability_p"].astype(float)
-    fig = Figure(figsize=(12, 4.2), layout="constrained")
-    (left, right) = fig.subplots(1, 2, width_ratios=(1, 1.15))
+    fig = Figure(figsize=(12, 4.2))
+    (left, right) = fig.subplots(1, 2)
+    beside: dict = {}
     varied = np.isfinite(p).all() and np.ptp(p) > 0
     speed_shown = spread_ties(speed)
     size = 24 if clients.rows <= 2000 else 2  # 10^5 clients: small dots
@@ -33,7 +35,8 @@ def draw_participation(run_dir: Path, clients: ClientTable | None = None) -> Fig
     if varied:
         dots = left.scatter(speed_shown[shown], delivered[shown], c=p[shown], cmap="viridis", s=size,
                             edgecolor="none", vmin=p.min(), vmax=p.max())  # fmt: skip
-        fig.colorbar(dots, ax=left, label="availability p (long-run fraction online)")
+        bar = beside[left] = [fig.add_axes((0, 0, 1, 1))]  # placed by RowLayout
+        fig.colorbar(dots, cax=bar[0], label="availability p (long-run fraction online)")
     else:
         left.scatter(speed_shown[shown], delivered[shown], color="#4c72b0", s=size, edgecolor="none")
     left.set_xscale("log")
@@ -45,12 +48,13 @@ def draw_participation(run_dir: Path, clients: ClientTable | None = None) -> Fig
     left.set_xlabel("device speed (samples/s, log scale; equal speeds spread apart)")
     left.set_ylabel("delivered updates")
     left.grid(alpha=0.3)
-    _outcomes_by_speed(right, clients, speed)
+    beside[right] = [_outcomes_by_speed(right, clients, speed)]
     fig.suptitle(f"{run_label(run_dir)}: participation against device speed")
+    fig.set_layout_engine(RowLayout((left, right), width_ratios=(1, 1.15), beside=beside))
     return fig
 
 
-def _outcomes_by_speed(ax, clients: ClientTable, speed: np.ndarray) -> None:
+def _outcomes_by_speed(ax, clients: ClientTable, speed: np.ndarray):
     """Stacked share of attempts per outcome, clients grouped by speed (slowest left): one group per
     distinct speed when there are at most five (speed tiers), speed quintiles otherwise."""
     labels_of, names = speed_groups(speed)
@@ -72,4 +76,4 @@ def _outcomes_by_speed(ax, clients: ClientTable, speed: np.ndarray) -> None:
     ax.set_xlabel("speed group (samples/s), slowest to fastest")
     ax.set_ylabel("share of attempts (rest: still running)")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)

@@ -9,6 +9,7 @@ from matplotlib.figure import Figure  # (object API: no pyplot, no global backen
 from matplotlib.ticker import MaxNLocator
 
 from asyncfl.figures.common import run_label
+from asyncfl.figures.layout import RowLayout
 from asyncfl.figures.timeline_files import update_staleness
 
 
@@ -19,7 +20,7 @@ def draw_staleness(run_dir: Path) -> Figure | None:
     if not len(tau) or not tau.any():
         return None
     counts = np.bincount(tau)  # one bar per staleness value: 10^6 updates cost no more than 10
-    fig = Figure(figsize=(6, 4), layout="constrained")
+    fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
     top = len(counts) - 1
     ax.bar(np.arange(len(counts)), counts, width=1.0, color="#4c72b0", edgecolor="white")
@@ -31,4 +32,5 @@ def draw_staleness(run_dir: Path) -> Figure | None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend()
     ax.set_title(f"{run_label(run_dir)}: {len(tau):,} updates, max τ = {top}")
+    fig.set_layout_engine(RowLayout([ax]))
     return fig

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure  # (object API: no pyplot, no global backen
 
 from asyncfl.figures.aggregate import group_means, speed_groups
 from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label
+from asyncfl.figures.layout import RowLayout
 from asyncfl.output.columns import TIME_BREAKDOWN_COLUMNS  # clients.csv's: they add up to the run
 
 BREAKDOWN = (
@@ -44,7 +45,7 @@ def draw_time_breakdown(run_dir: Path, clients: ClientTable | None = None) -> Fi
     else:  # a run directory from before lost_compute_s: computing as one part
         parts = [(key, "computing", color) if key == "compute_s" else (key, label, color)
                  for key, label, color in BREAKDOWN if key != "lost_compute_s"]  # fmt: skip
-    fig = Figure(figsize=(10, 4.4), layout="constrained")
+    fig = Figure(figsize=(10, 4.4))
     ax = fig.subplots()
     bottom = np.zeros(count)
     for key, label, color in parts:
@@ -60,6 +61,7 @@ def draw_time_breakdown(run_dir: Path, clients: ClientTable | None = None) -> Fi
     ax.set_ylim(0, 1)
     right = ax.secondary_yaxis("right", functions=(lambda f: f * length, lambda s: s / length))
     right.set_ylabel("virtual seconds per client")
-    fig.legend(fontsize=8, loc="outside right center", frameon=False)
+    legend = fig.legend(fontsize=8, loc="center right", frameon=False)
     ax.set_title(f"{run_label(run_dir)}: where {length:,.0f} virtual s went, per speed group")
+    fig.set_layout_engine(RowLayout([ax], right=legend))
     return fig

@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 
 from asyncfl.errors import ConfigError
 from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label, time_of_day_axis
+from asyncfl.figures.layout import RowLayout
 from asyncfl.figures.timeline_files import aggregation_times, offline_periods, task_segments, timeline_clients
 
 FAIL_MARKERS = {"offline": "x", "battery": "v", "deadline": "|", "charging": "^", "network": "s", "cancelled": "o"}
@@ -97,7 +98,7 @@ def draw_timeline(
             raise ConfigError(f"--window {start:g}:: the run's records end at {last:,.1f} virtual s; start earlier.")
     offline = offline_periods(run_dir)
     row = {c: i for i, c in enumerate(chosen)}
-    fig = Figure(figsize=(11, 0.42 * len(chosen) + 1.6), layout="constrained")
+    fig = Figure(figsize=(11, 0.42 * len(chosen) + 1.6))
     ax = fig.subplots()
     periods = [(row[c] - 0.4, 0.8, a, b, "offline") for c in chosen for a, b in offline.get(c, [])]
     ax.add_collection(bar_collection([p for p in periods if p[3] > start and p[2] < until]))
@@ -115,9 +116,8 @@ def draw_timeline(
         ]
         if pts:
             ax.scatter(*zip(*pts), marker=marker, color="black", s=36, zorder=3, label=f"failed: {reason}")
-    for t in aggregations:
-        if start <= t <= until:
-            ax.axvline(t, color="0.5", lw=0.5, alpha=0.5, zorder=0)
+    shown = [t for t in aggregations if start <= t <= until]  # one artist, not an axvline per aggregation
+    ax.vlines(shown, 0, 1, transform=ax.get_xaxis_transform(), colors="0.5", lw=0.5, alpha=0.5, zorder=0)
     ax.set_yticks(range(len(chosen)), [f"client {c} ({speed.get(c, math.nan):.0f} samples/s)" for c in chosen])
     ax.set_ylim(len(chosen) - 0.5, -0.5)  # fastest on top
     ax.set_xlim(start, until)
@@ -131,8 +131,10 @@ def draw_timeline(
         Patch(facecolor="white", edgecolor="0.6", label="idle (online, no task)"),
     ]
     handles = legend + ax.get_legend_handles_labels()[0]
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
+    columns = len(handles) if len(handles) <= 9 else math.ceil(len(handles) / 2)  # more: two rows, within the width
+    legend = fig.legend(handles=handles, loc="lower center", ncol=columns, fontsize=8, frameon=False)
     ax.set_title(f"{run_label(run_dir)}: {_who(chosen, clients, worked)}, virtual s {start:,.0f} to {until:,.0f}")
+    fig.set_layout_engine(RowLayout([ax], below=legend))
     return fig
 
 

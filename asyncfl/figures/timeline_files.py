@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from asyncfl.output.columns import PHASES
-from asyncfl.output.reading import has_table, read_summary, read_table
+from asyncfl.output.reading import has_table, read_columns, read_summary
 
 
 class NotRecorded(Exception):
@@ -65,34 +65,37 @@ def timeline_clients(run_dir: Path) -> list[int]:
 def task_segments(run_dir: Path) -> tuple[list[Segment], list[Failure]]:
     """Every phase of every recorded task as a [start, end) segment, and every failure."""
     _need(run_dir, "timeline_tasks.csv")
-    tasks = read_table(run_dir / "timeline_tasks.csv")
+    tasks = read_columns(run_dir / "timeline_tasks.csv")
     segments: list[Segment] = []
     failures: list[Failure] = []
-    for task in tasks.itertuples(index=False):
-        failed = task.outcome not in ("delivered", "running")
-        starts = [(p, getattr(task, f"{p}_s")) for p in PHASES if not math.isnan(getattr(task, f"{p}_s"))]
-        ends = [s for _, s in starts[1:]] + [task.end_s]
-        segments += [Segment(int(task.client), p, s, e, failed) for (p, s), e in zip(starts, ends)]
+    phases = list(zip(*(tasks[f"{p}_s"].tolist() for p in PHASES)))
+    for client, outcome, end, at in zip(tasks["client"].tolist(), tasks["outcome"], tasks["end_s"].tolist(), phases):
+        failed = outcome not in ("delivered", "running")
+        starts = [(p, s) for p, s in zip(PHASES, at) if not math.isnan(s)]
+        ends = [s for _, s in starts[1:]] + [end]
+        segments += [Segment(int(client), p, s, e, failed) for (p, s), e in zip(starts, ends)]
         if failed:
-            failures.append(Failure(int(task.client), float(task.end_s), str(task.outcome)))
+            failures.append(Failure(int(client), end, str(outcome)))
     return segments, failures
 
 
 def offline_periods(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
     """Offline periods of every timeline client (an empty list: never offline)."""
     out: dict[int, list[tuple[float, float]]] = {c: [] for c in timeline_clients(run_dir)}
-    table = read_table(run_dir / "offline_periods.csv")
-    for client, start, end in zip(table["client"], table["offline_from_s"], table["offline_until_s"]):
-        out.setdefault(int(client), []).append((float(start), float(end)))
+    table = read_columns(run_dir / "offline_periods.csv")
+    for client, start, end in zip(
+        table["client"].tolist(), table["offline_from_s"].tolist(), table["offline_until_s"].tolist()
+    ):
+        out.setdefault(int(client), []).append((start, end))
     return out
 
 
 def aggregation_times(run_dir: Path) -> list[float]:
     _need(run_dir, "rounds.csv")
-    return read_table(run_dir / "rounds.csv", usecols=["time"])["time"].astype(float).tolist()
+    return read_columns(run_dir / "rounds.csv", usecols=["time"])["time"].tolist()
 
 
 def update_staleness(run_dir: Path) -> np.ndarray:
     """Staleness of every aggregated update (version before the aggregation - base version)."""
     _need(run_dir, "updates.csv")
-    return read_table(run_dir / "updates.csv", usecols=["staleness"])["staleness"].to_numpy(dtype=np.int64)
+    return read_columns(run_dir / "updates.csv", usecols=["staleness"])["staleness"].astype(np.int64)

@@ -9,7 +9,8 @@ import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
 from asyncfl.figures.common import ClientTable, read_clients, run_label, run_start, time_of_day_axis
-from asyncfl.output.reading import has_table, read_table
+from asyncfl.figures.layout import RowLayout
+from asyncfl.output.reading import has_table, read_columns
 
 
 def draw_timezones(run_dir: Path, clients: ClientTable | None = None) -> Figure | None:
@@ -20,21 +21,21 @@ def draw_timezones(run_dir: Path, clients: ClientTable | None = None) -> Figure 
     clients = read_clients(run_dir) if clients is None else clients
     if not clients.rows or "utc_offset_h" not in clients or not has_table(run_dir / "updates.csv"):
         return None
-    rounds, updates = read_table(run_dir / "rounds.csv"), read_table(run_dir / "updates.csv")
-    if not len(rounds) or not len(updates):
+    rounds = read_columns(run_dir / "rounds.csv", usecols=["round", "time"])
+    updates = read_columns(run_dir / "updates.csv", usecols=["version", "client"])
+    if not len(rounds["round"]) or not len(updates["version"]):
         return None
-    times = rounds.set_index("round")["time"]
     ids, offsets = clients["client"], clients["utc_offset_h"].astype(float)
     order = np.argsort(ids, kind="stable")  # clients.csv is in id order: this is a no-op there
-    at = order[np.searchsorted(ids, updates["client"].to_numpy(), sorter=order)]
+    at = order[np.searchsorted(ids, updates["client"].astype(ids.dtype), sorter=order)]
     zone = offsets[at]
-    t = updates["version"].map(times).to_numpy(dtype=float)
-    end = float(times.max())
+    t = _times_of(updates["version"], rounds["round"], rounds["time"])
+    end = float(rounds["time"].max())
     bins = np.arange(0.0, end + 3600.0, 3600.0)
     zones, sizes = np.unique(offsets, return_counts=True)
     by_size = np.argsort(-sizes, kind="stable")
     shown, counts = zones[by_size[:6]].tolist(), dict(zip(zones.tolist(), sizes.tolist()))
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    fig = Figure(figsize=(10, 4.2))
     ax = fig.subplots()
     for z in sorted(shown):
         hist, _ = np.histogram(t[zone == z], bins=bins)
@@ -54,4 +55,14 @@ def draw_timezones(run_dir: Path, clients: ClientTable | None = None) -> Figure 
     start = run_start(run_dir)
     when = "" if start is not None else " (no clock.start_time: virtual second 0 is midnight UTC)"
     ax.set_title(f"{run_label(run_dir)}: participation by client time zone{when}")
+    fig.set_layout_engine(RowLayout([ax]))
     return fig
+
+
+def _times_of(versions: np.ndarray, rounds: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The virtual time of each update's aggregation: the time of the rounds.csv line of its version
+    (NaN for a version rounds.csv lacks, as pandas' ``map`` gave)."""
+    order = np.argsort(rounds, kind="stable")
+    at = np.minimum(np.searchsorted(rounds, versions, sorter=order), len(rounds) - 1)
+    found = rounds[order[at]] == versions
+    return np.where(found, times[order[at]], np.nan)

@@ -10,13 +10,13 @@ import math
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 
 def bias_stats(accuracies: Sequence[float]) -> dict[str, float]:
     """FedAR Table 3 over clients, in percent: mean +- std, variance (ddof=0, over clients), and the
     mean +- std of the worst and best 10 % of clients (at least one client each)."""
-    a = np.sort(pd.Series(accuracies, dtype=np.float64).dropna().to_numpy()) * 100
+    a = np.asarray(accuracies, dtype=np.float64)
+    a = np.sort(a[~np.isnan(a)]) * 100
     if not len(a):
         return {}
     k = max(1, math.ceil(0.1 * len(a)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import matplotlib.colors as mcolors
-from matplotlib.collections import PolyCollection
+from matplotlib.collections import LineCollection, PathCollection, PolyCollection
 
 from asyncfl.figures.common import COLORS
 from asyncfl.figures.timeline import draw_timeline
@@ -67,7 +67,7 @@ def test_every_phase_and_offline_period_of_the_rows_shown_is_one_bar(tmp_path):
     ]  # fmt: skip
     assert _bars(fig) == [(float(a), float(b), c, d, e) for a, b, c, d, e in expected]
     assert ax.get_xlim() == (0.0, 20.0)
-    (failures,) = [c for c in ax.collections if not isinstance(c, PolyCollection)]
+    (failures,) = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert failures.get_offsets().tolist() == [[8.0, 0.0]]  # the lost task's end, client 1's row
 
 
@@ -78,3 +78,18 @@ def test_a_window_keeps_only_the_bars_that_reach_into_it(tmp_path):
     spans = [(x0, x1) for x0, x1, *_ in _bars(fig)]
     # kept: offline 8-15? no (starts after 7.5); upload 4-5, lost download 6-7 and compute 7-8, compute 3-20
     assert sorted(spans) == [(3.0, 20.0), (4.0, 5.0), (6.0, 7.0), (7.0, 8.0)]
+
+
+def test_every_aggregation_in_the_window_is_one_grey_line_spanning_the_rows(tmp_path):
+    """rounds.csv aggregates at 5, 10 and 20 s; the default window ends at the last one: three lines,
+    from the bottom of the axes to its top (axes coordinates), at those times."""
+    run_dir = tmp_path / "run"
+    _write_run(run_dir)
+    ax = draw_timeline(run_dir).axes[0]
+    (lines,) = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert mcolors.to_hex(lines.get_color()[0]) == "#808080"
+    segments = lines.get_segments()
+    assert sorted((float(s[0][0]), float(s[0][1]), float(s[1][0]), float(s[1][1])) for s in segments) == [
+        (5.0, 0.0, 5.0, 1.0), (10.0, 0.0, 10.0, 1.0), (20.0, 0.0, 20.0, 1.0)
+    ]  # fmt: skip
+    assert lines.get_transform().contains_branch_seperately(ax.transData) == (True, False)  # x: data, y: axes
