@@ -99,7 +99,7 @@ def assemble(
     if learning is not None:
         work = replace(work, perform=learner.perform)
     check_time_budget(work.time_budget_s, work.batch_size, clients.speeds(), samples)
-    reasons = added_failure_reasons(s)
+    reasons = added_failure_reasons(s) + (["client_app"] if learning is not None else [])  # its trainer may fail
     out = run_directory(s, run_dir, clients, offsets, num_classes, start, reasons)
     feedback = FeedbackRecorder(s, learner, samples)  # what server.selection reads
     return RunParts(

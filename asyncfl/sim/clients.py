@@ -131,6 +131,7 @@ class DoneWork:
     download_bytes: int  # the message the client received
     upload_bytes: int  # its reply
     error: str | None = None
+    train_samples: int | None = None  # the client's training split as the trainer reports it (clients.csv)
 
 
 @dataclass
@@ -225,6 +226,8 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
     if work.perform is not None:  # the outside trainer works now, once the client can take the task
         done = work.perform(plan)
         samples, down, up, error = done.samples, done.download_bytes, done.upload_bytes, done.error
+        if done.train_samples is not None:
+            client.train_samples = done.train_samples
     phases = (
         (profile.download_s(down), down * work.joules_per_byte),
         (profile.compute_s(samples, jitter), samples * work.joules_per_sample),
