@@ -58,7 +58,7 @@ from asyncfl.algorithms import Strategy, Update, make_strategy
 from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.flower.apps import load_function
-from asyncfl.flower.evaluation import metric, weighted_metrics
+from asyncfl.flower.evaluation import examples_of, metric, reply_metric, weighted_metrics
 from asyncfl.flower.flat_arrays import ArraysMismatch, FlatArrays, as_array_record
 from asyncfl.flower.generators import apps_seeded, flower_seeds
 from asyncfl.flower.nodes import FlowerNodes, message_bytes, node_id
@@ -250,17 +250,11 @@ class ClientAppLearner(Learner):
 
     def client_accuracies(self) -> list[float]:
         """Each node's reported accuracy of the global arrays (NaN: an error reply, or no such metric)."""
-        return [_reported(reply, self.keys.accuracy) for reply in self.evaluate_all()]
+        return [reply_metric(reply, self.keys.accuracy) for reply in self.evaluate_all()]
 
     def client_test_sizes(self) -> list[int]:
         """The examples each node evaluated on (0: an error reply, or none reported)."""
-        sizes = [_reported(reply, self.keys.examples) for reply in self.evaluate_all()]
-        return [0 if math.isnan(size) else int(size) for size in sizes]
-
-
-def _reported(reply: Message, key: str) -> float:
-    value = metric(reply.content, key) if reply.has_content() else None
-    return math.nan if value is None else float(value)
+        return [int(examples_of(reply, self.keys.examples)) for reply in self.evaluate_all()]
 
 
 # ---- assembling and running a K-async Flower run ----
