@@ -41,6 +41,10 @@ examples (``flower.work.examples``) and its training loss the reply metric ``tra
 evaluate message with the global arrays to every node, untimed (as native test evaluation is); accuracy and
 loss are the examples-weighted means of the ``flower.metrics`` keys over the replies
 (:func:`asyncfl.flower.evaluation.weighted_metrics`, the rule a synchronous Flower run's evaluation uses).
+
+Refused for a K-async Flower run (:func:`asyncfl.config.flower.check_k_async_flower`): a ``flower.server_app``,
+``eval.per_class`` (no asyncfl test set), ``training.compression`` (the reply is the upload), ``timing_only``.  It
+writes no checkpoint, so it cannot be resumed (the nodes' Contexts are the user's state).
 """
 
 from __future__ import annotations
@@ -129,6 +133,7 @@ class ClientAppLearner(Learner):
         self.collected: dict[tuple[int, int], tuple[TaskPlan, ClientAppResult]] = {}  # (client, attempt) ->
         self._sent: tuple[int, ArrayRecord] | None = None  # (version, its arrays): serialised once per version
         self._evaluated: tuple[int, list[Message]] | None = None  # (version, every node's evaluate reply)
+        self.losses_reported: list[bool] = []  # per update of the round being trained: did its reply say its loss
 
     @property
     def model_bytes(self) -> int:

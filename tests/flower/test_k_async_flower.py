@@ -26,7 +26,7 @@ from asyncfl.errors import ConfigError  # noqa: E402
 from asyncfl.flower.k_async import client_app_learning, run_k_async  # noqa: E402
 from asyncfl.runner.callbacks.base import Callback  # noqa: E402
 from asyncfl.runner.simulation import Simulation  # noqa: E402
-from asyncfl.runner.start import run_scenario  # noqa: E402
+from asyncfl.runner.start import resume_run, run_scenario  # noqa: E402
 from asyncfl.sim.servers.base import EXAMPLE_BATTERY  # noqa: E402
 from tests.flower.asyncfl_training_app import initial_model, make_client_app  # noqa: E402
 
@@ -170,6 +170,27 @@ def test_staleness_follows_the_hand_computed_versions(tmp_path, device_trace):
     assert [(int(u["client"]), int(u["base_version"]), int(u["staleness"])) for u in updates] == [
         (0, 0, 0), (0, 1, 0), (1, 0, 2), (0, 2, 1), (0, 4, 0), (1, 3, 2)
     ]  # fmt: skip
+
+
+def test_a_k_async_flower_run_writes_no_checkpoint_and_refuses_resume(tmp_path, device_trace):
+    """checkpoint.every_rounds is set to null for the run (config.yaml says so), and a run killed before its end
+    (here: its summary removed) is not restarted as a native run."""
+    trace = device_trace([(0, 100.0, 1e6, 1e6, 0.0), (1, 50.0, 1e6, 1e6, 0.0)])
+    s = scenario(
+        data={"dataset": "digits", "clients": 2},
+        population={"device_trace": str(trace)},
+        server={"mode": "k_async", "k": 1, "concurrency": 2},
+        algorithm={"name": "fedasync"},
+        stop={"rounds": 12},
+        checkpoint={"every_rounds": 1},
+        output={"plot": False},
+        flower={"client_app": "x:app", "initial_arrays": "x:arrays"},
+    )
+    run_dir = run_k_async(plus_one_app(), s, tmp_path / "run", first_arrays=lambda: [np.zeros(3, dtype=np.float32)])
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["checkpoint"]["every_rounds"] is None
+    (run_dir / "summary.json").unlink()
+    with pytest.raises(ConfigError, match="cannot be resumed"):
+        resume_run(run_dir)
 
 
 def failing_run(tmp_path: Path, name: str, calls: dict) -> Path:
