@@ -134,13 +134,15 @@ def test_fedbuff_on_a_flower_client_app_follows_the_native_run(tmp_path):
     assert moved > 1e-2  # the comparison is not between models that barely changed
 
 
-def plus_one_app(examples: int = 100) -> ClientApp:
+def plus_one_app(examples: int = 100, configs: list | None = None) -> ClientApp:
     """A ClientApp that adds 1 to every array and reports ``examples`` examples: each task's compute takes
-    examples / samples_per_s seconds."""
+    examples / samples_per_s seconds.  ``configs`` collects (partition, train config) of every call."""
     app = ClientApp()
 
     @app.train()
     def train(message: Message, context) -> Message:
+        if configs is not None:
+            configs.append((int(context.node_config["partition-id"]), dict(message.content["config"])))
         arrays = ArrayRecord([array.numpy() + 1 for array in message.content["arrays"].values()])
         metrics = MetricRecord({"num-examples": examples})
         return Message(RecordDict({"arrays": arrays, "metrics": metrics}), reply_to=message)
@@ -170,6 +172,28 @@ def test_staleness_follows_the_hand_computed_versions(tmp_path, device_trace):
     assert [(int(u["client"]), int(u["base_version"]), int(u["staleness"])) for u in updates] == [
         (0, 0, 0), (0, 1, 0), (1, 0, 2), (0, 2, 1), (0, 4, 0), (1, 3, 2)
     ]  # fmt: skip
+
+
+def test_fedhist_sends_the_round_and_run_config_lr(tmp_path, device_trace):
+    """FedHist on Flower clients: each train message says the round its update is for (base version + 1, as in
+    events.jsonl's download lines) and ``lr`` from ``flower.run_config`` (the rate FedHist divides the update by)."""
+    trace = device_trace([(0, 100.0, 1e6, 1e6, 0.0), (1, 30.0, 1e6, 1e6, 0.0), (2, 70.0, 1e6, 1e6, 0.0)])
+    s = scenario(
+        data={"dataset": "digits", "clients": 3},
+        population={"device_trace": str(trace)},
+        server={"mode": "k_async", "k": 2, "concurrency": 3},
+        algorithm={"name": "fedhist"},
+        stop={"rounds": 6},
+        output={"plot": False},
+        flower={"client_app": "x:app", "initial_arrays": "x:arrays", "run_config": {"lr": 0.05}},
+    )
+    configs: list = []
+    arrays = lambda: [np.zeros(3, dtype=np.float32)]  # noqa: E731
+    run_dir = run_k_async(plus_one_app(configs=configs), s, tmp_path / "run", first_arrays=arrays)
+    downloads = [(e["client"], e["round"] + 1) for e in events(run_dir) if e["event"] == "download"]
+    assert [(client, config["server-round"]) for client, config in configs] == downloads
+    assert {config["lr"] for _, config in configs} == {0.05}
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
 
 
 def test_a_k_async_flower_run_writes_no_checkpoint_and_refuses_resume(tmp_path, device_trace):
