@@ -156,12 +156,6 @@ def local_work_fits(scenario: Any) -> None:
         check_time_budget(work.seconds, training.batch_size, [fastest(speed)], None)
 
 
-@cross_check("flower", "server.mode", "eval.per_class", "training.compression", "timing_only")
-def flower_fits_the_mode(scenario: Any) -> None:
-    """A K-async run on Flower clients: no ServerApp, a named initial model (:func:`check_k_async_flower`)."""
-    check_k_async_flower(scenario)
-
-
 @cross_check("model.name", "data.dataset")
 def model_takes_the_data(scenario: Any) -> None:
     check_model_takes_data(scenario.model.name, scenario.data.dataset)
@@ -173,6 +167,12 @@ def data_can_be_loaded(scenario: Any) -> None:
     sizes the model)."""
     if not scenario.timing_only:
         check_data(scenario.data)
+
+
+@cross_check("flower", "server.mode", "eval.per_class", "training.compression", "timing_only")
+def flower_fits_the_mode(scenario: Any) -> None:
+    """A K-async run on Flower clients: no ServerApp, a named initial model (:func:`check_k_async_flower`)."""
+    check_k_async_flower(scenario)
 
 
 def check_data(data: Section) -> None:
