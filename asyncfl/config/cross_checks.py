@@ -18,6 +18,7 @@ from typing import Any
 
 from asyncfl.algorithms import PARAMS, algorithms_for
 from asyncfl.config.axes import check_model_takes_data, mode_keys
+from asyncfl.config.flower import check_k_async_flower
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.datasets import DataSet
@@ -166,6 +167,12 @@ def data_can_be_loaded(scenario: Any) -> None:
     sizes the model)."""
     if not scenario.timing_only:
         check_data(scenario.data)
+
+
+@cross_check("flower", "server.mode", "eval.per_class", "training.compression", "timing_only")
+def flower_fits_the_mode(scenario: Any) -> None:
+    """A K-async run on Flower clients: no ServerApp, a named initial model (:func:`check_k_async_flower`)."""
+    check_k_async_flower(scenario)
 
 
 def check_data(data: Section) -> None:

@@ -24,6 +24,7 @@ BUILT_IN_ORDER = [
     "local_work_fits",
     "model_takes_the_data",
     "data_can_be_loaded",
+    "flower_fits_the_mode",
 ]
 
 
