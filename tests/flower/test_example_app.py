@@ -86,7 +86,6 @@ def test_a_train_reply_states_its_work_and_repeats_exactly(example):
     train_size = len(example.task.load_data(5, 20)[0].dataset)
     metrics = replies[0].content["metrics"]
     assert metrics["num-examples"] == train_size
-    assert metrics["local-epochs"] == 1
     first, second = (r.content["arrays"].to_torch_state_dict() for r in replies)
     start = arrays.to_torch_state_dict()
     assert all((first[k] == second[k]).all() for k in first)
@@ -99,7 +98,6 @@ def test_run_config_reaches_the_client(example):
     arrays = example.task.initial_arrays()
     one = example.client_app.app(train_message(arrays, 1), node_context(0, 20, {"local-epochs": 1}))
     two = example.client_app.app(train_message(arrays, 1), node_context(0, 20, {"local-epochs": 2}))
-    assert two.content["metrics"]["local-epochs"] == 2
     start = arrays.to_torch_state_dict()
 
     def moved(reply):

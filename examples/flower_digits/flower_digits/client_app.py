@@ -16,7 +16,8 @@ DEVICE = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
 
 @app.train()
 def train(msg: Message, context: Context) -> Message:
-    """Train the received model on this node's partition; reply with the new arrays and the work done."""
+    """Train the received model on this node's partition; reply with the new arrays and the examples
+    trained on (asyncfl's clock reads the work as num-examples x local-epochs)."""
     model = Net()
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
     server_round = int(msg.content["config"].get("server-round", 0))
@@ -30,7 +31,7 @@ def train(msg: Message, context: Context) -> Message:
     epochs = int(run_config_value(context.run_config, "local-epochs"))
     lr = float(run_config_value(context.run_config, "lr"))
     train_loss = train_fn(model, trainloader, epochs, lr, DEVICE)
-    metrics = MetricRecord({"train_loss": train_loss, "num-examples": len(trainloader.dataset), "local-epochs": epochs})
+    metrics = MetricRecord({"train_loss": train_loss, "num-examples": len(trainloader.dataset)})
     content = RecordDict({"arrays": ArrayRecord(model.state_dict()), "metrics": metrics})
     return Message(content=content, reply_to=msg)
 
