@@ -108,6 +108,7 @@ def loop_grid_class():
         def __init__(self, client_app, contexts):
             self.client_app, self.contexts, self._run = client_app, contexts, Run.create_empty(run_id=1)
             self.replies: dict[str, Message] = {}
+            self.calls: list[list[Message]] = []  # the replies of each send_and_receive, for the tests
 
         def set_run(self, run_id):
             self._run = Run.create_empty(run_id=run_id)
@@ -135,7 +136,8 @@ def loop_grid_class():
             return [self.replies.pop(i) for i in message_ids]
 
         def send_and_receive(self, messages, *, timeout=None):
-            return self.pull_messages(self.push_messages(messages))
+            self.calls.append(self.pull_messages(self.push_messages(messages)))
+            return self.calls[-1]
 
     return LoopGrid
 
