@@ -20,6 +20,7 @@ PURPOSES = {
     "phases": 8,  # cyclic phases, plug phases
     "timezones": 9,  # per-client UTC offsets (population.timezones)
     "compression": 10,  # training.compression's draws (qsgd), per (client, attempt)
+    "flower": 11,  # a Flower run's id and the seed of the global generators its apps draw from (asyncfl.flower)
 }
 
 

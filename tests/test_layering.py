@@ -139,7 +139,8 @@ def test_no_lazy_face_hides_an_edge():
     graph above cannot see: allowed only at the top package face (``asyncfl.Scenario``), for the
     registries' discovery and for the lazy torch."""
     allowed = {"asyncfl": {"__getattr__", "import_module"}, "asyncfl.registry": {"import_module"},
-               "asyncfl.lazy": {"import_module"}}  # fmt: skip
+               "asyncfl.lazy": {"import_module"},
+               "asyncfl.flower.apps": {"import_module"}}  # fmt: skip  (flower.apps: a user's app, 'module:attribute')
     found = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -203,6 +204,16 @@ def test_the_analysis_never_reaches_the_run_loop_or_the_sweeps():
     the registries' sections through asyncfl.config, which is why sim modules are not named here)."""
     chains = _reaching(("asyncfl.study",), lambda m: _inside(m, "asyncfl.sweep", *RUN_LOOP))
     assert not chains, "asyncfl.study reaching the run loop or the sweeps:\n" + "\n".join(chains)
+
+
+def test_flower_is_a_front_door_and_flwr_stays_in_it():
+    """asyncfl.flower (Flower apps on the virtual clock) sits beside the Python API: only the command line
+    imports it, and ``flwr`` (an optional extra) is imported by it alone."""
+    importers = sorted(m for m, children in GRAPH.items() if any(_inside(c, "asyncfl.flower") for c in children)
+                       and not _inside(m, "asyncfl.flower", "asyncfl.cli"))  # fmt: skip
+    assert not importers, f"modules importing asyncfl.flower: {importers}"
+    flwr_users = sorted(m for m, children in GRAPH.items() if "flwr" in children and not _inside(m, "asyncfl.flower"))
+    assert not flwr_users, f"modules outside asyncfl.flower importing flwr: {flwr_users}"
 
 
 def test_the_graph_sees_deferred_and_type_checking_imports():

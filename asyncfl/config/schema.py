@@ -26,6 +26,7 @@ from asyncfl.config.axes import (
 )
 from asyncfl.config.clock import Clock
 from asyncfl.config.cross_checks import check_algorithm_mode, run_cross_checks
+from asyncfl.config.flower import Flower
 from asyncfl.config.population import Population, population_model
 from asyncfl.config.problems import problems_message
 from asyncfl.config.yaml_files import apply_override, override_list, read_scenario, scenario_keys
@@ -129,6 +130,11 @@ class Scenario(Section):
     eval: Eval = Eval()
     output: Output = Output()
     checkpoint: Checkpoint = Checkpoint()
+    flower: Flower | None = Field(
+        default=None,
+        description="a Flower ServerApp/ClientApp pair on the virtual clock (python -m asyncfl flower)",
+        json_schema_extra=OPT_IN,
+    )
 
     @field_validator("name")
     @classmethod

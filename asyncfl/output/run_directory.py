@@ -160,7 +160,7 @@ class RunDirectory:
             return
         who = "null" if client is None else int(client)
         rnd = "null" if version is None else int(version)
-        tail = "}\n" if reason is None else f',"reason":"{reason}"}}\n'
+        tail = "}\n" if reason is None else f',"reason":{json.dumps(reason)}}}\n'  # a Flower app's error text: escaped
         if t is not self._time:  # a group of same-time steps passes one float object: format it once
             self._time, self._time_text = t, repr(round(t, 9))
         self.events.write(f'{{"t":{self._time_text},"client":{who},"event":"{event}","round":{rnd}{tail}')

@@ -28,7 +28,8 @@ from asyncfl.sim.engine import simpy
 from asyncfl.sim.profiles import DeviceProfile
 
 PHASES = ("download", "compute", "upload")  # = asyncfl.output.columns.PHASES (the timing world imports no writer)
-FAILURE_REASONS = ("offline", "battery", "deadline", "charging", "network", "cancelled")
+# client_app: a Flower ClientApp raised (asyncfl.flower); its count stays 0 in every other run
+FAILURE_REASONS = ("offline", "battery", "deadline", "charging", "network", "cancelled", "client_app")
 
 
 @dataclass
@@ -178,17 +179,26 @@ def phase_seconds(plan: TaskPlan, until: float = math.inf) -> tuple[float, float
     return out[0], out[1], out[2]
 
 
+def start_failure(client: ClientDevice, t0: float, rnd: int) -> str | None:
+    """Why a task of ``client`` cannot start at ``t0`` (None: it can): offline (or, with eligibility, the
+    condition that is missing), or a battery below its minimum level.  Asking twice at the same moment
+    gives the same answer (availability is a function of time; the battery is advanced to ``t0``)."""
+    availability = client.availability
+    if not availability.online(t0, rnd):
+        why_not = getattr(availability, "why_not", None)  # eligibility: which condition is missing
+        return "offline" if why_not is None else why_not(t0, rnd)
+    if client.battery is not None and not client.battery.can_accept(t0):
+        return "battery"
+    return None
+
+
 def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: float, drop_late: bool) -> TaskPlan:
     attempt = client.stats.attempts
     client.stats.attempts += 1
     plan = TaskPlan(client.id, rnd, attempt, t0, [], t0, steps=work.steps(client))
     availability = client.availability
-    if not availability.online(t0, rnd):
-        why_not = getattr(availability, "why_not", None)  # eligibility: which condition is missing
-        plan.failure = "offline" if why_not is None else why_not(t0, rnd)
-        return plan
-    if client.battery is not None and not client.battery.can_accept(t0):
-        plan.failure = "battery"
+    plan.failure = start_failure(client, t0, rnd)
+    if plan.failure is not None:
         return plan
     sigma = client.profile.jitter_sigma  # sigma 0: exp(0 * z) is exactly 1, so the stream is never built
     jitter = float(np.exp(sigma * client.jitter_rng.standard_normal())) if sigma else 1.0

@@ -1,0 +1,74 @@
+"""Finding a user's Flower apps: ``flwr`` itself (an optional extra), and a ServerApp or ClientApp named by the
+``package.module:attribute`` string Flower's own tools take (``flwr run``'s ``pyproject.toml`` ``[tool.flwr.app.
+components]``), or given as the object.
+
+Every problem is one :class:`~asyncfl.errors.ConfigError` naming where the name came from (``where``: the YAML
+path or the command-line flag) and what was expected there, so the command line exits 2 without a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Literal
+
+from asyncfl.config.flower import check_app_spec
+from asyncfl.errors import ConfigError
+
+INSTALL = "pip install 'asyncfl[flower]'"
+AppKind = Literal["server", "client"]
+
+
+def require_flwr() -> None:
+    """Raise a one-line :class:`ConfigError` with the install command when ``flwr`` cannot be imported."""
+    try:
+        import flwr  # noqa: F401  (an optional extra: checked here, before anything imports it)
+    except ImportError:
+        raise ConfigError(f"Flower (flwr) is not installed; install it with: {INSTALL}") from None
+
+
+def app_class(kind: AppKind) -> type:
+    """``flwr.serverapp.ServerApp`` or ``flwr.clientapp.ClientApp``."""
+    require_flwr()
+    if kind == "server":
+        from flwr.serverapp import ServerApp
+
+        return ServerApp
+    from flwr.clientapp import ClientApp
+
+    return ClientApp
+
+
+def load_app(spec: Any, kind: AppKind, where: str) -> Any:
+    """The ServerApp (``kind`` "server") or ClientApp (``kind`` "client") that ``spec`` names: a
+    ``package.module:attribute`` string (the attribute may be dotted), or the app object itself.  ``where``:
+    the YAML path or the flag the spec came from, named by every error."""
+    expected = app_class(kind)
+    wanted = f"a flwr.{kind}app.{expected.__name__}"
+    if isinstance(spec, expected):
+        return spec
+    if not isinstance(spec, str):
+        raise ConfigError(
+            f"{where}: got a {type(spec).__name__}; allowed: {wanted} or a 'package.module:attribute' naming one"
+        )
+    try:
+        check_app_spec(spec)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+    module_name, attribute = spec.split(":", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # the user's module failing to import, for whatever reason: one line, no traceback
+        raise ConfigError(
+            f"{where}: cannot import module {module_name!r} of {spec!r} ({type(error).__name__}: {error}); "
+            f"allowed: an importable module (run from the app's directory, or put it on PYTHONPATH)"
+        ) from None
+    app: Any = module
+    for name in attribute.split("."):
+        if not hasattr(app, name):
+            raise ConfigError(
+                f"{where}: module {module_name!r} has no attribute {attribute!r}; allowed: the name of {wanted} in it"
+            )
+        app = getattr(app, name)
+    if not isinstance(app, expected):
+        raise ConfigError(f"{where}: {spec!r} is a {type(app).__name__}, not {wanted}; allowed: {wanted}")
+    return app

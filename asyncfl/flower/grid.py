@@ -1,0 +1,265 @@
+"""The virtual-time Grid: what a Flower ServerApp talks to, with the scenario's population as its nodes and
+asyncfl's SimPy clock as its time.
+
+A pushed message is one task of the timing world (:mod:`asyncfl.sim.clients`), timed exactly as a native task
+with the same bytes and samples: download of the message's bytes over the client's link, compute of the
+samples the reply says were processed (:mod:`asyncfl.flower.nodes`, the compute-work contract), upload of the
+reply's bytes, with availability, battery and jitter as in native runs.  The ClientApp runs in this process when
+the task starts; a client that is offline (or too low on battery) then is never called, so its Context does not
+change.  A message to a node still busy with an earlier one waits for it, as on a Flower SuperNode (which
+handles its messages one at a time).
+
+How a failure reaches the ServerApp, following Flower 1.42:
+
+- a client offline at the start, or that drops or runs out of battery mid-task: an error reply with
+  ``ErrorCode.NODE_UNAVAILABLE`` at the moment of the failure, as Flower's SuperLink answers a pull for a node
+  that stopped sending heartbeats (``flwr/server/superlink/linkstate/utils.py``,
+  ``create_message_error_unavailable_res_message``);
+- a ClientApp that raises: an error reply with ``ErrorCode.CLIENT_APP_RAISED_EXCEPTION`` (as
+  ``flwr/server/superlink/fleet/vce/vce_api.py``'s ``worker``), after the download and the upload of the
+  (empty) error; the task counts as failed, reason ``client_app``, and events.jsonl carries the exception;
+- a reply not back by the ``timeout`` of :meth:`VirtualGrid.send_and_receive`: no reply at all, as
+  ``InMemoryGrid.send_and_receive`` returns what it pulled before its deadline.  The task runs on (a SuperNode
+  does not stop its ClientApp); it counts as ``late`` and failed with reason ``deadline`` at the round that gave
+  up on it, its end is logged as a ``fail`` event with reason ``deadline``, and its reply is never returned, not
+  by a later :meth:`pull_messages` either (Flower would still hand it to a pull that asks for its message id
+  until its TTL; no strategy of flwr's asks again).
+
+Time: ``timeout`` is a virtual deadline counted from the push; :meth:`send_and_receive` advances the clock to the
+moment it returns (every reply in, or the deadline).  Message timestamps (``created_at`` of a pushed message and
+of its reply) are virtual seconds.  :meth:`get_node_ids` returns every node of the population, as Flower returns
+every registered node: an offline client is found out when a message reaches it (and a ServerApp waiting for more
+nodes than the population has is stopped with a :class:`~asyncfl.errors.ConfigError` instead of sleeping forever).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+from flwr.app import Error, Message, MessageType, RecordDict
+from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+from flwr.serverapp import Grid
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+
+from asyncfl.errors import ConfigError
+from asyncfl.flower.nodes import FlowerNodes, client_of, message_bytes
+from asyncfl.sim.clients import EventSink, TaskPlan, Work, phase_seconds, plan_task, run_task, start_failure
+from asyncfl.sim.servers import ClosedRound
+
+UNAVAILABLE = "Error: Node Unavailable - the client went offline or ran out of battery (asyncfl virtual time)"
+WAITING_LIMIT = 20  # get_node_ids calls with no push between them: the ServerApp waits for nodes that never come
+
+
+class RunStopped(Exception):
+    """Raised out of the ServerApp when the scenario's ``stop:`` ends the run (its limits, a diverged model)."""
+
+
+@dataclass
+class Task:
+    """One pushed message in the timing world: its plan, and the reply the ServerApp gets (None: none)."""
+
+    message: Message
+    plan: TaskPlan
+    reply: Message
+    train: bool
+    samples: int = 0
+
+
+@dataclass
+class Outcome:
+    """What one :meth:`VirtualGrid.send_and_receive` gave the ServerApp: the closed round (the timing facts, as a
+    sync server closes one), the tasks in push order and the replies returned (``returned``)."""
+
+    closed: ClosedRound
+    tasks: list[Task]
+    returned: list[Task] = field(default_factory=list)
+
+
+class VirtualGrid(Grid):
+    """A Flower ``Grid`` on asyncfl's virtual clock (see the module's docstring).  ``listener(outcome)`` hears
+    every :meth:`send_and_receive` when it returns; ``should_stop()`` is asked before each push of train
+    messages (True: :class:`RunStopped` is raised into the ServerApp)."""
+
+    def __init__(
+        self,
+        nodes: FlowerNodes,
+        clients: Any,
+        work: Work,
+        log: EventSink,
+        run_id: int,
+        listener: Callable[[Outcome], None] = lambda outcome: None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.env = simpy.Environment()
+        self.nodes, self.clients, self.work, self.log = nodes, clients, work, log
+        self.listener, self.should_stop = listener, should_stop
+        self._run = Run.create_empty(run_id)
+        self.trained = 0  # train send_and_receive calls so far: the global model version of the next train round
+        self.sent = 0  # messages pushed so far (their ids)
+        self.tasks: dict[str, Task] = {}  # message id -> task, until its reply is pulled or given up
+        self.errors: dict[int, deque[str]] = {}  # client -> the ClientApp errors of its tasks, in order
+        self.waiting = 0  # get_node_ids calls since the last push
+        TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
+
+    # --- what a Grid must honour (flwr/serverapp/grid/grid.py) ---------------------------------------------
+    def set_run(self, run: Run) -> None:
+        if not isinstance(run, Run):
+            raise TypeError(f"`run` must be an instance of Run, got {type(run).__name__}")
+        self._run = run
+
+    @property
+    def run(self) -> Run:
+        return Run(**vars(self._run))
+
+    def create_message(
+        self, content: RecordDict, message_type: str, dst_node_id: int, group_id: str, ttl: float | None = None
+    ) -> Message:
+        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+    def get_node_ids(self) -> Iterable[int]:
+        self.waiting += 1
+        if self.waiting > WAITING_LIMIT:
+            raise ConfigError(
+                f"the ServerApp keeps waiting for nodes: it needs more than the {len(self.nodes)} clients of the "
+                "population (data.clients); allowed: a strategy whose min_available_nodes / min_train_nodes / "
+                f"min_evaluate_nodes is at most {len(self.nodes)}"
+            )
+        return list(self.nodes.node_ids)
+
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        return [self._push(message).message.metadata.message_id for message in messages]
+
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        """The replies to ``message_ids`` that are in by now; when none is, the clock first advances to the
+        earliest of them (a pull loop's waiting, in virtual time)."""
+        asked = [self.tasks[i] for i in message_ids if i in self.tasks]
+        if asked and all(task.plan.end > self.env.now for task in asked):
+            self._advance(min(task.plan.end for task in asked))
+        ready = [task for task in asked if task.plan.end <= self.env.now]
+        for task in ready:
+            del self.tasks[task.message.metadata.message_id]
+        return [task.reply for task in ready]
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
+        """Push ``messages`` now and return the replies in by the virtual deadline ``now + timeout`` (None: all),
+        in arrival order; the clock stands at the moment of return (the last reply, or the deadline)."""
+        messages = list(messages)
+        train = any(m.metadata.message_type.split(".")[0] == MessageType.TRAIN for m in messages)
+        if train and self.should_stop():
+            raise RunStopped
+        t0 = self.env.now
+        deadline_s = math.inf if timeout is None else float(timeout)
+        tasks = [self._push(message) for message in messages]
+        ends = [task.plan.end for task in tasks]
+        close_at = min(t0 + deadline_s, max(ends, default=t0))
+        self._advance(close_at)
+        outcome = self._close(t0, close_at, tasks)
+        for task in tasks:
+            self.tasks.pop(task.message.metadata.message_id, None)  # given up or returned: never pulled again
+        if train:
+            self.trained += 1
+        self.listener(outcome)
+        return [task.reply for task in outcome.returned]
+
+    # --- the timing world -------------------------------------------------------------------------------
+    def _push(self, message: Message) -> Task:
+        self.waiting = 0
+        now = self.env.now
+        metadata = message.metadata
+        metadata.__dict__["_message_id"] = str(uuid.UUID(int=self.sent))  # deterministic, unlike uuid4
+        self.sent += 1
+        metadata.created_at = now
+        client = client_of(metadata.dst_node_id)
+        if not 0 <= client < len(self.nodes):
+            raise ValueError(f"Invalid message: no node {metadata.dst_node_id} in this Grid")
+        device = self.clients[client]
+        start = max(now, device.busy_until)  # a SuperNode handles one message at a time
+        train = metadata.message_type.split(".")[0] == MessageType.TRAIN
+        reply, samples = None, 0
+        if start_failure(device, start, self.trained) is None:
+            reply = self.nodes.call(client, message)
+            samples = self.nodes.samples_processed(message, reply)
+            work = self._work(samples, message_bytes(message), message_bytes(reply))
+        else:
+            work = self._work(0, message_bytes(message), 0)
+        plan = plan_task(device, work, start, self.trained)
+        if plan.failure is not None or reply is None:
+            reply = Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason=UNAVAILABLE), reply_to=message)
+        elif reply.has_error():
+            plan.failure = "client_app"
+            self.errors.setdefault(client, deque()).append(f"client_app: {reply.error.reason}")
+        _stamp(reply, plan.end, message)
+        task = Task(message, plan, reply, train, samples)
+        self.tasks[metadata.message_id] = task
+        self.env.process(run_task(self.env, device, plan, self._log))
+        return task
+
+    def _work(self, samples: int, download: int, upload: int) -> Work:
+        """A native task's work with ``samples`` samples (one-sample steps) and these bytes each way."""
+        return Work(samples, 1, download, self.work.joules_per_sample, self.work.joules_per_byte, upload_bytes=upload)
+
+    def _log(self, t: float, client: int | None, event: str, version: int | None, reason: str | None) -> None:
+        if reason == "client_app" and client is not None:  # the exception's text, in the order tasks end
+            reason = self.errors[client].popleft()
+        self.log(t, client, event, version, reason)
+
+    def _advance(self, until: float) -> None:
+        """Play every event up to and including ``until`` (the arrivals exactly at a deadline count)."""
+        env = self.env
+        while env.peek() <= until:
+            env.step()
+        if until > env.now and math.isfinite(until):
+            env.run(until=until)
+
+    def _close(self, t0: float, close_at: float, tasks: Sequence[Task]) -> Outcome:
+        """The round as a sync server closes it: replies in by ``close_at`` returned (failures as error
+        replies), tasks still running given up (late, failed ``deadline`` here; they run on)."""
+        closed = ClosedRound(self.trained + 1, t0, close_at, selected=[client_of_task(t) for t in tasks])
+        outcome = Outcome(closed, list(tasks))
+        for task in tasks:
+            plan = task.plan
+            if plan.end > close_at:
+                closed.late += 1
+                closed.failures["deadline"] += 1
+                closed.failed_clients.append(plan.client)
+                closed.timed_out.append((plan.client, close_at - plan.start))
+                closed.lost_s += sum(phase_seconds(plan, close_at))
+                closed.lost_compute_s += phase_seconds(plan, close_at)[1]
+                self.clients[plan.client].stats.late_spans.append((close_at, plan.end))
+                if plan.failure is None:
+                    plan.failure = "deadline"  # its end is logged as a failure: the ServerApp never gets it
+                continue
+            outcome.returned.append(task)
+            if plan.delivered:
+                closed.received.append(plan)
+            else:
+                closed.failed(plan)
+        outcome.returned.sort(key=lambda task: task.plan.end)  # arrival order (stable: push order on ties)
+        closed.received.sort(key=lambda plan: plan.end)
+        return outcome
+
+
+def client_of_task(task: Task) -> int:
+    return task.plan.client
+
+
+def _stamp(reply: Message, at: float, message: Message) -> None:
+    """A reply's metadata as the SuperLink would hold it: an id, the message it answers, virtual times."""
+    metadata = reply.metadata
+    metadata.__dict__["_message_id"] = message.metadata.message_id + "-reply"
+    metadata.__dict__["_reply_to_message_id"] = message.metadata.message_id
+    metadata.__dict__["_src_node_id"] = message.metadata.dst_node_id
+    metadata.__dict__["_dst_node_id"] = message.metadata.src_node_id
+    metadata.created_at = at
+    metadata.ttl = max(0.0, message.metadata.created_at + message.metadata.ttl - at)
+    metadata.delivered_at = repr(at)
+
+
+__all__ = ["Outcome", "RunStopped", "Task", "VirtualGrid"]

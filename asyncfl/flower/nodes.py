@@ -1,0 +1,141 @@
+"""The Flower nodes of a run: one per client of the scenario's population, each calling the user's ClientApp
+in this process with its own ``Context`` (:class:`FlowerNodes`), and what a message costs in virtual time.
+
+**Nodes.** Client ``i`` is the node with id ``NODE_ID_BASE + i`` (``node_id(i)``; 2**32 + i, so a node id never
+meets Flower's SuperLink id 1 nor the ServerApp's 0, and the client reads back as ``node_id - 2**32``).  As in
+Flower's simulation (``flwr/server/superlink/fleet/vce/vce_api.py``, ``_register_node_info_stores``) its
+``node_config`` holds ``partition-id`` = i and ``num-partitions`` = the population size; its ``Context`` (state
+RecordDict, the run config) lives across rounds.
+
+**A call** (:meth:`FlowerNodes.call`) runs the ClientApp as Flower's simulation worker does
+(``vce_api.worker``): an exception becomes an error reply, code ``CLIENT_APP_RAISED_EXCEPTION`` and reason
+``"<class '...'>:<'message'>"``, and the node's Context is kept as it was before the call (Flower stores the
+updated Context only after a call that returned).
+
+**The compute-work contract** (:func:`samples_processed`): a task's compute seconds are the samples it
+processed over the client's ``samples_per_s`` (times the per-task jitter, as for a native task), where
+
+    samples processed = the reply's ``flower.work.examples`` metric (default ``num-examples``)
+                        x local epochs (``flower.work.epochs``, default ``local-epochs``: read from the
+                          message's ConfigRecord, else the run config, else 1; train messages only)
+
+An evaluate or query message processes its examples once (epochs are a training notion).  A reply with no
+such metric, or an error reply, processed 0 samples.  The contract reads the messages only, so the clock is
+deterministic; it never measures CPU time.
+
+**Bytes** (:func:`message_bytes`): the sum of Flower's own ``count_bytes()`` over the message's ArrayRecords,
+MetricRecords and ConfigRecords (array data plus the key names, 8 bytes a number): what a download of the
+pushed message and an upload of the reply carry over the client's link.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flwr.app import Context, Error, Message, MessageType, RecordDict
+from flwr.common.constant import NUM_PARTITIONS_KEY, PARTITION_ID_KEY, ErrorCode
+
+from asyncfl.config.flower import FlowerWork
+
+NODE_ID_BASE = 1 << 32
+
+
+def node_id(client: int) -> int:
+    """The Flower node id of client ``client`` (its index in the population)."""
+    return NODE_ID_BASE + client
+
+
+def client_of(node: int) -> int:
+    """The client index of Flower node ``node`` (the inverse of :func:`node_id`)."""
+    return node - NODE_ID_BASE
+
+
+def error_reason(error: BaseException) -> str:
+    """The reason of an error reply, written as Flower's simulation worker writes it."""
+    return str(type(error)) + ":<'" + str(error) + "'>"
+
+
+class FlowerNodes:
+    """One Flower node per client, each with its own Context, calling ``client_app`` in this process."""
+
+    def __init__(
+        self,
+        client_app: Any,
+        num_clients: int,
+        run_id: int,
+        run_config: Mapping[str, Any] | None = None,
+        work: FlowerWork | None = None,
+    ) -> None:
+        self.client_app = client_app
+        self.run_config = dict(run_config or {})
+        self.work = work if work is not None else FlowerWork()
+        self.contexts = [
+            Context(
+                run_id=run_id,
+                node_id=node_id(i),
+                node_config={PARTITION_ID_KEY: i, NUM_PARTITIONS_KEY: num_clients},
+                state=RecordDict(),
+                run_config=dict(self.run_config),
+            )
+            for i in range(num_clients)
+        ]
+
+    @property
+    def node_ids(self) -> Sequence[int]:
+        return [context.node_id for context in self.contexts]
+
+    def __len__(self) -> int:
+        return len(self.contexts)
+
+    def call(self, client: int, message: Message) -> Message:
+        """Run the ClientApp of ``client`` on ``message``; its reply, or Flower's error reply if it raised."""
+        kept = self.contexts[client]
+        context = copy.deepcopy(kept)  # Flower keeps the Context a call updated only if the call returns
+        try:
+            reply = self.client_app(message, context)
+        except Exception as error:  # as flwr's vce_api.worker: the exception becomes the reply
+            return Message(
+                Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=error_reason(error)), reply_to=message
+            )
+        self.contexts[client] = context
+        return reply
+
+    def samples_processed(self, message: Message, reply: Message) -> int:
+        """Samples one task processed, by the compute-work contract of this module."""
+        if reply.has_error() or not reply.has_content():
+            return 0
+        examples = _metric(reply.content, self.work.examples)
+        if examples is None:
+            return 0
+        epochs = 1.0
+        if message.metadata.message_type.split(".")[0] == MessageType.TRAIN:
+            epochs = self.epochs(message)
+        return max(0, round(float(examples) * epochs))
+
+    def epochs(self, message: Message) -> float:
+        """Local epochs a train message asks for: its ConfigRecords, else the run config, else 1."""
+        key = self.work.epochs
+        if message.has_content():
+            for record in message.content.config_records.values():
+                if key in record:
+                    return float(record[key])
+        return float(self.run_config.get(key, 1))
+
+
+def _metric(content: RecordDict, key: str) -> float | None:
+    for record in content.metric_records.values():
+        if key in record:
+            return record[key]
+    return None
+
+
+def message_bytes(message: Message) -> int:
+    """Bytes a message carries over a link: Flower's ``count_bytes()`` of its array, metric and config records
+    (0 for an error reply)."""
+    if message.has_error() or not message.has_content():
+        return 0
+    content = message.content
+    records = (*content.array_records.values(), *content.metric_records.values(), *content.config_records.values())
+    return sum(record.count_bytes() for record in records)

@@ -1,0 +1,154 @@
+"""A Flower run's run directory, written by the native run's own callbacks (:mod:`asyncfl.runner.callbacks`).
+
+The mapping from messages to records:
+
+- each :meth:`~asyncfl.flower.grid.VirtualGrid.send_and_receive` of train messages is one aggregation: one
+  :class:`~asyncfl.runner.record.AggregationRecord` (:func:`~asyncfl.runner.record.record_of` of the closed round
+  the Grid hands over), whose updates are the successful replies in arrival order (base version = round - 1,
+  staleness 0), ``selected`` the messages pushed, ``failures`` the error replies by reason (``offline``,
+  ``battery``, ``client_app``, ...) and the tasks given up at the deadline (``deadline``, also counted ``late``),
+  ``train_loss`` each reply's ``train_loss`` metric (NaN where it has none);
+- an evaluate round (a send_and_receive of evaluate messages) writes metrics.csv's line of the latest
+  aggregation, at the virtual time the evaluate round returned: accuracy and loss are the examples-weighted means
+  of the replies' ``flower.metrics`` keys (weights: the ``flower.work.examples`` metric), as Flower's FedAvg
+  aggregates evaluation metrics.  Evaluate messages are real round trips: they cost the clients virtual time
+  (download, a forward pass over their examples, upload) like training ones, and the next round starts after them.
+  A round no evaluate round follows gets a line with NaN accuracy when the next one closes (or the run ends).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from flwr.app import Message
+
+from asyncfl.flower.grid import Outcome
+from asyncfl.flower.nodes import FlowerNodes
+from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.metrics import MetricsRecorder
+from asyncfl.runner.record import AggregationRecord, Learned, record_of
+from asyncfl.runner.timing_learning import TimingLearner
+
+NAN = math.nan
+
+
+class FlowerLearner(TimingLearner):
+    """The learning side as the end-of-run callbacks read it: nothing is trained by asyncfl (the ClientApps
+    train); clients.csv's ``accuracy`` and ``test_samples`` are each client's latest evaluate reply."""
+
+    def __init__(self, num_clients: int) -> None:
+        super().__init__(0)
+        self.accuracies = [NAN] * num_clients
+        self.test_sizes = [0] * num_clients
+
+    def client_accuracies(self) -> list[float]:
+        return list(self.accuracies)
+
+    def client_test_sizes(self) -> list[int]:
+        return list(self.test_sizes)
+
+
+class EvaluationMetrics(MetricsRecorder):
+    """metrics.csv from the evaluate replies: an aggregation's line waits for the evaluate round that follows it
+    (:meth:`evaluated`); a line at virtual time 0 (round 0, nothing evaluated) opens the table as in native runs."""
+
+    held: AggregationRecord | None = None
+
+    def on_start(self, state: RunState) -> None:
+        self.write(state, 0.0, 0, None, evaluate=False)
+
+    def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
+        self._flush(state)
+        self.held = record
+
+    def evaluated(self, state: RunState, now: float, version: int, accuracy: float, loss: float) -> None:
+        record, self.held = self.held, None
+        per_class = [NAN] * len(self.class_columns)
+        self.evaluate = lambda: (accuracy, loss, per_class)
+        self.write(state, now, record.round if record else version, record, evaluate=True)
+
+    def on_end(self, state: RunState, now: float) -> None:
+        self._flush(state)
+
+    def _flush(self, state: RunState) -> None:
+        if self.held is not None:
+            record, self.held = self.held, None
+            self.write(state, record.time, record.round, record, evaluate=False)
+
+
+class FlowerRecorder:
+    """Hears every send_and_receive of the Grid and hands the run's callbacks what the native loop would."""
+
+    def __init__(
+        self,
+        nodes: FlowerNodes,
+        metric_keys: Any,
+        state: RunState,
+        callbacks: Sequence[Callback],
+        metrics: EvaluationMetrics,
+        learner: FlowerLearner,
+        round_spans: list,
+    ) -> None:
+        self.nodes, self.keys, self.state, self.callbacks = nodes, metric_keys, state, list(callbacks)
+        self.metrics, self.learner, self.round_spans = metrics, learner, round_spans
+        self.train_examples: dict[int, int] = {}
+
+    def __call__(self, outcome: Outcome) -> None:
+        if any(task.train for task in outcome.tasks):
+            self.aggregated(outcome)
+        else:
+            self.evaluated(outcome)
+
+    def aggregated(self, outcome: Outcome) -> None:
+        closed = outcome.closed
+        by_plan = {id(task.plan): task for task in outcome.tasks}
+        losses = [reply_metric(by_plan[id(plan)].reply, "train_loss") for plan in closed.received]
+        for plan in closed.received:
+            self.train_examples[plan.client] = int(examples_of(by_plan[id(plan)].reply, self.nodes.work.examples))
+        learned = Learned(tuple(losses), tuple(x * x for x in losses))
+        record = record_of(closed, [0] * len(closed.received), learned)
+        self.round_spans.append((closed.started, closed.time, closed.round - 1))
+        self.state.progress.count(record)
+        for callback in self.callbacks:
+            callback.on_aggregation(self.state, record)
+
+    def evaluated(self, outcome: Outcome) -> None:
+        weighted = [0.0, 0.0, 0.0]  # sum of examples, of examples x accuracy, of examples x loss
+        for task in outcome.returned:
+            reply = task.reply
+            if reply.has_error():
+                continue
+            examples = examples_of(reply, self.nodes.work.examples)
+            accuracy, loss = reply_metric(reply, self.keys.accuracy), reply_metric(reply, self.keys.loss)
+            self.learner.accuracies[task.plan.client] = accuracy
+            self.learner.test_sizes[task.plan.client] = int(examples)
+            weighted[0] += examples
+            weighted[1] += examples * accuracy
+            weighted[2] += examples * loss
+        if not weighted[0]:
+            return
+        accuracy, loss = weighted[1] / weighted[0], weighted[2] / weighted[0]
+        closed = outcome.closed
+        self.metrics.evaluated(self.state, closed.time, closed.round - 1, accuracy, loss)
+        progress, stop = self.state.progress, self.metrics.stop_rules.stop
+        if stop.target_accuracy is not None and stop.at_target and progress.target_time is not None:
+            if progress.status == "running":
+                progress.status = "target_reached"
+            self.state.stop = True
+
+
+def reply_metric(reply: Message, key: str) -> float:
+    """A reply's metric ``key`` (NaN: none)."""
+    if reply.has_error() or not reply.has_content():
+        return NAN
+    for record in reply.content.metric_records.values():
+        if key in record:
+            return float(record[key])
+    return NAN
+
+
+def examples_of(reply: Message, key: str) -> float:
+    value = reply_metric(reply, key)
+    return 0.0 if math.isnan(value) else value

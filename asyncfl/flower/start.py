@@ -1,0 +1,214 @@
+"""A Flower run from its front doors (:func:`asyncfl.flower.run`, ``python -m asyncfl flower``): the scenario's
+population as the nodes of a :class:`~asyncfl.flower.grid.VirtualGrid`, the user's ServerApp run against it,
+and a run directory written by the native callbacks (:mod:`asyncfl.flower.recording`).
+
+What of the scenario a Flower run reads: ``data.clients`` (the number of nodes; the ClientApp loads its own data
+by ``partition-id``), ``population`` (speeds, links, availability, battery, eligibility, time zones), ``clock``,
+``stop`` (``rounds`` and ``virtual_time_s`` end the run at the next train round; ``target_accuracy`` at the next
+one after an evaluation reaches it), ``eval.per_client`` (clients.csv's accuracy from the evaluate replies),
+``output``, ``seed`` and ``flower``.  The ServerApp decides the rest (rounds, sampling, deadlines: a strategy's
+``timeout`` is the virtual deadline).  A Flower run writes no checkpoint: ``--resume`` refuses it.
+
+Determinism: Python's ``random`` (Flower's ``sample_nodes`` draws from it), numpy's and torch's global generators
+are seeded from ``seed`` (its ``flower`` stream) while the apps run and restored afterwards: user code draws from
+them, so this is the one place asyncfl seeds a global generator.  The same seed gives the same events.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Iterable, Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+from flwr.app import Context, RecordDict
+
+from asyncfl.api.results import Run, read_run
+from asyncfl.config.clock import start_datetime
+from asyncfl.config.flower import Flower
+from asyncfl.config.schema import Scenario
+from asyncfl.errors import ConfigError
+from asyncfl.flower.apps import load_app
+from asyncfl.flower.grid import RunStopped, VirtualGrid
+from asyncfl.flower.nodes import FlowerNodes
+from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder
+from asyncfl.learn.datasets import dataset_spec
+from asyncfl.output.folders import make_directory, missing_directories, remove_empty
+from asyncfl.output.lock import writing
+from asyncfl.output.run_directory import new_run_dir, refuse_used_out
+from asyncfl.output.writing import write_atomic
+from asyncfl.runner.callbacks.base import RunState
+from asyncfl.runner.callbacks.end_of_run import end_of_run
+from asyncfl.runner.callbacks.progress_bar import ProgressBar
+from asyncfl.runner.callbacks.round_log import RoundLog
+from asyncfl.runner.callbacks.stop_rules import StopRules
+from asyncfl.runner.parts import added_failure_reasons, clusters_of, run_directory, seconds_of_day, task_work, utc_time
+from asyncfl.sections import resolved_dump
+from asyncfl.seeding import stream
+from asyncfl.sim.population import build_clients, participation_probabilities
+
+SERVER_WHERE, CLIENT_WHERE = "flower.server_app", "flower.client_app"
+
+
+def flower_scenario(scenario: Any, overrides: Iterable[str] = (), run_config: Mapping | None = None) -> Scenario:
+    """The scenario of a Flower run (a path, a dict of keys or a Scenario), with ``run_config`` in place of
+    ``flower.run_config``."""
+    overrides = list(overrides)
+    if isinstance(scenario, Scenario):
+        chosen = Scenario.from_dict(scenario.model_dump(mode="json"), overrides) if overrides else scenario
+    elif isinstance(scenario, Mapping):
+        chosen = Scenario.from_dict(scenario, overrides)
+    else:
+        chosen = Scenario.from_yaml(scenario, overrides)
+    if run_config is not None:
+        flower = (chosen.flower or Flower()).model_copy(update={"run_config": dict(run_config)})
+        chosen = chosen.model_copy(update={"flower": flower})
+    return chosen
+
+
+def run_flower(
+    server_app: Any,
+    client_app: Any,
+    scenario: Any,
+    out_dir: str | Path | None = None,
+    *,
+    overrides: Iterable[str] = (),
+    run_config: Mapping | None = None,
+    quiet: bool = True,
+    where: tuple[str, str] = ("server_app", "client_app"),
+) -> Run:
+    """:func:`asyncfl.flower.run`; ``where``: how the caller names the two apps in its errors (the argument
+    names, or the command's flags)."""
+    s = flower_scenario(scenario, overrides, run_config)
+    flower = s.flower or Flower()
+    server = load_app(server_app, "server", where[0]) if server_app is not None else _named(flower.server_app, "server")
+    client = load_app(client_app, "client", where[1]) if client_app is not None else _named(flower.client_app, "client")
+    specs = {k: v for k, v in (("server_app", server_app), ("client_app", client_app)) if isinstance(v, str)}
+    s = s.model_copy(update={"flower": flower.model_copy(update=specs)})
+    if out_dir is not None:
+        refuse_used_out(Path(out_dir), "refusing to overwrite a run.")
+    return read_run(_run_in_directory(s, server, client, out_dir, quiet))
+
+
+def _named(spec: str | None, kind: str) -> Any:
+    where = SERVER_WHERE if kind == "server" else CLIENT_WHERE
+    if spec is None:
+        flag = f"--{kind}-app"
+        raise ConfigError(f"{where}: no {kind.title()}App is named; allowed: 'package.module:attribute' here or {flag}")
+    return load_app(spec, kind, where)  # type: ignore[arg-type]
+
+
+def _run_in_directory(s: Scenario, server: Any, client: Any, out_dir: str | Path | None, quiet: bool) -> Path:
+    """Make and hold the run directory (as :func:`asyncfl.runner.start.run_scenario` does), then run."""
+    if out_dir is None:
+        made = missing_directories(s.output.dir / s.name)
+        run_dir = new_run_dir(s.output.dir, s.name)
+        made.insert(0, run_dir)
+    else:
+        run_dir = Path(out_dir)
+        made = make_directory(run_dir, "--out")
+    with ExitStack() as held:
+        try:
+            held.enter_context(writing(run_dir))
+        except ConfigError:
+            remove_empty(made)
+            raise
+        try:
+            write_atomic(run_dir / "config.yaml", yaml.safe_dump(resolved_dump(s), sort_keys=False))
+            session = FlowerSession(s, run_dir, client, quiet)
+        except BaseException:
+            for child in run_dir.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+            remove_empty(made)
+            raise
+        session.play(server)
+    return run_dir
+
+
+class FlowerSession:
+    """One Flower run: the population, the nodes, the Grid, the run directory and its callbacks."""
+
+    def __init__(self, s: Scenario, run_dir: Path, client_app: Any, quiet: bool) -> None:
+        flower = s.flower or Flower()
+        self.scenario, n = s, s.data.clients
+        start = start_datetime(s.clock.start_time) if s.clock.start_time else None
+        self.clients = build_clients(s.population, n, s.seed, None, clusters_of(s), seconds_of_day(start))
+        probabilities = participation_probabilities(s.population.availability, n, s.seed, None)
+        reasons = added_failure_reasons(s) + ["client_app"]
+        classes = dataset_spec(s.data)[1]
+        self.out = run_directory(s, run_dir, self.clients, None, classes, start, reasons)
+        draws = stream(s.seed, "flower")
+        self.run_id, self.app_seed = int(draws.integers(1, 2**62)), int(draws.integers(2**32))
+        self.nodes = FlowerNodes(client_app, n, self.run_id, flower.run_config, flower.work)
+        self.learner = FlowerLearner(n)
+        self.round_spans: list = []
+        self.state = RunState()
+        stop_rules = StopRules(s.stop)
+        clock = (lambda now: {"utc_time": utc_time(start, now)}) if start is not None else None
+        self.metrics = EvaluationMetrics(self.out, None, s.eval.every_rounds, stop_rules, [], clock)
+        device = torch.device("cpu")
+        ends = end_of_run(s, self.out, self.clients, probabilities, self.learner, device, self.round_spans, reasons)
+        self.callbacks = [RoundLog(self.out, reasons), self.metrics, stop_rules, ProgressBar(s.stop.rounds, quiet)]
+        self.ends = ends
+        recorder = FlowerRecorder(
+            self.nodes, flower.metrics, self.state, self.callbacks, self.metrics, self.learner, self.round_spans
+        )
+        self.recorder = recorder
+        work = task_work(s, 0)  # the battery's energy per sample and per byte
+        self.grid = VirtualGrid(self.nodes, self.clients, work, self.out.event, self.run_id, recorder, self._stop)
+
+    def _stop(self) -> bool:
+        return self.state.stop
+
+    def play(self, server_app: Any) -> None:
+        """Run the ServerApp to its end (or the scenario's stop), then write the end-of-run files."""
+        s = self.scenario
+        context = Context(
+            run_id=self.run_id, node_id=0, node_config={}, state=RecordDict(),
+            run_config=dict((s.flower or Flower()).run_config),
+        )  # fmt: skip
+        for callback in self.callbacks + self.ends:
+            callback.on_start(self.state)
+        saved = random.getstate()
+        try:
+            with torch.random.fork_rng(devices=[]), _numpy_seeded(self.app_seed):
+                random.seed(self.app_seed)
+                torch.manual_seed(self.app_seed)
+                try:
+                    server_app(grid=self.grid, context=context)
+                except RunStopped:
+                    pass
+            if self.state.progress.status == "running":
+                self.state.progress.status = "finished"
+        except KeyboardInterrupt:
+            self.state.progress.status = "interrupted"
+            raise
+        finally:
+            random.setstate(saved)
+            self._finish()
+
+    def _finish(self) -> None:
+        now = self.grid.env.now
+        for client in range(len(self.nodes)):  # clients.csv's train_samples: each client's latest train reply
+            self.clients[client].train_samples = self.recorder.train_examples.get(client, 0)
+        for callback in self.callbacks + self.ends:
+            callback.on_end(self.state, now)
+
+
+class _numpy_seeded:
+    """numpy's global generator seeded for the apps, restored afterwards."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def __enter__(self) -> None:
+        self.saved = np.random.get_state()
+        np.random.seed(self.seed)
+
+    def __exit__(self, *exc: object) -> None:
+        np.random.set_state(self.saved)
