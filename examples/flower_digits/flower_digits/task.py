@@ -26,7 +26,7 @@ DEFAULT_RUN_CONFIG: dict[str, int | float] = {
     "timeout": 3600.0,  # seconds a round waits for replies (Flower's default)
     "local-epochs": 1,
     "batch-size": 16,
-    "lr": 0.1,
+    "lr": 0.3,
 }
 PARTITION_SEED = 42  # fixes who holds which image
 PARTITION_ALPHA = 1.0  # Dirichlet concentration over labels: smaller is more skewed
