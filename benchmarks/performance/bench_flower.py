@@ -73,11 +73,17 @@ def scenario(clients: int, rounds: int, out: Path, figures: bool) -> dict:
 def child_loop(clients: int, rounds: int) -> float:
     from flower_digits.client_app import app as client_app
     from flower_digits.server_app import app as server_app
+
+    seconds, _ = run_loop(server_app, client_app, clients, run_config(rounds))
+    return seconds
+
+
+def run_loop(server_app, client_app, clients: int, config: dict):
+    """(seconds, the LoopGrid) of ``server_app`` run against ``clients`` nodes called in a plain loop."""
     from flwr.app import Context, RecordDict
     from flwr.common.constant import NUM_PARTITIONS_KEY, PARTITION_ID_KEY
     from flwr.supercore.task_identity import TaskIdentity
 
-    config = run_config(rounds)
     contexts = {
         node: Context(
             run_id=1,
@@ -93,7 +99,7 @@ def child_loop(clients: int, rounds: int) -> float:
     server_context = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=dict(config))
     start = time.perf_counter()
     server_app(grid, server_context)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, grid
 
 
 def loop_grid_class():
@@ -155,10 +161,13 @@ def child_flower(clients: int, rounds: int) -> float:
 
 
 def child_asyncfl(clients: int, rounds: int, out: Path) -> float:
+    from flower_digits.client_app import app as client_app
+    from flower_digits.server_app import app as server_app
+
     import asyncfl.flower
 
     start = time.perf_counter()
-    asyncfl.flower.run(SERVER_APP, CLIENT_APP, scenario(clients, rounds, out, figures=False), out)
+    asyncfl.flower.run(server_app, client_app, scenario(clients, rounds, out, figures=False), out)
     return time.perf_counter() - start
 
 
@@ -166,6 +175,9 @@ def child(variant: str, clients: int, rounds: int, out: Path) -> None:
     import torch
 
     torch.set_num_threads(1)
+    # The first optimizer of a process imports torch._dynamo (seconds): every variant pays it once, before its
+    # timer here; Flower's Ray workers pay it inside run_simulation (its whole-process time shows it).
+    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
     if variant == "loop":
         seconds = child_loop(clients, rounds)
     elif variant == "flower":
