@@ -1,5 +1,6 @@
 """Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``,
-``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``, ``traces convert IN``, ``advise FILE.yaml``.
+``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``, ``traces convert IN``, ``advise FILE.yaml``,
+``flower FILE.yaml --server-app M:A --client-app M:A``.
 Files with ``compare:``/``seeds:`` run as sweeps (asyncfl.study).  The parser and the dispatch; each
 command's code is in its own module of this package."""
 
@@ -10,13 +11,14 @@ import sys
 from pathlib import Path
 
 from asyncfl.cli.advise import add_advise_parser, advise_command
+from asyncfl.cli.flower import add_flower_parser, flower_command
 from asyncfl.cli.plot import add_plot_parser, plot_dir
 from asyncfl.cli.run import run_command
 from asyncfl.cli.study import add_compare_parser, add_report_parser, add_sweep_options, compare_dirs, report_dir
 from asyncfl.cli.traces import add_traces_parser, traces_command
 from asyncfl.errors import ConfigError
 
-COMMANDS = ("run", "validate", "plot", "compare", "report", "reference", "traces", "advise")
+COMMANDS = ("run", "validate", "plot", "compare", "report", "reference", "traces", "advise", "flower")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     add_report_parser(sub)
     add_traces_parser(sub)
     add_advise_parser(sub)
+    add_flower_parser(sub)
     reference = sub.add_parser("reference", help="print every scenario key with its default and allowed values")
     reference.add_argument(
         "--update",
@@ -99,4 +102,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         return traces_command(args)
     if args.command == "advise":
         return advise_command(args)
+    if args.command == "flower":
+        return flower_command(args)
     return run_command(args)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from asyncfl.api.results import Run
 from asyncfl.flower.apps import require_flwr
+
+if TYPE_CHECKING:  # the face stays light: the command line imports it to check for flwr
+    from asyncfl.api.results import Run
 
 
 def run(

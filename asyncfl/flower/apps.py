@@ -48,7 +48,8 @@ def load_app(spec: Any, kind: AppKind, where: str) -> Any:
         return spec
     if not isinstance(spec, str):
         raise ConfigError(
-            f"{where}: got a {type(spec).__name__}; allowed: {wanted} or a 'package.module:attribute' naming one"
+            f"{where}: got an object of type {type(spec).__name__}; allowed: {wanted} "
+            "or a 'package.module:attribute' naming one"
         )
     try:
         check_app_spec(spec)
@@ -70,5 +71,5 @@ def load_app(spec: Any, kind: AppKind, where: str) -> Any:
             )
         app = getattr(app, name)
     if not isinstance(app, expected):
-        raise ConfigError(f"{where}: {spec!r} is a {type(app).__name__}, not {wanted}; allowed: {wanted}")
+        raise ConfigError(f"{where}: {spec!r} is of type {type(app).__name__}, not {wanted}; allowed: {wanted}")
     return app

@@ -24,8 +24,9 @@ such metric, or an error reply, processed 0 samples.  The contract reads the mes
 deterministic; it never measures CPU time.
 
 **Bytes** (:func:`message_bytes`): the sum of Flower's own ``count_bytes()`` over the message's ArrayRecords,
-MetricRecords and ConfigRecords (array data plus the key names, 8 bytes a number): what a download of the
-pushed message and an upload of the reply carry over the client's link.
+MetricRecords and ConfigRecords (each array's serialized .npy bytes, header included, plus the key names; 8 bytes a
+number, a string its length): what a download of the pushed message and an upload of the reply carry over the
+client's link.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -81,9 +81,10 @@ def run_flower(
     run_config: Mapping | None = None,
     quiet: bool = True,
     where: tuple[str, str] = ("server_app", "client_app"),
+    announce: Callable[[Path], None] | None = None,
 ) -> Run:
     """:func:`asyncfl.flower.run`; ``where``: how the caller names the two apps in its errors (the argument
-    names, or the command's flags)."""
+    names, or the command's flags); ``announce(run_dir)``: called once the run directory is held."""
     s = flower_scenario(scenario, overrides, run_config)
     flower = s.flower or Flower()
     server = load_app(server_app, "server", where[0]) if server_app is not None else _named(flower.server_app, "server")
@@ -92,7 +93,7 @@ def run_flower(
     s = s.model_copy(update={"flower": flower.model_copy(update=specs)})
     if out_dir is not None:
         refuse_used_out(Path(out_dir), "refusing to overwrite a run.")
-    return read_run(_run_in_directory(s, server, client, out_dir, quiet))
+    return read_run(_run_in_directory(s, server, client, out_dir, quiet, announce))
 
 
 def _named(spec: str | None, kind: str) -> Any:
@@ -103,7 +104,9 @@ def _named(spec: str | None, kind: str) -> Any:
     return load_app(spec, kind, where)  # type: ignore[arg-type]
 
 
-def _run_in_directory(s: Scenario, server: Any, client: Any, out_dir: str | Path | None, quiet: bool) -> Path:
+def _run_in_directory(
+    s: Scenario, server: Any, client: Any, out_dir: str | Path | None, quiet: bool, announce: Callable | None
+) -> Path:
     """Make and hold the run directory (as :func:`asyncfl.runner.start.run_scenario` does), then run."""
     if out_dir is None:
         made = missing_directories(s.output.dir / s.name)
@@ -119,6 +122,8 @@ def _run_in_directory(s: Scenario, server: Any, client: Any, out_dir: str | Path
             remove_empty(made)
             raise
         try:
+            if announce is not None:
+                announce(run_dir)
             write_atomic(run_dir / "config.yaml", yaml.safe_dump(resolved_dump(s), sort_keys=False))
             session = FlowerSession(s, run_dir, client, quiet)
         except BaseException:
