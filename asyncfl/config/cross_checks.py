@@ -18,6 +18,7 @@ from typing import Any
 
 from asyncfl.algorithms import PARAMS, algorithms_for
 from asyncfl.config.axes import check_model_takes_data, mode_keys
+from asyncfl.config.flower import check_k_async_flower
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.datasets import DataSet
@@ -153,6 +154,12 @@ def local_work_fits(scenario: Any) -> None:
     }.get(speed.dist)
     if fastest is not None:  # (unbounded: some client may be fast enough)
         check_time_budget(work.seconds, training.batch_size, [fastest(speed)], None)
+
+
+@cross_check("flower", "server.mode", "eval.per_class", "training.compression", "timing_only")
+def flower_fits_the_mode(scenario: Any) -> None:
+    """A K-async run on Flower clients: no ServerApp, a named initial model (:func:`check_k_async_flower`)."""
+    check_k_async_flower(scenario)
 
 
 @cross_check("model.name", "data.dataset")

@@ -51,15 +51,50 @@ class Flower(Section):
     client_app: str | None = Field(
         default=None, description="the ClientApp, 'package.module:attribute' (--client-app overrides it)"
     )
+    initial_arrays: str | None = Field(
+        default=None,
+        description="server.mode k_async: the initial model, 'package.module:function' returning its ArrayRecord, "
+        "torch state_dict or list of numpy arrays",
+    )
     run_config: dict[str, bool | int | float | str] = Field(
         default_factory=dict, description="Flower's run config, passed to both apps' Context"
     )
     metrics: FlowerMetrics = FlowerMetrics()
     work: FlowerWork = FlowerWork()
 
-    @field_validator("server_app", "client_app")
+    @field_validator("server_app", "client_app", "initial_arrays")
     @classmethod
     def _spec(cls, value: str | None) -> str | None:
         if value is not None:
             check_app_spec(value)
         return value
+
+
+def check_k_async_flower(scenario: Section) -> None:
+    """A K-async run on Flower clients (:mod:`asyncfl.flower.k_async`): asyncfl's server aggregates, so there is
+    no ServerApp and the initial model is named here; what needs asyncfl's own data set or upload is refused."""
+    flower = scenario.flower
+    if flower is None or scenario.server.mode != "k_async":
+        return
+    if flower.server_app is not None:
+        raise ConfigError(
+            f"flower.server_app ({flower.server_app!r}): a K-async run has no ServerApp, asyncfl's K-async server "
+            "aggregates the ClientApp's replies (algorithm.name); allowed: null, or server.mode: sync to run it"
+        )
+    if flower.initial_arrays is None:
+        raise ConfigError(
+            "flower.initial_arrays: required with server.mode: k_async (no ServerApp hands out the initial model); "
+            "allowed: 'package.module:function' returning the model's arrays"
+        )
+    refused = {
+        "eval.per_class": (scenario.eval.per_class, "accuracy per class needs asyncfl's test set", "false"),
+        "training.compression": (
+            scenario.training.compression.kind != "none",
+            "a ClientApp's reply is the update as sent",
+            "{kind: none}",
+        ),
+        "timing_only": (scenario.timing_only, "the ClientApp's replies time its tasks", "false"),
+    }
+    for key, (set_here, why, allowed) in refused.items():
+        if set_here:
+            raise ConfigError(f"{key}: not for a K-async Flower run ({why}); allowed: {allowed}")

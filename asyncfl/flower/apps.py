@@ -73,3 +73,23 @@ def load_app(spec: Any, kind: AppKind, where: str) -> Any:
     if not isinstance(app, expected):
         raise ConfigError(f"{where}: {spec!r} is of type {type(app).__name__}, not {wanted}; allowed: {wanted}")
     return app
+
+
+def load_function(spec: Any, where: str) -> Any:
+    """The function a ``package.module:attribute`` string names (e.g. ``flower.initial_arrays``), or ``spec``
+    itself when it is callable; errors name ``where``, as :func:`load_app`'s do."""
+    if callable(spec):
+        return spec
+    try:
+        check_app_spec(spec)
+        module_name, attribute = spec.split(":", 1)
+        found: Any = importlib.import_module(module_name)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+    except Exception as error:  # the user's module failing to import, for whatever reason: one line, no traceback
+        raise ConfigError(f"{where}: cannot import {spec!r} ({type(error).__name__}: {error})") from None
+    for name in attribute.split("."):
+        found = getattr(found, name, None)
+    if not callable(found):
+        raise ConfigError(f"{where}: {spec!r} names no function; allowed: a function returning the model's arrays")
+    return found

@@ -70,6 +70,13 @@ class JobBook:
         self.pending[(job.client, job.attempt)] = job
         self.users[job.base_version] += 1
 
+    def submit_done(self, job: TrainingJob, result: TrainingResult) -> None:
+        """Submit a job whose result is known already: a trainer outside asyncfl ran it when its task started
+        (a Flower ClientApp, :mod:`asyncfl.flower.k_async`)."""
+        self.submit(job)
+        self.done[(job.client, job.attempt)] = result
+        self.computed += 1
+
     def result(self, client: int, attempt: int) -> TrainingResult:
         key = (client, attempt)
         if key not in self.done:

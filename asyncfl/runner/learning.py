@@ -61,6 +61,7 @@ class Learner:
         """``max_staleness``: the K-async server's, so that jobs it will drop are not kept (JobBook);
         ``seed``: the scenario's, for ``training.compression``'s draws."""
         self.model, self.federation, self.strategy, self.training = model, federation, strategy, training
+        self.num_clients = federation.num_clients
         self.params = parameters_to_vector(model.parameters()).detach().clone()
         self.version = 0
         self.jobs = JobBook(trainer, max_staleness)
@@ -95,7 +96,7 @@ class Learner:
         context = Context(
             round=closed.round - 1,
             time=closed.time,
-            num_clients=self.federation.num_clients,
+            num_clients=self.num_clients,
             selected=frozenset(closed.selected),
             failed=frozenset(closed.failed_clients),
             seen=frozenset(self.seen),

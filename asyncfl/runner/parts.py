@@ -4,10 +4,10 @@ the population, the work a task asks of a client, the run directory and the call
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import torch
@@ -61,14 +61,28 @@ class RunParts:
     round_spans: list[tuple[float, float, int]] = field(default_factory=list)
 
 
-def assemble(scenario: Scenario, run_dir: Path, offsets: dict | None = None) -> RunParts:
-    """Build a run's parts; ``offsets``: a checkpoint's (resuming: the logs go on where it left them)."""
+class OutsideLearning(Protocol):
+    """Builds the learning side of a run whose local training is done outside asyncfl (a Flower ClientApp:
+    :mod:`asyncfl.flower.k_async`): a :class:`LearningWorld` with a ``perform`` method, which does a task's
+    work when the task starts and tells the timing world what it was (``Work.perform``)."""
+
+    def __call__(self, scenario: Scenario, device: torch.device) -> LearningWorld: ...
+
+
+def assemble(
+    scenario: Scenario, run_dir: Path, offsets: dict | None = None, learning: OutsideLearning | None = None
+) -> RunParts:
+    """Build a run's parts; ``offsets``: a checkpoint's (resuming: the logs go on where it left them);
+    ``learning``: a learning side from outside asyncfl (None: asyncfl trains on ``data``)."""
     s = scenario
     device = resolve_device(s.device)
     if s.timing_only:  # no data, no model: see TimingLearner
         federation, learner, threads, histograms = None, TimingLearner(timing_model_bytes(s)), None, None
         num_classes = dataset_spec(s.data)[1]
         samples = client_train_sizes(s.data, s.seed)  # as a training run deals them, where that is cheap
+    elif learning is not None:  # the trainer holds the data: no data set here, and no sample counts
+        federation, learner, threads, histograms, samples = None, learning(s, device), None, None, None
+        num_classes = dataset_spec(s.data)[1]
     else:
         federation = build_federation(s.data, s.seed, device)
         learner, threads = build_learner(s, federation, device)
@@ -82,8 +96,10 @@ def assemble(scenario: Scenario, run_dir: Path, offsets: dict | None = None) -> 
     for client, size in zip(clients, samples or []):  # None: every client does full batches
         client.train_samples = size
     work = task_work(s, learner.model_bytes)
+    if learning is not None:
+        work = replace(work, perform=learner.perform)
     check_time_budget(work.time_budget_s, work.batch_size, clients.speeds(), samples)
-    reasons = added_failure_reasons(s)
+    reasons = added_failure_reasons(s) + (["client_app"] if learning is not None else [])  # its trainer may fail
     out = run_directory(s, run_dir, clients, offsets, num_classes, start, reasons)
     feedback = FeedbackRecorder(s, learner, samples)  # what server.selection reads
     return RunParts(

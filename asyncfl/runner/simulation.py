@@ -29,7 +29,7 @@ from asyncfl.config.schema import Scenario
 from asyncfl.learn.executors import float32_precision
 from asyncfl.runner.callbacks.base import Callback, Progress, RunState
 from asyncfl.runner.loop_guards import LoopGuards, RunInterrupted, RunOutOfMemory, interrupts_deferred
-from asyncfl.runner.parts import assemble, live_callbacks
+from asyncfl.runner.parts import OutsideLearning, assemble, live_callbacks
 from asyncfl.runner.record import record_of, staleness_of
 from asyncfl.runner.replay import ReplayLearner, ReplayUntil, SavedFeedback
 from asyncfl.sim.servers import SERVER_MODES, ClosedRound, RoundHandoff, ServerContext
@@ -51,9 +51,12 @@ class Simulation:
         quiet: bool = True,
         resume: dict | None = None,
         callbacks: Sequence[Callback] = (),
+        learning: OutsideLearning | None = None,
     ) -> None:
+        """``learning``: the learning side of a trainer outside asyncfl (:class:`~asyncfl.runner.parts.
+        OutsideLearning`; None: asyncfl trains)."""
         self.scenario, self.resume = scenario, resume
-        parts = assemble(scenario, run_dir, resume["offsets"] if resume else None)
+        parts = assemble(scenario, run_dir, resume["offsets"] if resume else None, learning)
         self.parts = parts
         self.device, self.federation, self.clients = parts.device, parts.federation, parts.clients
         self.probabilities, self.out, self.round_spans = parts.probabilities, parts.out, parts.round_spans

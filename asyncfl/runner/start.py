@@ -18,6 +18,7 @@ from asyncfl.output.run_directory import new_run_dir
 from asyncfl.output.writing import write_atomic
 from asyncfl.runner.callbacks.base import Callback
 from asyncfl.runner.checkpoint import load_for_resume
+from asyncfl.runner.parts import OutsideLearning
 from asyncfl.runner.simulation import Simulation
 from asyncfl.sections import resolved_dump
 
@@ -30,10 +31,12 @@ def run_scenario(
     quiet: bool = True,
     announce: Announce | None = None,
     callbacks: Sequence[Callback] = (),
+    learning: OutsideLearning | None = None,
 ) -> Path:
     """Run ``scenario`` and return its run directory (``output.dir/<name>/<timestamp>`` by default).
     ``announce(run_dir)`` is called once the directory is made and held, before anything is loaded;
-    ``callbacks`` (:class:`asyncfl.Callback`) are called after the built-in ones.
+    ``callbacks`` (:class:`asyncfl.Callback`) are called after the built-in ones; ``learning``: the learning
+    side of a trainer outside asyncfl (a Flower ClientApp's, :mod:`asyncfl.flower.k_async`).
 
     The run holds its directory (:func:`asyncfl.output.lock.writing`) until it ends: a second writer is
     refused.  A run that fails before it starts (a data set or trace file that cannot be read, Ctrl-C
@@ -57,7 +60,7 @@ def run_scenario(
             if announce is not None:
                 announce(run_dir)
             write_atomic(run_dir / "config.yaml", yaml.safe_dump(resolved_dump(scenario), sort_keys=False))
-            simulation = Simulation(scenario, run_dir, quiet, callbacks=callbacks)
+            simulation = Simulation(scenario, run_dir, quiet, callbacks=callbacks, learning=learning)
         except BaseException:
             if clear:
                 _remove_unstarted(run_dir, made)

@@ -5,7 +5,8 @@ offline at the start or drops before its upload completes (``offline``), has too
 accept work or empties it midway (``battery``), is cut off by a sync deadline with
 ``late_updates: drop`` (``deadline``), or, with ``population.eligibility``, is unplugged
 (``charging``) or leaves its unmetered network (``network``) at the start or midway; an over-selected
-sync round cancels the tasks still running when it closes (``cancelled``, :func:`cancel_task`).
+sync round cancels the tasks still running when it closes (``cancelled``, :func:`cancel_task`); a trainer outside
+asyncfl (a Flower ClientApp, :attr:`Work.perform`) that failed sends back an error reply (``client_app``).
 
 The whole timeline of a task is planned when it starts: availability and battery are functions of
 the client's own history, and the only outside interruption (the deadline) is known in advance.
@@ -75,6 +76,9 @@ class Work:
     max_steps: int | None = None  # ... and at most this many (None: no cap)
     epochs: float | None = None  # training.local_work epochs: steps of this many passes over the client's data
     upload_bytes: int | None = None  # bytes of one upload (training.compression); None: model_bytes
+    # work done by a trainer outside asyncfl when the task starts (a Flower ClientApp, asyncfl.flower): what it
+    # reports times the task in place of the fields above (see :class:`DoneWork`); None: asyncfl trains
+    perform: Callable[[TaskPlan], DoneWork] | None = None
 
     @property
     def upload_size(self) -> int:
@@ -116,6 +120,20 @@ def check_time_budget(seconds: float | None, batch_size: int, speeds, train_samp
     )
 
 
+@dataclass(frozen=True)
+class DoneWork:
+    """What a trainer outside asyncfl (:attr:`Work.perform`) did for one task, told when the task starts: it
+    runs at once, so the task's download, compute and upload are known from its messages before they are
+    played out.  ``error``: the trainer failed (the exception's message); the task still downloads and sends
+    back its (error) reply, and fails as ``client_app`` when that reply arrives."""
+
+    samples: int  # samples processed: the compute phase lasts samples / samples_per_s x jitter
+    download_bytes: int  # the message the client received
+    upload_bytes: int  # its reply
+    error: str | None = None
+    train_samples: int | None = None  # the client's training split as the trainer reports it (clients.csv)
+
+
 @dataclass
 class TaskPlan:
     client: int
@@ -126,6 +144,7 @@ class TaskPlan:
     end: float  # arrival time, or failure time
     failure: str | None = None  # None: delivered at ``end``
     steps: int | None = None  # local SGD steps of the task (Work.steps); None: training.local_steps
+    error: str | None = None  # failure client_app: the outside trainer's message (DoneWork.error)
 
     @property
     def delivered(self) -> bool:
@@ -203,10 +222,16 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
     sigma = client.profile.jitter_sigma  # sigma 0: exp(0 * z) is exactly 1, so the stream is never built
     jitter = float(np.exp(sigma * client.jitter_rng.standard_normal())) if sigma else 1.0
     profile, samples = client.profile, work.samples(client, plan.steps)
+    down, up, error = work.model_bytes, work.upload_size, None
+    if work.perform is not None:  # the outside trainer works now, once the client can take the task
+        done = work.perform(plan)
+        samples, down, up, error = done.samples, done.download_bytes, done.upload_bytes, done.error
+        if done.train_samples is not None:
+            client.train_samples = done.train_samples
     phases = (
-        (profile.download_s(work.model_bytes), work.model_bytes * work.joules_per_byte),
+        (profile.download_s(down), down * work.joules_per_byte),
         (profile.compute_s(samples, jitter), samples * work.joules_per_sample),
-        (profile.upload_s(work.upload_size), work.upload_size * work.joules_per_byte),
+        (profile.upload_s(up), up * work.joules_per_byte),
     )
     t, elapsed, battery = t0, 0.0, client.battery
     deadline_at = t0 + deadline_s
@@ -237,6 +262,8 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
             return plan
         t = end
     plan.end = t
+    if error is not None:  # its error reply arrived: the task did not deliver an update
+        plan.failure, plan.error = "client_app", error
     return plan
 
 
@@ -261,7 +288,8 @@ def _finish(client: ClientDevice, plan: TaskPlan, now: float, log: EventSink) ->
     else:
         client.stats.failures[plan.failure] += 1
         client.stats.lost_compute_s += phase_seconds(plan)[1]
-        log(now, client.id, "fail", plan.base_version, plan.failure)
+        reason = plan.failure if plan.error is None else f"{plan.failure}: {plan.error}"
+        log(now, client.id, "fail", plan.base_version, reason)
 
 
 def play_tasks(

@@ -1,0 +1,41 @@
+"""Flower's evaluation replies as metrics.csv's numbers: one rule for every Flower run, synchronous (a ServerApp's
+federated evaluation) or K-async (asyncfl's server asking every node), so that one study compares them.
+
+Each metric is the mean of the replies' values weighted by their examples (``flower.work.examples``, Flower's
+``num-examples``), as Flower's FedAvg aggregates evaluation metrics (``aggregate_metricrecords`` in
+``flwr/serverapp/strategy/strategy_utils.py``); replies that are errors, or lack the metric or the examples, are
+left out, and a metric no reply carries is NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from flwr.app import Message, RecordDict
+
+
+def metric(content: RecordDict, key: str) -> float | None:
+    """The value of ``key`` in the first of ``content``'s MetricRecords that has it (None: none has)."""
+    for record in content.metric_records.values():
+        if key in record:
+            return record[key]
+    return None
+
+
+def weighted_metrics(replies: Iterable[Message], keys: Sequence[str], examples: str) -> dict[str, float]:
+    """Each of ``keys`` as the ``examples``-weighted mean over ``replies`` (see the module docstring)."""
+    totals = {key: 0.0 for key in keys}
+    weights = {key: 0.0 for key in keys}
+    for reply in replies:
+        if reply.has_error() or not reply.has_content():
+            continue
+        weight = metric(reply.content, examples)
+        if weight is None or weight <= 0:
+            continue
+        for key in keys:
+            value = metric(reply.content, key)
+            if value is not None:
+                totals[key] += float(value) * float(weight)
+                weights[key] += float(weight)
+    return {key: totals[key] / weights[key] if weights[key] else math.nan for key in keys}
