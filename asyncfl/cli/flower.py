@@ -4,13 +4,10 @@ on the scenario's virtual clock (:mod:`asyncfl.flower`); the flags override the 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from asyncfl.cli.run import _announce, _finished
+from asyncfl.cli.run import run_flower_scenario
 from asyncfl.config import load_scenario
-from asyncfl.flower.apps import require_flwr
-from asyncfl.output.run_directory import refuse_used_out
 
 
 def add_flower_parser(sub) -> None:
@@ -26,18 +23,6 @@ def add_flower_parser(sub) -> None:
 
 
 def flower_command(args: argparse.Namespace) -> int:
-    require_flwr()  # before anything imports flwr: a missing extra is one line with the install command
-    # flwr is an optional extra: the modules built on it are imported once it is known to be there
-    from asyncfl.flower.start import run_flower
-
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
     scenario = load_scenario(args.scenario, overrides)
-    if args.out is not None:
-        refuse_used_out(args.out, "refusing to overwrite a run.")
-    where = ("--server-app", "--client-app")
-    if str(Path.cwd()) not in sys.path and "" not in sys.path:  # the apps are found from here, as flwr run does
-        sys.path.insert(0, str(Path.cwd()))
-    run = run_flower(
-        args.server_app, args.client_app, scenario, args.out, quiet=args.quiet, where=where, announce=_announce
-    )
-    return _finished(run.path)
+    return run_flower_scenario(scenario, args.out, args.quiet, args.server_app, args.client_app)

@@ -34,6 +34,9 @@ def run_command(args: argparse.Namespace) -> int:
         _warn(scenario_warnings(scenario))
         return 0
 
+    if scenario.flower is not None and scenario.flower.client_app is not None:  # a Flower app on the clock
+        return run_flower_scenario(scenario, args.out, args.quiet)
+
     def announce(run_dir: Path) -> None:
         _announce(run_dir)  # stderr's first line: where the run writes
         print(work, file=sys.stderr)  # stdout's last line is the run directory
@@ -51,6 +54,25 @@ def run_command(args: argparse.Namespace) -> int:
     except RunInterrupted as exc:
         return _interrupted(exc.run_dir)
     return _finished(run_dir)
+
+
+def run_flower_scenario(scenario, out: Path | None, quiet: bool, server_app=None, client_app=None) -> int:
+    """Run a scenario with Flower apps (:mod:`asyncfl.flower`): the ``flower`` command, or ``run`` of a scenario whose
+    ``flower:`` names its ClientApp; ``server_app``/``client_app``: the flags' (None: the scenario's)."""
+    from asyncfl.flower.apps import require_flwr  # flwr: an optional extra
+
+    require_flwr()  # before anything imports flwr: a missing extra is one line with the install command
+    from asyncfl.flower.start import run_flower  # built on flwr: imported once it is known to be there
+
+    if out is not None:
+        from asyncfl.output.run_directory import refuse_used_out
+
+        refuse_used_out(out, "refusing to overwrite a run.")
+    if str(Path.cwd()) not in sys.path and "" not in sys.path:  # the apps are found from here, as flwr run does
+        sys.path.insert(0, str(Path.cwd()))
+    where = ("--server-app", "--client-app")
+    run = run_flower(server_app, client_app, scenario, out, quiet=quiet, where=where, announce=_announce)
+    return _finished(run.path)
 
 
 def resume_run_command(args: argparse.Namespace, overrides: list[str]) -> int:

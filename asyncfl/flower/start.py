@@ -16,25 +16,25 @@ them, so this is the one place asyncfl seeds a global generator.  The same seed 
 
 from __future__ import annotations
 
-import random
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 import yaml
 from flwr.app import Context, RecordDict
 
 from asyncfl.api.results import Run, read_run
 from asyncfl.config.clock import start_datetime
-from asyncfl.config.flower import Flower
+from asyncfl.config.flower import Flower, check_k_async_flower
 from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.flower.apps import load_app
+from asyncfl.flower.generators import apps_seeded, flower_seeds
 from asyncfl.flower.grid import RunStopped, VirtualGrid
+from asyncfl.flower.k_async import run_k_async
 from asyncfl.flower.nodes import FlowerNodes
 from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder
 from asyncfl.learn.datasets import dataset_spec
@@ -49,7 +49,6 @@ from asyncfl.runner.callbacks.round_log import RoundLog
 from asyncfl.runner.callbacks.stop_rules import StopRules
 from asyncfl.runner.parts import added_failure_reasons, clusters_of, run_directory, seconds_of_day, task_work, utc_time
 from asyncfl.sections import resolved_dump
-from asyncfl.seeding import stream
 from asyncfl.sim.population import build_clients, participation_probabilities
 
 SERVER_WHERE, CLIENT_WHERE = "flower.server_app", "flower.client_app"
@@ -87,12 +86,23 @@ def run_flower(
     names, or the command's flags); ``announce(run_dir)``: called once the run directory is held."""
     s = flower_scenario(scenario, overrides, run_config)
     flower = s.flower or Flower()
-    server = load_app(server_app, "server", where[0]) if server_app is not None else _named(flower.server_app, "server")
+    k_async = s.server.mode == "k_async"  # asyncfl's K-async server, the ClientApp its trainer: no ServerApp
+    if k_async and server_app is not None:
+        raise ConfigError(f"{where[0]}: a K-async run (server.mode: k_async) has no ServerApp; allowed: none")
+    if k_async:
+        server = None
+    elif server_app is not None:
+        server = load_app(server_app, "server", where[0])
+    else:
+        server = _named(flower.server_app, "server")
     client = load_app(client_app, "client", where[1]) if client_app is not None else _named(flower.client_app, "client")
     specs = {k: v for k, v in (("server_app", server_app), ("client_app", client_app)) if isinstance(v, str)}
     s = s.model_copy(update={"flower": flower.model_copy(update=specs)})
     if out_dir is not None:
         refuse_used_out(Path(out_dir), "refusing to overwrite a run.")
+    if k_async:
+        check_k_async_flower(s)  # the section as the flags left it
+        return read_run(run_k_async(client, s, out_dir, quiet, announce=announce))
     return read_run(_run_in_directory(s, server, client, out_dir, quiet, announce))
 
 
@@ -147,8 +157,7 @@ class FlowerSession:
         reasons = added_failure_reasons(s) + ["client_app"]
         classes = dataset_spec(s.data)[1]
         self.out = run_directory(s, run_dir, self.clients, None, classes, start, reasons)
-        draws = stream(s.seed, "flower")
-        self.run_id, self.app_seed = int(draws.integers(1, 2**62)), int(draws.integers(2**32))
+        self.run_id, self.app_seed = flower_seeds(s.seed)
         self.nodes = FlowerNodes(client_app, n, self.run_id, flower.run_config, flower.work)
         self.learner = FlowerLearner(n)
         self.round_spans: list = []
@@ -179,11 +188,8 @@ class FlowerSession:
         )  # fmt: skip
         for callback in self.callbacks + self.ends:
             callback.on_start(self.state)
-        saved = random.getstate()
         try:
-            with torch.random.fork_rng(devices=[]), _numpy_seeded(self.app_seed):
-                random.seed(self.app_seed)
-                torch.manual_seed(self.app_seed)
+            with apps_seeded(self.app_seed):
                 try:
                     server_app(grid=self.grid, context=context)
                 except RunStopped:
@@ -194,7 +200,6 @@ class FlowerSession:
             self.state.progress.status = "interrupted"
             raise
         finally:
-            random.setstate(saved)
             self._finish()
 
     def _finish(self) -> None:
@@ -203,17 +208,3 @@ class FlowerSession:
             self.clients[client].train_samples = self.recorder.train_examples.get(client, 0)
         for callback in self.callbacks + self.ends:
             callback.on_end(self.state, now)
-
-
-class _numpy_seeded:
-    """numpy's global generator seeded for the apps, restored afterwards."""
-
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-
-    def __enter__(self) -> None:
-        self.saved = np.random.get_state()
-        np.random.seed(self.seed)
-
-    def __exit__(self, *exc: object) -> None:
-        np.random.set_state(self.saved)

@@ -12,11 +12,16 @@ import pytest
 
 pytest.importorskip("flwr")
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import toy_app  # noqa: E402  (tests/flower is on sys.path: pytest's rootdir-relative import)
+import yaml  # noqa: E402
 from conftest import events, scenario, table  # noqa: E402
-from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
 
+import asyncfl.flower  # noqa: E402
+from asyncfl.cli.main import main  # noqa: E402
 from asyncfl.errors import ConfigError  # noqa: E402
 from asyncfl.flower.k_async import client_app_learning, run_k_async  # noqa: E402
 from asyncfl.runner.callbacks.base import Callback  # noqa: E402
@@ -129,7 +134,7 @@ def test_fedbuff_on_a_flower_client_app_follows_the_native_run(tmp_path):
     assert moved > 1e-2  # the comparison is not between models that barely changed
 
 
-def toy_app(examples: int = 100) -> ClientApp:
+def plus_one_app(examples: int = 100) -> ClientApp:
     """A ClientApp that adds 1 to every array and reports ``examples`` examples: each task's compute takes
     examples / samples_per_s seconds."""
     app = ClientApp()
@@ -157,7 +162,7 @@ def test_staleness_follows_the_hand_computed_versions(tmp_path, device_trace):
         output={"plot": False},
         flower={"client_app": "x:app", "initial_arrays": "x:arrays"},
     )
-    run_dir = run_k_async(toy_app(), s, tmp_path / "run", first_arrays=lambda: [torch.zeros(3).numpy()])
+    run_dir = run_k_async(plus_one_app(), s, tmp_path / "run", first_arrays=lambda: [torch.zeros(3).numpy()])
     rounds = table(run_dir / "rounds.csv")
     assert [float(r["staleness_max"]) for r in rounds] == [0, 0, 2, 1, 0, 2]
     assert [round(float(r["time"]), 6) for r in rounds] == [1.0, 2.0, 2.4, 3.0, 4.0, 4.8]
@@ -221,4 +226,53 @@ def test_same_seed_same_events_and_metrics(tmp_path):
 def test_k_async_refuses_a_server_app_and_needs_initial_arrays(tmp_path, flower, message):
     with pytest.raises(ConfigError, match=message):
         s = scenario(**sections(flower=flower))
-        run_k_async(toy_app(), s, tmp_path / "run")
+        run_k_async(plus_one_app(), s, tmp_path / "run")
+
+
+def toy_arrays() -> ArrayRecord:
+    """The initial arrays of tests/flower/toy_app.py's model: ``w``, 250 zeros."""
+    return ArrayRecord({"w": Array(np.zeros(toy_app.WEIGHTS, dtype=np.float32))})
+
+
+def test_the_front_doors_run_the_same_k_async_run(tmp_path, capsys):
+    """``python -m asyncfl flower SCENARIO --client-app ...``, ``python -m asyncfl run SCENARIO`` (the scenario
+    naming the app) and ``asyncfl.flower.run(None, app, scenario)`` write the same events; the run directory has
+    every file of a native K-async run and reads back with ``asyncfl.read_run``."""
+    keys = {
+        "data": {"dataset": "digits", "clients": 6},
+        "population": {"compute": {"samples_per_s": {"dist": "lognormal", "median": 20, "sigma": 0.5}}},
+        "server": {"mode": "k_async", "k": 2, "concurrency": 3},
+        "algorithm": {"name": "fedbuff"},
+        "stop": {"rounds": 5},
+        "output": {"plot": True},
+        "flower": {"initial_arrays": "test_k_async_flower:toy_arrays"},
+    }
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(keys))
+    assert main(["flower", str(path), "--client-app", "toy_app:client_app", "--out", str(tmp_path / "flower")]) == 0
+    named = {**keys, "flower": {**keys["flower"], "client_app": "toy_app:client_app"}}
+    (tmp_path / "named.yaml").write_text(yaml.safe_dump(named))
+    assert main(["run", str(tmp_path / "named.yaml"), "--out", str(tmp_path / "run")]) == 0
+    api = asyncfl.flower.run(None, toy_app.client_app, tmp_path / "scenario.yaml", tmp_path / "api")
+    capsys.readouterr()
+
+    first = (tmp_path / "flower" / "events.jsonl").read_bytes()
+    assert (tmp_path / "run" / "events.jsonl").read_bytes() == first == (api.path / "events.jsonl").read_bytes()
+    for name in ("rounds.csv", "updates.csv", "clients.csv", "metrics.csv", "summary.json", "config.yaml"):
+        assert (api.path / name).is_file(), name
+    assert list(api.path.glob("*.png")), "figures"
+    assert max(int(u["staleness"]) for u in table(api.path / "updates.csv")) > 0
+    # toy_app's evaluate: partition i reports accuracy i / 10 on 10 examples, so the weighted mean is 0.25
+    accuracies = {float(m["test_accuracy"]) for m in table(api.path / "metrics.csv") if m["test_accuracy"]}
+    assert accuracies == {0.25}
+    assert api.summary["rounds"] == 5 and api.summary["trainer"] == "FlowerNodes"
+
+
+def test_the_flower_command_refuses_a_server_app_for_a_k_async_scenario(tmp_path, capsys):
+    keys = {"server": {"mode": "k_async", "k": 1}, "flower": {"initial_arrays": "test_k_async_flower:toy_arrays"}}
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(keys))
+    argv = ["flower", str(path), "--server-app", "toy_app:server_app", "--client-app", "toy_app:client_app"]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "--server-app" in error and "K-async" in error and "Traceback" not in error
