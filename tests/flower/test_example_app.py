@@ -139,3 +139,27 @@ def test_the_app_runs_unchanged_under_flowers_run_simulation():
     assert done.returncode == 0, log[-3000:]
     assert "aggregate_train: Received 2 results and 0 failures" in log, log[-3000:]
     assert "aggregate_evaluate: Received 2 results and 0 failures" in log, log[-3000:]
+
+
+@pytest.mark.slow
+def test_the_study_runs_its_three_variants_through_a_sweep(tmp_path, monkeypatch):
+    """examples/flower_digits/scenarios/study.yaml as a sweep runs it (asyncfl.sweep.jobs hands a scenario with a
+    flower: section to asyncfl.flower.run), on 40 virtual seconds and one seed: the two ServerApp variants run
+    synchronous rounds (staleness 0), the FedBuff variant asyncfl's K-async server on the same ClientApp (stale
+    updates), and the 8 s timeout cuts off tasks that the variant without it waits for."""
+    import yaml
+
+    import asyncfl
+
+    monkeypatch.syspath_prepend(str(APP_DIR))
+    study = yaml.safe_load((APP_DIR / "scenarios" / "study.yaml").read_text(encoding="utf-8"))
+    study.pop("claims")  # one seed cannot test them
+    study["stop"] = {"virtual_time_s": 40}
+    result = asyncfl.run_study(study, seeds=[0], out=tmp_path / "sweep")
+    assert result.failures == ()
+    fedavg, deadline, fedbuff = (result.run(name, 0) for name in ("flower_fedavg", "flower_fedavg_deadline", "fedbuff"))
+    for run in (fedavg, deadline):
+        assert run.summary["status"] == "finished" and run.summary["staleness_mean"] == 0.0
+    assert fedbuff.summary["status"] == "finished" and fedbuff.summary["staleness_mean"] > 0
+    assert deadline.clients["failed_deadline"].sum() > 0 == fedavg.clients["failed_deadline"].sum()
+    assert deadline.rounds["time"].diff().max() < fedavg.rounds["time"].diff().max()  # no round waits past 8 s + eval
