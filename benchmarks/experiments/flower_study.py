@@ -1,5 +1,5 @@
-"""The Flower study of docs/how-to/flower.md: ``python benchmarks/experiments/flower_study.py`` (about 10-15 minutes on
-2 cores).
+"""The Flower study of docs/how-to/flower.md: ``python benchmarks/experiments/flower_study.py`` (20 minutes on 2 cores
+shared with other work, load average about 30).
 
 Covers: the example Flower app on the virtual clock end to end.  Runs ``examples/flower_digits/scenarios/study.yaml``
 (Flower's FedAvg from the app's ServerApp without and with a deadline, asyncfl's FedBuff on the same ClientApp;
