@@ -17,13 +17,13 @@ from asyncfl.errors import ConfigError
 from asyncfl.sections import Section
 
 APP_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
-APP_SPEC_RULE = "a 'package.module:attribute' string, as Flower's own tools take it"
+APP_SPEC_RULE = "a 'package.module:attribute' string, as Flower's own tools take it (e.g. my_app.server_app:app)"
 
 
 def check_app_spec(spec: object) -> None:
     """Raise :class:`ConfigError` unless ``spec`` is a ``module:attribute`` string."""
     if not (isinstance(spec, str) and APP_SPEC.fullmatch(spec)):
-        raise ConfigError(f"{spec!r} is not {APP_SPEC_RULE} (e.g. my_app.server_app:app)")
+        raise ConfigError(f"{spec!r} is not a 'package.module:attribute' string; allowed: {APP_SPEC_RULE}")
 
 
 class FlowerMetrics(Section):

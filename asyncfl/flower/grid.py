@@ -54,7 +54,9 @@ from asyncfl.sim.clients import EventSink, TaskPlan, Work, phase_seconds, plan_t
 from asyncfl.sim.servers import ClosedRound
 
 UNAVAILABLE = "Error: Node Unavailable - the client went offline or ran out of battery (asyncfl virtual time)"
-WAITING_LIMIT = 20  # get_node_ids calls with no push between them: the ServerApp waits for nodes that never come
+# get_node_ids calls with no push between them: the ServerApp waits for nodes that never come (Flower's
+# sample_nodes asks again after each real second of sleep; FedAvg asks twice a round)
+WAITING_LIMIT = 5
 
 
 class RunStopped(Exception):

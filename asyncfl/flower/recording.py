@@ -14,6 +14,11 @@ The mapping from messages to records:
   aggregates evaluation metrics.  Evaluate messages are real round trips: they cost the clients virtual time
   (download, a forward pass over their examples, upload) like training ones, and the next round starts after them.
   A round no evaluate round follows gets a line with NaN accuracy when the next one closes (or the run ends).
+- only train rounds are aggregations: an evaluate task that fails shows in clients.csv (whose attempts,
+  participations and failures count every task, evaluate ones included) and events.jsonl, not in rounds.csv;
+  messages pushed with ``push_messages`` and pulled by hand are timed as tasks but make no record.
+- summary.json's ``algorithm`` is the scenario's ``algorithm.name`` (asyncfl cannot name a ServerApp's strategy);
+  config.yaml's ``flower:`` names the apps when they were given as strings.
 """
 
 from __future__ import annotations

@@ -48,8 +48,9 @@ ROUND_TIME = {
     "lost_compute_s": "of lost_s, the seconds of computing thrown away",
 }
 ROUNDS_OPTIONAL = {
-    "failed_<reason>": "tasks lost for an eligibility reason (population.eligibility), or cancelled when an "
-    "over-selected round closed (failed_cancelled, server.over_selection)"
+    "failed_<reason>": "tasks lost for an eligibility reason (population.eligibility), cancelled when an "
+    "over-selected round closed (failed_cancelled, server.over_selection), or whose Flower ClientApp raised "
+    "(failed_client_app, python -m asyncfl flower)"
 }
 
 # written during the run so that figures never re-parse events.jsonl nor re-simulate anything
@@ -102,8 +103,9 @@ TIME_BREAKDOWN = {
 LOST_COMPUTE = "lost_compute_s"  # of compute_s, the part spent on tasks that then failed
 CLIENTS_OPTIONAL = {
     LOST_COMPUTE: "of compute_s, the seconds spent on tasks that then failed",
-    "failed_<reason>": "tasks lost for an eligibility reason (population.eligibility), or cancelled when an "
-    "over-selected round closed (failed_cancelled, server.over_selection)",
+    "failed_<reason>": "tasks lost for an eligibility reason (population.eligibility), cancelled when an "
+    "over-selected round closed (failed_cancelled, server.over_selection), or whose Flower ClientApp raised "
+    "(failed_client_app, python -m asyncfl flower)",
     "utc_offset_h": "the client's time zone (population.timezones)",
 }
 

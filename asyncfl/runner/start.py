@@ -83,6 +83,11 @@ def resume_run(run_dir: Path, quiet: bool = True, announce: Announce | None = No
         raise ConfigError(f"--resume {run_dir}: no such run directory.")
     with writing(run_dir):
         scenario, checkpoint = load_for_resume(run_dir)
+        if scenario.flower is not None and scenario.flower.server_app is not None:
+            raise ConfigError(
+                f"--resume {run_dir}: a Flower run (python -m asyncfl flower) writes no checkpoint and cannot be "
+                "resumed; run it again"
+            )
         if announce is not None:
             announce(run_dir)
         if checkpoint is None:  # died before its first checkpoint: start it again in place

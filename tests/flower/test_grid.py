@@ -14,6 +14,7 @@ import toy_app  # noqa: E402  (tests/flower is on sys.path: pytest's rootdir-rel
 from flwr.common.constant import ErrorCode  # noqa: E402
 
 import asyncfl.flower  # noqa: E402
+from asyncfl.errors import ConfigError  # noqa: E402
 from asyncfl.flower.nodes import NODE_ID_BASE  # noqa: E402
 
 # bytes of a train message and of its reply (toy_app's docstring), with the .npy header Flower's Array data holds
@@ -139,3 +140,9 @@ def test_stop_rounds_ends_the_server_app_at_the_next_train_round(tmp_path):
     run = flower_run(tmp_path, stop={"rounds": 2}, flower={"run_config": {"num-server-rounds": 5}})
     assert list(run.rounds["round"]) == [1, 2] and run.status == "finished"
     assert list(run.metrics["round"]) == [0, 1, 2]  # the last round's evaluation still ran
+
+
+def test_a_server_app_waiting_for_more_nodes_than_the_population_is_stopped(tmp_path):
+    """Flower's sample_nodes would wait (sleeping in real time) for nodes that never connect."""
+    with pytest.raises(ConfigError, match=r"needs more than the 4 clients of the population .*at most 4"):
+        flower_run(tmp_path, flower={"run_config": {"min-available-nodes": 5}})

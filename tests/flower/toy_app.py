@@ -71,8 +71,8 @@ def main(grid: Grid, context: Context) -> None:
     config = context.run_config
     strategy = RecordingFedAvg(
         fraction_train=float(config.get("fraction-train", 1.0)),
-        fraction_evaluate=float(config.get("fraction-evaluate", 1.0)), min_available_nodes=1, min_train_nodes=1,
-        min_evaluate_nodes=1,
+        fraction_evaluate=float(config.get("fraction-evaluate", 1.0)),
+        min_available_nodes=int(config.get("min-available-nodes", 1)), min_train_nodes=1, min_evaluate_nodes=1,
     )  # fmt: skip
     initial = ArrayRecord({"w": Array(np.zeros(WEIGHTS, dtype=np.float32))})
     result = strategy.start(
