@@ -4,7 +4,7 @@ federated evaluation) or K-async (asyncfl's server asking every node), so that o
 Each metric is the mean of the replies' values weighted by their examples (``flower.work.examples``, Flower's
 ``num-examples``), as Flower's FedAvg aggregates evaluation metrics (``aggregate_metricrecords`` in
 ``flwr/serverapp/strategy/strategy_utils.py``); replies that are errors, or lack the metric or the examples, are
-left out, and a metric no reply carries is NaN.
+left out (a reply whose metric is NaN too), and a metric no reply carries is NaN.
 """
 
 from __future__ import annotations
@@ -23,19 +23,31 @@ def metric(content: RecordDict, key: str) -> float | None:
     return None
 
 
+def reply_metric(reply: Message, key: str) -> float:
+    """A reply's metric ``key`` (NaN: an error reply, or no such metric)."""
+    if reply.has_error() or not reply.has_content():
+        return math.nan
+    value = metric(reply.content, key)
+    return math.nan if value is None else float(value)
+
+
+def examples_of(reply: Message, key: str) -> float:
+    """A reply's examples (metric ``key``; 0: none)."""
+    value = reply_metric(reply, key)
+    return 0.0 if math.isnan(value) else value
+
+
 def weighted_metrics(replies: Iterable[Message], keys: Sequence[str], examples: str) -> dict[str, float]:
     """Each of ``keys`` as the ``examples``-weighted mean over ``replies`` (see the module docstring)."""
     totals = {key: 0.0 for key in keys}
     weights = {key: 0.0 for key in keys}
     for reply in replies:
-        if reply.has_error() or not reply.has_content():
-            continue
-        weight = metric(reply.content, examples)
-        if weight is None or weight <= 0:
+        weight = examples_of(reply, examples)
+        if weight <= 0:
             continue
         for key in keys:
-            value = metric(reply.content, key)
-            if value is not None:
-                totals[key] += float(value) * float(weight)
-                weights[key] += float(weight)
+            value = reply_metric(reply, key)
+            if not math.isnan(value):
+                totals[key] += value * weight
+                weights[key] += weight
     return {key: totals[key] / weights[key] if weights[key] else math.nan for key in keys}

@@ -41,6 +41,10 @@ examples (``flower.work.examples``) and its training loss the reply metric ``tra
 evaluate message with the global arrays to every node, untimed (as native test evaluation is); accuracy and
 loss are the examples-weighted means of the ``flower.metrics`` keys over the replies
 (:func:`asyncfl.flower.evaluation.weighted_metrics`, the rule a synchronous Flower run's evaluation uses).
+
+Refused for a K-async Flower run (:func:`asyncfl.config.flower.check_k_async_flower`): a ``flower.server_app``,
+``eval.per_class`` (no asyncfl test set), ``training.compression`` (the reply is the upload), ``timing_only``.  It
+writes no checkpoint, so it cannot be resumed (the nodes' Contexts are the user's state).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from asyncfl.algorithms import Strategy, Update, make_strategy
 from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.flower.apps import load_function
-from asyncfl.flower.evaluation import metric, weighted_metrics
+from asyncfl.flower.evaluation import examples_of, metric, reply_metric, weighted_metrics
 from asyncfl.flower.flat_arrays import ArraysMismatch, FlatArrays, as_array_record
 from asyncfl.flower.generators import apps_seeded, flower_seeds
 from asyncfl.flower.nodes import FlowerNodes, message_bytes, node_id
@@ -129,6 +133,7 @@ class ClientAppLearner(Learner):
         self.collected: dict[tuple[int, int], tuple[TaskPlan, ClientAppResult]] = {}  # (client, attempt) ->
         self._sent: tuple[int, ArrayRecord] | None = None  # (version, its arrays): serialised once per version
         self._evaluated: tuple[int, list[Message]] | None = None  # (version, every node's evaluate reply)
+        self.losses_reported: list[bool] = []  # per update of the round being trained: did its reply say its loss
 
     @property
     def model_bytes(self) -> int:
@@ -250,17 +255,11 @@ class ClientAppLearner(Learner):
 
     def client_accuracies(self) -> list[float]:
         """Each node's reported accuracy of the global arrays (NaN: an error reply, or no such metric)."""
-        return [_reported(reply, self.keys.accuracy) for reply in self.evaluate_all()]
+        return [reply_metric(reply, self.keys.accuracy) for reply in self.evaluate_all()]
 
     def client_test_sizes(self) -> list[int]:
         """The examples each node evaluated on (0: an error reply, or none reported)."""
-        sizes = [_reported(reply, self.keys.examples) for reply in self.evaluate_all()]
-        return [0 if math.isnan(size) else int(size) for size in sizes]
-
-
-def _reported(reply: Message, key: str) -> float:
-    value = metric(reply.content, key) if reply.has_content() else None
-    return math.nan if value is None else float(value)
+        return [int(examples_of(reply, self.keys.examples)) for reply in self.evaluate_all()]
 
 
 # ---- assembling and running a K-async Flower run ----

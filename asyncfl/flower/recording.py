@@ -27,8 +27,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from flwr.app import Message
-
+from asyncfl.flower.evaluation import examples_of, reply_metric, weighted_metrics
 from asyncfl.flower.grid import Outcome
 from asyncfl.flower.nodes import FlowerNodes
 from asyncfl.runner.callbacks.base import Callback, RunState
@@ -120,21 +119,16 @@ class FlowerRecorder:
             callback.on_aggregation(self.state, record)
 
     def evaluated(self, outcome: Outcome) -> None:
-        weighted = [0.0, 0.0, 0.0]  # sum of examples, of examples x accuracy, of examples x loss
+        keys, examples = self.keys, self.nodes.work.examples
+        replies = [task.reply for task in outcome.returned]
         for task in outcome.returned:
-            reply = task.reply
-            if reply.has_error():
-                continue
-            examples = examples_of(reply, self.nodes.work.examples)
-            accuracy, loss = reply_metric(reply, self.keys.accuracy), reply_metric(reply, self.keys.loss)
-            self.learner.accuracies[task.plan.client] = accuracy
-            self.learner.test_sizes[task.plan.client] = int(examples)
-            weighted[0] += examples
-            weighted[1] += examples * accuracy
-            weighted[2] += examples * loss
-        if not weighted[0]:
+            if not task.reply.has_error():
+                self.learner.accuracies[task.plan.client] = reply_metric(task.reply, keys.accuracy)
+                self.learner.test_sizes[task.plan.client] = int(examples_of(task.reply, examples))
+        if not any(examples_of(reply, examples) > 0 for reply in replies):
             return
-        accuracy, loss = weighted[1] / weighted[0], weighted[2] / weighted[0]
+        means = weighted_metrics(replies, (keys.accuracy, keys.loss), examples)  # the one rule (K-async's too)
+        accuracy, loss = means[keys.accuracy], means[keys.loss]
         closed = outcome.closed
         self.metrics.evaluated(self.state, closed.time, closed.round - 1, accuracy, loss)
         progress, stop = self.state.progress, self.metrics.stop_rules.stop
@@ -142,18 +136,3 @@ class FlowerRecorder:
             if progress.status == "running":
                 progress.status = "target_reached"
             self.state.stop = True
-
-
-def reply_metric(reply: Message, key: str) -> float:
-    """A reply's metric ``key`` (NaN: none)."""
-    if reply.has_error() or not reply.has_content():
-        return NAN
-    for record in reply.content.metric_records.values():
-        if key in record:
-            return float(record[key])
-    return NAN
-
-
-def examples_of(reply: Message, key: str) -> float:
-    value = reply_metric(reply, key)
-    return 0.0 if math.isnan(value) else value

@@ -83,7 +83,7 @@ def resume_run(run_dir: Path, quiet: bool = True, announce: Announce | None = No
         raise ConfigError(f"--resume {run_dir}: no such run directory.")
     with writing(run_dir):
         scenario, checkpoint = load_for_resume(run_dir)
-        if scenario.flower is not None and scenario.flower.server_app is not None:
+        if scenario.flower is not None:  # K-async ones too: the nodes' Contexts are the apps' state
             raise ConfigError(
                 f"--resume {run_dir}: a Flower run (python -m asyncfl flower) writes no checkpoint and cannot be "
                 "resumed; run it again"

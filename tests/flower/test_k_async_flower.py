@@ -26,7 +26,7 @@ from asyncfl.errors import ConfigError  # noqa: E402
 from asyncfl.flower.k_async import client_app_learning, run_k_async  # noqa: E402
 from asyncfl.runner.callbacks.base import Callback  # noqa: E402
 from asyncfl.runner.simulation import Simulation  # noqa: E402
-from asyncfl.runner.start import run_scenario  # noqa: E402
+from asyncfl.runner.start import resume_run, run_scenario  # noqa: E402
 from asyncfl.sim.servers.base import EXAMPLE_BATTERY  # noqa: E402
 from tests.flower.asyncfl_training_app import initial_model, make_client_app  # noqa: E402
 
@@ -134,13 +134,15 @@ def test_fedbuff_on_a_flower_client_app_follows_the_native_run(tmp_path):
     assert moved > 1e-2  # the comparison is not between models that barely changed
 
 
-def plus_one_app(examples: int = 100) -> ClientApp:
+def plus_one_app(examples: int = 100, configs: list | None = None) -> ClientApp:
     """A ClientApp that adds 1 to every array and reports ``examples`` examples: each task's compute takes
-    examples / samples_per_s seconds."""
+    examples / samples_per_s seconds.  ``configs`` collects (partition, train config) of every call."""
     app = ClientApp()
 
     @app.train()
     def train(message: Message, context) -> Message:
+        if configs is not None:
+            configs.append((int(context.node_config["partition-id"]), dict(message.content["config"])))
         arrays = ArrayRecord([array.numpy() + 1 for array in message.content["arrays"].values()])
         metrics = MetricRecord({"num-examples": examples})
         return Message(RecordDict({"arrays": arrays, "metrics": metrics}), reply_to=message)
@@ -170,6 +172,49 @@ def test_staleness_follows_the_hand_computed_versions(tmp_path, device_trace):
     assert [(int(u["client"]), int(u["base_version"]), int(u["staleness"])) for u in updates] == [
         (0, 0, 0), (0, 1, 0), (1, 0, 2), (0, 2, 1), (0, 4, 0), (1, 3, 2)
     ]  # fmt: skip
+
+
+def test_fedhist_sends_the_round_and_run_config_lr(tmp_path, device_trace):
+    """FedHist on Flower clients: each train message says the round its update is for (base version + 1, as in
+    events.jsonl's download lines) and ``lr`` from ``flower.run_config`` (the rate FedHist divides the update by)."""
+    trace = device_trace([(0, 100.0, 1e6, 1e6, 0.0), (1, 30.0, 1e6, 1e6, 0.0), (2, 70.0, 1e6, 1e6, 0.0)])
+    s = scenario(
+        data={"dataset": "digits", "clients": 3},
+        population={"device_trace": str(trace)},
+        server={"mode": "k_async", "k": 2, "concurrency": 3},
+        algorithm={"name": "fedhist"},
+        stop={"rounds": 6},
+        output={"plot": False},
+        flower={"client_app": "x:app", "initial_arrays": "x:arrays", "run_config": {"lr": 0.05}},
+    )
+    configs: list = []
+    arrays = lambda: [np.zeros(3, dtype=np.float32)]  # noqa: E731
+    run_dir = run_k_async(plus_one_app(configs=configs), s, tmp_path / "run", first_arrays=arrays)
+    downloads = [(e["client"], e["round"] + 1) for e in events(run_dir) if e["event"] == "download"]
+    assert [(client, config["server-round"]) for client, config in configs] == downloads
+    assert {config["lr"] for _, config in configs} == {0.05}
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
+
+
+def test_a_k_async_flower_run_writes_no_checkpoint_and_refuses_resume(tmp_path, device_trace):
+    """checkpoint.every_rounds is set to null for the run (config.yaml says so), and a run killed before its end
+    (here: its summary removed) is not restarted as a native run."""
+    trace = device_trace([(0, 100.0, 1e6, 1e6, 0.0), (1, 50.0, 1e6, 1e6, 0.0)])
+    s = scenario(
+        data={"dataset": "digits", "clients": 2},
+        population={"device_trace": str(trace)},
+        server={"mode": "k_async", "k": 1, "concurrency": 2},
+        algorithm={"name": "fedasync"},
+        stop={"rounds": 12},
+        checkpoint={"every_rounds": 1},
+        output={"plot": False},
+        flower={"client_app": "x:app", "initial_arrays": "x:arrays"},
+    )
+    run_dir = run_k_async(plus_one_app(), s, tmp_path / "run", first_arrays=lambda: [np.zeros(3, dtype=np.float32)])
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["checkpoint"]["every_rounds"] is None
+    (run_dir / "summary.json").unlink()
+    with pytest.raises(ConfigError, match="cannot be resumed"):
+        resume_run(run_dir)
 
 
 def failing_run(tmp_path: Path, name: str, calls: dict) -> Path:
