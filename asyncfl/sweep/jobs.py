@@ -31,6 +31,11 @@ def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
     figures when ``output.plot``: the run draws them)."""
     if resume:
         resume_run(run_dir, quiet=True)
+    elif scenario.get("flower"):
+        # a Flower app pair runs through its front door; flwr, an optional extra, is imported at this one use
+        from asyncfl.flower import run as run_flower
+
+        run_flower(None, None, validate_scenario(scenario, source=str(run_dir)), run_dir)
     else:
         run_scenario(validate_scenario(scenario, source=str(run_dir)), run_dir, quiet=True)
     return read_summary(run_dir, required=False)

@@ -1,0 +1,121 @@
+"""The Flower study of docs/how-to/flower.md: ``python benchmarks/experiments/flower_study.py`` (20 minutes on 2 cores
+shared with other work, load average about 30).
+
+Covers: the example Flower app on the virtual clock end to end.  Runs ``examples/flower_digits/scenarios/study.yaml``
+(Flower's FedAvg from the app's ServerApp without and with a deadline, asyncfl's FedBuff on the same ClientApp;
+5 seeds, 200 virtual seconds) exactly as
+
+    cd examples/flower_digits && python -m asyncfl scenarios/study.yaml --out SWEEP_DIR
+
+then copies the sweep's accuracy-against-virtual-time figure, its time-to-target table and its claims into
+``docs/figures/flower_*`` and writes ``docs/figures/flower_summary.md``: the setting and the sentences the page
+quotes, every number read from the sweep (``python benchmarks/tools/docs_sync.py`` copies the Markdown files
+into the page).  ``--sweep DIR`` keeps the sweep directory (default: a temporary one); ``--analyse DIR`` runs
+nothing and rewrites the files from a finished sweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+APP_DIR = ROOT / "examples" / "flower_digits"
+STUDY = APP_DIR / "scenarios" / "study.yaml"
+FIGURES = ROOT / "docs" / "figures"
+SUMMARY = FIGURES / "flower_summary.md"
+COPIES = {  # sweep-relative source -> file in docs/figures/
+    "accuracy_vs_time.png": "flower_accuracy_vs_time.png",
+    "time_to_target.md": "flower_time_to_target.md",
+    "claims.md": "flower_claims.md",
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", type=Path, help="keep the sweep here (must be new or empty)")
+    parser.add_argument("--analyse", type=Path, help="a finished sweep: write the docs files from it, run nothing")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        sweep = args.analyse or args.sweep or Path(tmp) / "sweep"
+        if args.analyse is None:
+            code = run_study(sweep)
+            if code != 0:
+                return code
+        for source, target in COPIES.items():
+            shutil.copyfile(sweep / source, FIGURES / target)
+            print(FIGURES / target)
+        SUMMARY.write_text(summary_text(sweep), encoding="utf-8")
+        print(SUMMARY)
+    return 0
+
+
+def run_study(sweep: Path) -> int:
+    """The study as its command runs it: from the app's folder, so that ``flower_digits`` imports."""
+    sys.path[:0] = [str(APP_DIR), str(ROOT)]
+    from asyncfl.cli import main as asyncfl
+
+    here = Path.cwd()
+    os.chdir(APP_DIR)
+    try:
+        return asyncfl([str(STUDY), "--out", str(sweep.resolve())])
+    finally:
+        os.chdir(here)
+
+
+def _csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _number(text: str) -> float:
+    return float(text) if text else math.nan
+
+
+def summary_text(sweep: Path) -> str:
+    """The setting of the study and what its time-to-target table shows, every number read from ``sweep``."""
+    import yaml
+
+    study = yaml.safe_load((sweep / "study.yaml").read_text(encoding="utf-8"))
+    population = study["population"]
+    tiers = population["compute"]["samples_per_s"]["tiers"]
+    tier_text = ", ".join(f"{t['share'] * 100:.0f} % at {t['value']:g}" for t in tiers)
+    p = population["availability"]["p"]
+    deadline_s = next(v["set"]["flower.run_config.timeout"] for v in study["compare"] if v["name"].endswith("deadline"))
+    setting = (
+        f"Setting: the example app (examples/flower_digits), {study['data']['clients']} Flower nodes in speed tiers "
+        f"({tier_text} samples/s), {population['availability']['kind']} availability "
+        f"({p['low'] * 100:.0f}–{p['high'] * 100:.0f} % online), {study['stop']['virtual_time_s']:g} virtual "
+        f"seconds, {len(study['seeds'])} seeds; the deadline is Flower's `timeout` of {deadline_s:g} s."
+    )
+    target = float(study["targets"][0])
+    rows = {r["variant"]: r for r in _csv(sweep / "time_to_target.csv") if float(r["target"]) == target}
+    t = {name: _number(r["time_to_target_mean_s"]) for name, r in rows.items()}
+    final = {name: _number(r["final_accuracy_mean"]) for name, r in rows.items()}
+
+    def reached(name: str) -> str:
+        return f"{rows[name]['reached']}/{rows[name]['seeds']} seeds"
+
+    def time_text(name: str) -> str:
+        return "never" if math.isnan(t[name]) else f"{t[name]:.0f} s"
+
+    sentences = [
+        setting,
+        f"Time to {target * 100:g} % accuracy (mean over the seeds that reached it): Flower FedAvg "
+        f"{time_text('flower_fedavg')} ({reached('flower_fedavg')}), with the deadline "
+        f"{time_text('flower_fedavg_deadline')} ({reached('flower_fedavg_deadline')}), asyncfl's FedBuff on the same "
+        f"ClientApp {time_text('fedbuff')} ({reached('fedbuff')}); final accuracy "
+        f"{final['flower_fedavg'] * 100:.1f} %, {final['flower_fedavg_deadline'] * 100:.1f} % and "
+        f"{final['fedbuff'] * 100:.1f} %.",
+    ]
+    return "\n\n".join(sentences) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
