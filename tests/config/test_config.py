@@ -219,7 +219,6 @@ def test_trace_paths_are_relative_to_the_scenario_file(tmp_path):
     assert s.population.availability.file == folder / "sub" / "online.csv"
 
 
-
 def test_a_studys_variant_and_sensitivity_trace_paths_are_relative_to_the_study_file(tmp_path):
     """A trace named in compare[i].set or sensitivity.values (dotted or nested) is read from the study's folder,
     as the base's is; an absolute path stays as written."""
@@ -241,6 +240,7 @@ def test_a_studys_variant_and_sensitivity_trace_paths_are_relative_to_the_study_
     assert raw["compare"][2]["set"] == {"population.device_trace": "/abs/c.csv"}
     assert raw["sensitivity"]["values"] == {"x": {"population.device_trace": str(folder / "x.csv")},
                                             "y": {"training.lr": 0.1}}  # fmt: skip
+
 
 def test_fedasync_needs_k_equal_one():
     with pytest.raises(ConfigError, match="set server.k to 1"):
