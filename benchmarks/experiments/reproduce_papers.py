@@ -241,7 +241,9 @@ def variant_cell(table: dict, variant: str, column: str, unit: str) -> str:
 
 
 def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
-    """One paper's claims: the paper's figures and effect, ours, the Holm verdict, the half-horizon verdict."""
+    """One paper's claims: the paper's figures and effect, ours, the Holm verdict, the half-horizon verdict, and
+    where a study declares a sensitivity axis the verdict across it ("depends on <axis> (...)" where it differs)."""
+    axis = any("verdict_across_axis" in row for _, _, row, _, _ in entries)
     cells = []
     for study, claim, row, half_row, table in entries:
         symbol = ">" if claim.direction == "higher" else "<"
@@ -265,6 +267,8 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
             "paper's effect in CI": row["paper_effect_inside"] or "—",
             "at half horizon": "same" if same else f"**{half_row['verdict']}**",
         })  # fmt: skip
+        if axis:
+            cells[-1]["verdict across the axis"] = row.get("verdict_across_axis", "—")
     return markdown(cells)
 
 
