@@ -141,6 +141,25 @@ def _resolve_trace_paths(raw: dict[str, Any], folder: Path) -> None:
         value = section.get(key)
         if isinstance(value, str) and value and not Path(value).is_absolute():
             section[key] = str(folder / value)
+    for changes in _study_sets(raw):  # a study's variants and sensitivity values name files the same way
+        for dotted, value in list(changes.items()):
+            parts = str(dotted).split(".")
+            nested: dict[str, Any] = {}
+            node = nested
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+            _resolve_trace_paths(nested, folder)
+            changes[dotted] = node[parts[-1]]
+
+
+def _study_sets(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``set`` mappings of a study's ``compare:`` variants and ``sensitivity.values`` (asyncfl.study)."""
+    compare, sensitivity = raw.get("compare"), raw.get("sensitivity")
+    sets = [item.get("set") for item in compare if isinstance(item, dict)] if isinstance(compare, list) else []
+    if isinstance(sensitivity, dict) and isinstance(sensitivity.get("values"), dict):
+        sets += list(sensitivity["values"].values())
+    return [changes for changes in sets if isinstance(changes, dict)]
 
 
 def override_list(overrides: Iterable[str], what: str = "overrides") -> list[str]:

@@ -3,11 +3,15 @@ tuning seeds disjoint from the evaluation seeds, and the evaluation runs use it:
 
     tune:
       grid: {training.lr: [0.03, 0.1, 0.3], algorithm.server_lr: [0.5, 1.0]}
-      seeds: [100, 101]            # never one of seeds: (the evaluation seeds)
+      seeds: [100, 101, 102, 103]  # never one of seeds: (the evaluation seeds); default: default_seeds()
       criterion: final_accuracy    # any claim measure, claimed, or {variant: measure}; see below
       rule: mean                   # or mean_minus_se, worst (asyncfl.study.tuning_results)
       variants: [fedavg, fedbuff]  # optional; default every variant
       widen: false                 # true: a choice at a numeric grid edge adds a point beyond it
+
+Left out, ``tune.seeds`` is :data:`DEFAULT_SEEDS` seeds disjoint from the evaluation seeds
+(:func:`default_seeds`: the first integers from :data:`FIRST_DEFAULT_SEED` on that are not evaluation seeds):
+two seeds picked cliffs before.  Fewer, set by hand, are allowed and warned of in the report.
 
 A grid key must lie in a section that changes what a run learns or the world it runs in
 (:data:`TUNABLE`); the others are refused with the reason (:data:`UNTUNABLE`): a point must differ
@@ -59,6 +63,9 @@ from asyncfl.study.claims import TIME_TO, Claim
 from asyncfl.study.measures import ACCURACY_MEASURES, column_of
 
 TUNING_DIR, TUNING_CSV, TUNED_FILE = "tuning", "tuning.csv", "tuned.yaml"
+# tune.seeds left out: this many seeds, the first from FIRST_DEFAULT_SEED on that are not evaluation seeds
+# (a fixed start, so that adding evaluation seeds below it leaves finished tuning runs valid)
+DEFAULT_SEEDS, FIRST_DEFAULT_SEED = 4, 100
 PATH_LINE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*): (.*)$")
 # the single criteria tuned as before any claim measure could be named (tuned.yaml's criterion, no measures:)
 CRITERIA = (*ACCURACY_MEASURES, "time_to_target")
@@ -87,7 +94,12 @@ class Tune(Section):
     grid: dict[str, list[Any]] = Field(
         min_length=1, description="dotted scenario key -> the values to try (e.g. training.lr: [0.03, 0.1, 0.3])"
     )
-    seeds: list[int] = Field(min_length=1, description="tuning seeds; none may be an evaluation seed (seeds:)")
+    seeds: list[int] | None = Field(
+        None,
+        min_length=1,
+        description=f"tuning seeds; none may be an evaluation seed (seeds:); default: the first {DEFAULT_SEEDS} "
+        f"integers from {FIRST_DEFAULT_SEED} on that are not evaluation seeds (fewer are warned of in the report)",
+    )
     criterion: str | dict[str, str] = Field(
         "final_accuracy",
         description="what the best grid point maximises (accuracies) or minimises (times): final_accuracy, "
@@ -247,6 +259,8 @@ def parse_tune(
     except ValidationError as exc:
         problems.extend(line.strip() for line in problems_message(exc, TuneBlock, "").splitlines()[1:])
         return None
+    if spec.seeds is None:
+        spec = spec.model_copy(update={"seeds": default_seeds(seeds)})
     before = len(problems)
     if any(s < 0 for s in spec.seeds) or len(set(spec.seeds)) != len(spec.seeds):
         problems.append(f"tune.seeds: non-negative seeds, each once (got {spec.seeds}).")
@@ -305,6 +319,18 @@ def parse_tune(
     untuned = tuple(name for name in variants if name not in tuned)
     return TuningPlan(spec, target, tuple(points), tuple(ids), tuned, untuned, merged, tuple(runs),
                       {name: m for name, m in measures.items() if name in tuned}, skipped, own_points)  # fmt: skip
+
+
+def default_seeds(evaluation: Sequence[int]) -> list[int]:
+    """The tuning seeds of a ``tune:`` without ``seeds``: the first :data:`DEFAULT_SEEDS` integers from
+    :data:`FIRST_DEFAULT_SEED` on that are not in ``evaluation`` (evaluation seeds 0-14: 100-103; 100-101: 102-105)."""
+    taken, out = set(evaluation), []
+    candidate = FIRST_DEFAULT_SEED
+    while len(out) < DEFAULT_SEEDS:
+        if candidate not in taken:
+            out.append(candidate)
+        candidate += 1
+    return out
 
 
 def _runs(name: str, pid: str, raw: Mapping[str, Any], point: Mapping[str, Any], seeds: Sequence[int]) -> list:

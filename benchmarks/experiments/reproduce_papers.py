@@ -26,6 +26,8 @@ a verdict that differs there is marked, since it depends on where the run stops.
     python benchmarks/experiments/reproduce_papers.py                 # every study, then the tables
     python benchmarks/experiments/reproduce_papers.py --tables-only   # tables from the finished sweeps in runs/papers
     python benchmarks/experiments/reproduce_papers.py --central       # also the 1-client central baselines
+    python benchmarks/experiments/reproduce_papers.py --only fedhist_fairness_study --executor ray --force
+                                       # one study, its runs on every core; run it again to resume it
     python benchmarks/tools/docs_sync.py                              # copy the tables into the docs pages
 """
 
@@ -82,6 +84,7 @@ STUDIES = (  # in the order they are run: the headline comparisons first
     "fedhist_nk10_mnist1d",
     "fedhist_nk100_mnist1d",
     "fedhist_fairness_study",
+    "fedhist_fairness_nk25_study",
 )
 PAPERS = {"fedar": "FedAR", "fedau": "FedAU", "fl_fdms": "FL-FDMS", "fedhist": "FedHist"}
 LOAD_FILE = "load.json"  # the machine's load when the studies were started (benchmarks/tools/quiet_machine.py)
@@ -110,14 +113,16 @@ def study_file(name: str) -> Path:
 # --- running ---------------------------------------------------------------------------------------
 
 
-def run_study(name: str, runs: Path) -> None:
-    """Run (or resume) one study into <runs>/<name>; a finished sweep is left as it is."""
+def run_study(name: str, runs: Path, executor: str = "local") -> None:
+    """Run (or resume) one study into <runs>/<name>; a finished sweep is left as it is.  ``executor``:
+    ``local`` runs one run after the other in this process, ``ray`` one per core (asyncfl.sweep)."""
     torch.set_num_threads(1)
     study = load_study(study_file(name))
     sweep_dir = runs / name
     resume = sweep_dir if (sweep_dir / STUDY_FILE).is_file() else None
     started = time.perf_counter()
-    result = run_sweep(study, resume=resume, out=None if resume else sweep_dir, quiet=True)
+    quiet = executor == "local"  # with ray one study at a time: its progress lines ([k/n] run) go to the log
+    result = run_sweep(study, resume=resume, out=None if resume else sweep_dir, executor=executor, quiet=quiet)
     wall = time.perf_counter() - started
     print(f"{name}: {result.ran} run(s) in {wall:.0f} s, {result.skipped} reused", flush=True)
     if result.failures:
@@ -126,12 +131,13 @@ def run_study(name: str, runs: Path) -> None:
         (sweep_dir / WALL_FILE).write_text(json.dumps({"wall_seconds": wall, "runs": result.ran}))
 
 
-def run_studies(names: list[str], runs: Path, jobs: int) -> None:
+def run_studies(names: list[str], runs: Path, jobs: int, executor: str = "local") -> None:
     """Every study, ``jobs`` at a time in separate processes (each run inside a study is single-threaded, so
-    one study per core); the order of ``names`` is the order they start in (the longest first)."""
-    if jobs <= 1:
+    one study per core); the order of ``names`` is the order they start in (the longest first).  With
+    ``executor`` ray the studies run one after the other, each spreading its runs over every core."""
+    if jobs <= 1 or executor == "ray":
         for name in names:
-            run_study(name, runs)
+            run_study(name, runs, executor)
         return
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         for future in [pool.submit(run_study, name, runs) for name in names]:
@@ -235,7 +241,9 @@ def variant_cell(table: dict, variant: str, column: str, unit: str) -> str:
 
 
 def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
-    """One paper's claims: the paper's figures and effect, ours, the Holm verdict, the half-horizon verdict."""
+    """One paper's claims: the paper's figures and effect, ours, the Holm verdict, the half-horizon verdict, and
+    where a study declares a sensitivity axis the verdict across it ("depends on <axis> (...)" where it differs)."""
+    axis = any("verdict_across_axis" in row for _, _, row, _, _ in entries)
     cells = []
     for study, claim, row, half_row, table in entries:
         symbol = ">" if claim.direction == "higher" else "<"
@@ -259,6 +267,8 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
             "paper's effect in CI": row["paper_effect_inside"] or "—",
             "at half horizon": "same" if same else f"**{half_row['verdict']}**",
         })  # fmt: skip
+        if axis:
+            cells[-1]["verdict across the axis"] = row.get("verdict_across_axis", "—")
     return markdown(cells)
 
 
@@ -448,6 +458,13 @@ def main(argv: list[str] | None = None) -> int:
         default=os.cpu_count() or 1,
         help="studies run side by side, each in its own process (default: one per core)",
     )
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local: --jobs studies side by side, each one run at a time; ray: one study at a time, its runs "
+        "spread over every core (a killed command resumes where it stopped when run again)",
+    )
     add_force_argument(parser)
     args = parser.parse_args(argv)
     RUNS = args.runs_dir.resolve()
@@ -457,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         load = check_load(args.force, "docs/results/papers/ and docs/figures/papers_*.md")
         RUNS.mkdir(parents=True, exist_ok=True)
         (RUNS / LOAD_FILE).write_text(json.dumps({"note": load.note()}))
-        run_studies(args.only if args.only is not None else list(STUDIES), RUNS, args.jobs)
+        run_studies(args.only if args.only is not None else list(STUDIES), RUNS, args.jobs, args.executor)
         if args.central:
             write_csv(RESULTS / "central_baselines.csv", central_baselines(), digits=6)
     write_tables(list(STUDIES))

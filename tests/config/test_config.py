@@ -219,6 +219,29 @@ def test_trace_paths_are_relative_to_the_scenario_file(tmp_path):
     assert s.population.availability.file == folder / "sub" / "online.csv"
 
 
+def test_a_studys_variant_and_sensitivity_trace_paths_are_relative_to_the_study_file(tmp_path):
+    """A trace named in compare[i].set or sensitivity.values (dotted or nested) is read from the study's folder,
+    as the base's is; an absolute path stays as written."""
+    from asyncfl.config import read_scenario
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "s.yaml").write_text(
+        "seeds: [0]\npopulation: {device_trace: base.csv}\n"
+        "compare:\n  - {name: a, set: {population.device_trace: a.csv}}\n"
+        "  - {name: b, set: {population: {availability: {kind: trace, file: sub/b.csv}}}}\n"
+        "  - {name: c, set: {population.device_trace: /abs/c.csv}}\n"
+        "sensitivity: {axis: speeds, values: {x: {population.device_trace: x.csv}, y: {training.lr: 0.1}}}\n"
+    )
+    raw = read_scenario(folder / "s.yaml")
+    assert raw["population"]["device_trace"] == str(folder / "base.csv")
+    assert raw["compare"][0]["set"] == {"population.device_trace": str(folder / "a.csv")}
+    assert raw["compare"][1]["set"]["population"]["availability"]["file"] == str(folder / "sub" / "b.csv")
+    assert raw["compare"][2]["set"] == {"population.device_trace": "/abs/c.csv"}
+    assert raw["sensitivity"]["values"] == {"x": {"population.device_trace": str(folder / "x.csv")},
+                                            "y": {"training.lr": 0.1}}  # fmt: skip
+
+
 def test_fedasync_needs_k_equal_one():
     with pytest.raises(ConfigError, match="set server.k to 1"):
         validate_scenario({"server": {"mode": "k_async", "k": 4}, "algorithm": {"name": "fedasync"}})

@@ -196,6 +196,26 @@ def test_every_paper_study_declares_claims_and_tunes_on_other_seeds():
         assert raw.get("claims") and rp.paper_of(name) in rp.PAPERS
 
 
+def test_the_paper_table_shows_the_verdict_across_a_sensitivity_axis():
+    """A claim tested at two staleness models, supported at one and inconclusive at the other: the paper's
+    table gets a column with the claim's verdict across the axis; a claim without an axis shows '—' there."""
+    from asyncfl.study.claims import Claim
+
+    rp = _reproduce_papers()
+    table = {"a.x": {"accuracy": {0: 0.5, 1: 0.6}}, "b.x": {"accuracy": {0: 0.4, 1: 0.5}}}
+    row = {"unit": "points", "diff_mean": 10.0, "diff_ci_low": 5.0, "diff_ci_high": 15.0, "paper_effect": None,
+           "p_holm": 0.01, "family_size": 1, "verdict": "supported", "paper_effect_inside": "",
+           "verdict_across_axis": "depends on staleness_model (x: supported; y: inconclusive)"}  # fmt: skip
+    claim = Claim(variant="a.x", versus="b.x", measure="final_accuracy", direction="higher")
+    plain = {k: v for k, v in row.items() if k != "verdict_across_axis"}
+    text = rp.claim_table([("s", claim, row, row, table), ("s", claim, plain, plain, table)])
+    header, _, with_axis, without = text.splitlines()
+    assert header.endswith("| verdict across the axis |")
+    assert with_axis.endswith("| depends on staleness_model (x: supported; y: inconclusive) |")
+    assert without.endswith("| same | — |")
+    assert "verdict across the axis" not in rp.claim_table([("s", claim, plain, plain, table)])
+
+
 @pytest.mark.slow
 def test_a_study_reads_trace_files_relative_to_its_own_folder(tmp_path, monkeypatch):
     folder = tmp_path / "studies"

@@ -276,8 +276,8 @@ def test_the_documented_example_is_a_valid_study():
     example = yaml.safe_load(section[section.index("```yaml\n") + 8 : section.index("```\n", 10)])
     raw = {**yaml.safe_load((root / "scenarios" / "compare_deadlines.yaml").read_text()), **example}
     study = build_study(raw)
-    # 2 variants x 6 grid points (3 lr x 2 server_lr) x 2 tuning seeds; 2 variants x 5 evaluation seeds
-    assert len(study.tuning.runs) == 24 and len(study.runs) == 10
+    # 2 variants x 6 grid points (3 lr x 2 server_lr) x 4 tuning seeds; 2 variants x 5 evaluation seeds
+    assert len(study.tuning.runs) == 48 and len(study.runs) == 10
     assert study.tuning.ids[1] == "lr0.03_server_lr1"
 
 

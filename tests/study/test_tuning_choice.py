@@ -12,7 +12,7 @@ import yaml
 
 from asyncfl.study import build_study
 from asyncfl.study.claims import Claim
-from asyncfl.study.tuning import TUNED_FILE, TUNING_DIR
+from asyncfl.study.tuning import TUNED_FILE, TUNING_DIR, default_seeds
 from asyncfl.study.tuning_results import (
     choose,
     claimed_measure,
@@ -129,3 +129,47 @@ def test_the_report_warns_of_few_seeds_a_grid_edge_and_another_measure():
         "plain: tuned on last_quarter:accuracy_class_9 but claimed on final_accuracy."
     ]
     assert claimed_measure("plain", claims) is None and claimed_measure("plain", claims[:1]) == claims[0].measure
+
+
+def test_tune_without_seeds_uses_four_seeds_disjoint_from_the_evaluation_seeds(tmp_path):
+    """No tune.seeds: the first 4 integers from 100 on that are not evaluation seeds (evaluation 0, 1:
+    100-103; evaluation 100, 102: 101, 103, 104, 105), every grid point on each (2 points x 4 seeds)."""
+    study = build_study(tiny(tmp_path, {"grid": {"training.lr": [0.1, 0.3]}}, compare=[{"name": "plain"}]))
+    assert study.tuning.spec.seeds == [100, 101, 102, 103] and default_seeds([0, 1]) == [100, 101, 102, 103]
+    assert sorted({run.seed for run in study.tuning.runs}) == [100, 101, 102, 103] and len(study.tuning.runs) == 8
+    clash = build_study(tiny(tmp_path, {"grid": {"training.lr": [0.1, 0.3]}}, compare=[{"name": "plain"}],
+                             seeds=[100, 102]))  # fmt: skip
+    assert clash.tuning.spec.seeds == [101, 103, 104, 105]
+
+
+def test_the_default_seeds_choose_by_each_rule_on_a_hand_built_table(tmp_path):
+    """Default seeds 100-103, three points, final accuracies per seed:
+        lr 0.03: 0.50 0.50 0.50 0.50   mean 0.500  SE 0       worst 0.50
+        lr 0.1:  0.70 0.30 0.70 0.30   mean 0.500  SE 0.1155  worst 0.30   (a cliff)
+        lr 0.3:  0.62 0.58 0.62 0.18   mean 0.500  SE 0.1070  worst 0.18
+    (SE = std(ddof=1) / 2: lr 0.1: sqrt(4 x 0.04 / 3) / 2 = 0.11547; lr 0.3: the deviations 0.12, 0.08, 0.12,
+    −0.32 give sqrt(0.1376 / 3) / 2 = 0.10708.)  mean: a three-way tie at 0.500, the first point (lr 0.03) wins;
+    then lr 0.1's first seed raised to 0.74 (mean 0.510; deviations 0.23, −0.21, 0.19, −0.21, SE
+    sqrt(0.1772 / 3) / 2 = 0.12152) makes it win on the mean alone.  mean − SE: 0.500 (lr 0.03) > 0.500 − 0.10708
+    = 0.39292 (lr 0.3) > 0.510 − 0.12152 = 0.38848 (lr 0.1): lr 0.03.  worst: 0.50 > 0.30 > 0.18: lr 0.03."""
+    table = {"lr0.03": [0.50] * 4, "lr0.1": [0.74, 0.30, 0.70, 0.30], "lr0.3": [0.62, 0.58, 0.62, 0.18]}
+    study = build_study(tiny(tmp_path, {"grid": {"training.lr": [0.03, 0.1, 0.3]}}, compare=[{"name": "plain"}]))
+    sweep = tmp_path / "sweep"
+    for pid, finals in table.items():
+        for seed, final in zip(SEEDS, finals):
+            write_run(sweep / TUNING_DIR / "plain" / pid / f"seed{seed}", [final])
+    plan = study.tuning
+    assert choose(plan, sweep, "mean")[0] == {"plain": {"training.lr": 0.1}}
+    chosen, rows = choose(plan, sweep, "mean_minus_se")
+    assert chosen == {"plain": {"training.lr": 0.03}}
+    assert [r["score"] for r in rows] == pytest.approx([0.50, 0.51 - 0.12152, 0.50 - 0.10708], abs=1e-5)
+    chosen, rows = choose(plan, sweep, "worst")
+    assert chosen == {"plain": {"training.lr": 0.03}} and [r["score"] for r in rows] == [0.50, 0.30, 0.18]
+    even = tmp_path / "even"  # lr 0.1 back to 0.70: all three means 0.500, the first point wins the tie
+    for pid, finals in {**table, "lr0.1": [0.70, 0.30, 0.70, 0.30]}.items():
+        for seed, final in zip(SEEDS, finals):
+            write_run(even / TUNING_DIR / "plain" / pid / f"seed{seed}", [final])
+    assert choose(plan, even, "mean")[0] == {"plain": {"training.lr": 0.03}}
+    write_choice(plan, sweep, "mean_minus_se")
+    record = yaml.safe_load((sweep / TUNED_FILE).read_text())
+    assert record["seeds"] == SEEDS and not any("fewer than" in w for w in tuning_warnings(record, []))

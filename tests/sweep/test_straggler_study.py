@@ -31,6 +31,11 @@ def test_the_study_is_fair_and_sized_as_its_header_says():
     assert len(study.seeds) >= 10 and study.baseline == "fedavg_deadline"
     assert study.targets == (round(0.7 * CENTRAL_MLP, 3), round(0.8 * CENTRAL_MLP, 3))  # 0.468, 0.535
     assert not set(study.seeds) & set(range(10))  # the exploratory seeds 0-9 are not the evaluation seeds
+    assert not set(study.seeds) & set(range(20))  # nor 10-19, run with the old step sizes and claims (issue 32)
+    # issue 32: every variant's lr tuned the same way on 4 seeds; Oort and TiFL also claimed against `online`
+    assert set(study.tuning.variants) == set(study.variants) and len(study.tuning.spec.seeds) >= 4
+    online = {(c.variant, c.measure) for c in study.claims if c.versus == "online"}
+    assert online == {(v, m) for v in ("oort", "tifl") for m in ("time_to:0.535", "final_accuracy")}
     runs = {r.variant: r.scenario for r in study.runs if r.seed == study.seeds[0]}
     assert {s.stop.virtual_time_s for s in runs.values()} == {3600}  # one virtual budget for all
     assert all(s.stop.rounds > 3600 for s in runs.values())  # never the limit: a round takes > 1 virtual s
