@@ -138,9 +138,12 @@ def test_no_lazy_face_hides_an_edge():
     """A module-level ``__getattr__`` (PEP 562) or an ``importlib.import_module`` call imports what the
     graph above cannot see: allowed only at the top package face (``asyncfl.Scenario``), for the
     registries' discovery and for the lazy torch."""
-    allowed = {"asyncfl": {"__getattr__", "import_module"}, "asyncfl.registry": {"import_module"},
-               "asyncfl.lazy": {"import_module"},
-               "asyncfl.flower.apps": {"import_module"}}  # fmt: skip  (flower.apps: a user's app, 'module:attribute')
+    allowed = {
+        "asyncfl": {"__getattr__", "import_module"},
+        "asyncfl.registry": {"import_module"},
+        "asyncfl.lazy": {"import_module"},
+        "asyncfl.flower.apps": {"import_module"},
+    }  # fmt: skip  (flower.apps: a user's app, 'module:attribute')
     found = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -207,12 +210,16 @@ def test_the_analysis_never_reaches_the_run_loop_or_the_sweeps():
 
 
 def test_flower_is_a_front_door_and_flwr_stays_in_it():
-    """asyncfl.flower (Flower apps on the virtual clock) sits beside the Python API: only the command line and a
-    sweep's run of a Flower scenario (asyncfl.sweep.jobs) import it, and ``flwr`` (an optional extra) is imported
-    by it alone."""
+    """asyncfl.flower (Flower apps on the virtual clock) sits above the run loop and below the sweeps: only the
+    command line and a sweep's run of a Flower scenario (asyncfl.sweep.jobs, at its one point of use, since
+    ``flwr`` is an optional extra) import it, it reads its results through asyncfl.results (never the API, which
+    runs sweeps), and ``flwr`` is imported by it alone."""
     importers = sorted(m for m, children in GRAPH.items() if any(_inside(c, "asyncfl.flower") for c in children)
                        and not _inside(m, "asyncfl.flower", "asyncfl.cli") and m != "asyncfl.sweep.jobs")  # fmt: skip
     assert not importers, f"modules importing asyncfl.flower: {importers}"
+    assert not any(
+        _inside(c, "asyncfl.api") for m, children in GRAPH.items() if _inside(m, "asyncfl.flower") for c in children
+    )
     flwr_users = sorted(m for m, children in GRAPH.items() if "flwr" in children and not _inside(m, "asyncfl.flower"))
     assert not flwr_users, f"modules outside asyncfl.flower importing flwr: {flwr_users}"
 

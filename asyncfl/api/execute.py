@@ -1,6 +1,6 @@
 """Running from Python: :func:`run` (one scenario) and :func:`run_study` (variants x seeds), with the
-same checks, directories and files as the command line, returning :class:`~asyncfl.api.results.Run`
-and :class:`~asyncfl.api.results.Study` objects instead of printing."""
+same checks, directories and files as the command line, returning :class:`~asyncfl.results.Run`
+and :class:`~asyncfl.results.Study` objects instead of printing."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from asyncfl.api.results import Run, Study, read_run
 from asyncfl.config import Scenario, apply_override, read_scenario
 from asyncfl.config.runnable import check_runnable
 from asyncfl.config.yaml_files import override_list
 from asyncfl.errors import ConfigError
 from asyncfl.output.run_directory import refuse_used_out
+from asyncfl.results import Run, Study, read_run
 from asyncfl.runner.callbacks.base import Callback
 from asyncfl.runner.start import run_scenario
 from asyncfl.study.spec import build_study

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from asyncfl.flower.apps import require_flwr
 
 if TYPE_CHECKING:  # the face stays light: the command line imports it to check for flwr
-    from asyncfl.api.results import Run
+    from asyncfl.results import Run
 
 
 def run(

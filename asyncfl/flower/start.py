@@ -26,7 +26,6 @@ import torch
 import yaml
 from flwr.app import Context, RecordDict
 
-from asyncfl.api.results import Run, read_run
 from asyncfl.config.clock import start_datetime
 from asyncfl.config.flower import Flower, check_k_async_flower
 from asyncfl.config.schema import Scenario
@@ -42,6 +41,7 @@ from asyncfl.output.folders import make_directory, missing_directories, remove_e
 from asyncfl.output.lock import writing
 from asyncfl.output.run_directory import new_run_dir, refuse_used_out
 from asyncfl.output.writing import write_atomic
+from asyncfl.results import Run, read_run
 from asyncfl.runner.callbacks.base import RunState
 from asyncfl.runner.callbacks.end_of_run import end_of_run
 from asyncfl.runner.callbacks.progress_bar import ProgressBar
