@@ -71,8 +71,9 @@ class CheckpointWriter:
     when a checkpoint is written), from the page cache they were just flushed to.
 
     The state is serialised at the call (what the run holds at that aggregation; later changes to its
-    tensors are not seen); writing it to disk (its fsync waits on the disk) happens on a thread, one checkpoint at a time, in order.  :meth:`wait`
-    (the next checkpoint, the run's end) joins it and raises what it raised."""
+    tensors are not seen); writing it to disk (its fsync waits on the disk) happens on a thread, one
+    checkpoint at a time, in order.  :meth:`wait` (the next checkpoint, the run's end) joins it and raises
+    what it raised."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir, self.key = run_dir, run_dir.resolve()
