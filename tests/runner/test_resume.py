@@ -151,6 +151,11 @@ def test_sigkill_then_resume_from_the_command_line(tmp_path, mode):
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=60)
     assert not (killed / "summary.json").exists()
+    # what reached the disk is whole lines: every log is written a line (or a block of lines) at a time
+    lines = (killed / "events.jsonl").read_text().splitlines(keepends=True)
+    assert len(lines) > 100 and all(line.endswith("\n") and json.loads(line) for line in lines)
+    for name in ("rounds.csv", "updates.csv", "metrics.csv"):
+        assert (killed / name).read_text().endswith("\n"), name
     resumed = _cli("run", "--resume", str(killed), "--quiet")
     out, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
