@@ -88,7 +88,7 @@ class CheckpointWriter:
             crc, _ = log_crc32(self.run_dir / name, end, start, crc)
             self.read[name] = (end, crc)
             crcs[name] = crc
-        data = serialized({**state, "crc32": crcs})
+        data = serialized({**packed(state), "crc32": crcs})
         self.wait()
         self.writing = threading.Thread(target=self._write, args=(data,), name="asyncfl checkpoint")
         _WRITING[self.key] = self.writing
@@ -109,6 +109,21 @@ class CheckpointWriter:
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
+
+
+def packed(state: dict) -> dict:
+    """The progress record's staleness of every update so far as one int64 tensor: a list is pickled number by
+    number, at every checkpoint of a run that only grows (:func:`unpacked` reads it back)."""
+    progress = state["progress"]
+    return {**state, "progress": {**progress, "staleness": torch.tensor(progress["staleness"], dtype=torch.int64)}}
+
+
+def unpacked(checkpoint: dict) -> dict:
+    """A checkpoint as the run saved it (the staleness a list again; older checkpoints hold one already)."""
+    staleness = checkpoint["progress"]["staleness"]
+    if isinstance(staleness, torch.Tensor):
+        checkpoint["progress"]["staleness"] = staleness.tolist()
+    return checkpoint
 
 
 def wait_for_writes(run_dir: Path) -> None:
@@ -198,4 +213,4 @@ def load_for_resume(run_dir: Path) -> tuple[Scenario, dict | None]:
     except Exception as exc:  # a checkpoint is only ever replaced atomically, so this is outside damage
         raise ConfigError(f"--resume {run_dir}: {FILE} is unreadable ({exc}).") from None
     check_logs(run_dir, checkpoint)
-    return scenario, checkpoint
+    return scenario, unpacked(checkpoint)
