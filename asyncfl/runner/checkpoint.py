@@ -1,7 +1,11 @@
 """Checkpoints for ``--resume``: what a killed run needs to finish exactly as if it never stopped.
 
 A checkpoint is written atomically (temporary file, fsync, rename) at aggregation boundaries
-(``checkpoint.every_rounds`` / ``every_virtual_s``, and when the run stops).  It holds the learning
+(``checkpoint.every_rounds`` / ``every_virtual_s``, and when the run stops).  The state is serialised
+in the run loop, at the aggregation; the bytes are written, synced and renamed into place by a thread
+while the run goes on (:class:`CheckpointWriter`), the next checkpoint and the run's end waiting for it.
+A kill before the rename leaves the previous checkpoint, whose offsets the logs have only grown past:
+resuming from it is exact too.  It holds the learning
 state only: global parameters and version, the strategy's memories (its ``state_dict``: tensors and
 plain values, never the strategy object), the job book (outstanding training jobs, their base vectors
 and any results already computed), the progress record, and the byte offsets of every log file at
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import zlib
 from pathlib import Path
 
@@ -35,24 +40,46 @@ CHUNK = 1 << 24  # bytes read at a time when a log is read back
 
 
 def save_checkpoint(run_dir: Path, state: dict) -> None:
+    write_serialized(run_dir, serialized(state))
+
+
+def serialized(state: dict) -> memoryview:
+    """The checkpoint's bytes (one buffer: torch.save writes each tensor as a record of its own)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getbuffer()
+
+
+def write_serialized(run_dir: Path, data: memoryview) -> None:
+    """Temporary file, fsync, rename: a reader sees the previous checkpoint or this one, whole."""
     tmp = run_dir / f".{FILE}.tmp"
-    serialized = io.BytesIO()  # one write: torch.save writes each tensor as a record of its own
-    torch.save(state, serialized)
     with open(tmp, "wb") as handle:
-        handle.write(serialized.getbuffer())
+        handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, run_dir / FILE)
 
 
+# run directory -> the thread writing its latest checkpoint: a resume in this process (after a run that died
+# without ending, as the tests kill one) waits for it before reading the checkpoint
+_WRITING: dict[Path, threading.Thread] = {}
+
+
 class CheckpointWriter:
     """Saves the checkpoints of one run directory, each with ``crc32``: the CRC-32 of every log's first
     ``offsets[log]`` bytes.  The logs are read back incrementally (each byte once per run, and only
-    when a checkpoint is written), from the page cache they were just flushed to."""
+    when a checkpoint is written), from the page cache they were just flushed to.
+
+    The state is serialised at the call (what the run holds at that aggregation; later changes to its
+    tensors are not seen); writing it to disk (its fsync waits on the disk) happens on a thread, one
+    checkpoint at a time, in order.  :meth:`wait` (the next checkpoint, the run's end) joins it and raises
+    what it raised."""
 
     def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
+        self.run_dir, self.key = run_dir, run_dir.resolve()
         self.read: dict[str, tuple[int, int]] = {}  # log -> (bytes read back, their CRC-32)
+        self.writing: threading.Thread | None = None
+        self.failure: BaseException | None = None
 
     def __call__(self, state: dict) -> None:
         crcs = {}
@@ -61,7 +88,49 @@ class CheckpointWriter:
             crc, _ = log_crc32(self.run_dir / name, end, start, crc)
             self.read[name] = (end, crc)
             crcs[name] = crc
-        save_checkpoint(self.run_dir, {**state, "crc32": crcs})
+        data = serialized({**packed(state), "crc32": crcs})
+        self.wait()
+        self.writing = threading.Thread(target=self._write, args=(data,), name="asyncfl checkpoint")
+        _WRITING[self.key] = self.writing
+        self.writing.start()
+
+    def _write(self, data: memoryview) -> None:
+        try:
+            write_serialized(self.run_dir, data)
+        except BaseException as error:  # raised in the run loop by wait()
+            self.failure = error
+
+    def wait(self) -> None:
+        """The latest checkpoint is on disk (or its error raised here)."""
+        if self.writing is not None:
+            self.writing.join()
+            _WRITING.pop(self.key, None)
+            self.writing = None
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+
+
+def packed(state: dict) -> dict:
+    """The progress record's staleness of every update so far as one int64 tensor: a list is pickled number by
+    number, at every checkpoint of a run that only grows (:func:`unpacked` reads it back)."""
+    progress = state["progress"]
+    return {**state, "progress": {**progress, "staleness": torch.tensor(progress["staleness"], dtype=torch.int64)}}
+
+
+def unpacked(checkpoint: dict) -> dict:
+    """A checkpoint as the run saved it (the staleness a list again; older checkpoints hold one already)."""
+    staleness = checkpoint["progress"]["staleness"]
+    if isinstance(staleness, torch.Tensor):
+        checkpoint["progress"]["staleness"] = staleness.tolist()
+    return checkpoint
+
+
+def wait_for_writes(run_dir: Path) -> None:
+    """Let a checkpoint this process is still writing into ``run_dir`` land before it is read."""
+    writing = _WRITING.pop(run_dir.resolve(), None)
+    if writing is not None:
+        writing.join()
 
 
 def log_crc32(path: Path, end: int, start: int = 0, crc: int = 0) -> tuple[int, int]:
@@ -132,6 +201,7 @@ def load_for_resume(run_dir: Path) -> tuple[Scenario, dict | None]:
     if status in FINAL:
         raise ConfigError(f"--resume {run_dir}: this run already ended ({status}); nothing to resume.")
     scenario = validate_scenario(read_yaml(run_dir / "config.yaml"), str(run_dir / "config.yaml"))
+    wait_for_writes(run_dir)
     path = run_dir / FILE
     if not path.is_file():
         return scenario, None
@@ -143,4 +213,4 @@ def load_for_resume(run_dir: Path) -> tuple[Scenario, dict | None]:
     except Exception as exc:  # a checkpoint is only ever replaced atomically, so this is outside damage
         raise ConfigError(f"--resume {run_dir}: {FILE} is unreadable ({exc}).") from None
     check_logs(run_dir, checkpoint)
-    return scenario, checkpoint
+    return scenario, unpacked(checkpoint)

@@ -26,6 +26,14 @@ from asyncfl.sim.clients import TaskPlan
 from asyncfl.sim.servers import ClosedRound
 
 
+def all_finite(vector: torch.Tensor) -> bool:
+    """No NaN or infinity in ``vector``: its least and greatest values are finite (NaN propagates through
+    both).  One reduction and two numbers, several times quicker than ``isfinite(vector).all()``, which builds
+    a mask as long as the model, at every aggregation."""
+    least, greatest = torch.aminmax(vector)
+    return math.isfinite(least.item()) and math.isfinite(greatest.item())
+
+
 class LearningWorld(Protocol):
     """What the run loop (:class:`asyncfl.runner.simulation.Simulation`) asks of the learning side; :class:`Learner`
     provides it, and stands-ins take its place where nothing is trained: :class:`asyncfl.runner.timing_learning.
@@ -63,6 +71,7 @@ class Learner:
         self.model, self.federation, self.strategy, self.training = model, federation, strategy, training
         self.num_clients = federation.num_clients
         self.params = parameters_to_vector(model.parameters()).detach().clone()
+        self.train_sizes = [len(split) for split in federation.client_train]  # each update's num_samples
         self.version = 0
         self.jobs = JobBook(trainer, max_staleness)
         self.jobs.publish(0, self.params)
@@ -114,7 +123,7 @@ class Learner:
                 for c, w in sorted(result.weights.items())
             )
         nonfinite_loss = bool(losses) and not math.isfinite(mean_loss(losses))
-        diverged = not bool(torch.isfinite(self.params).all()) or nonfinite_loss
+        diverged = not all_finite(self.params) or nonfinite_loss
         return Learned(losses, tuple(u.train_loss_sq for u in updates), rows, diverged)
 
     def _update(self, plan: TaskPlan, staleness: int) -> Update:
@@ -127,7 +136,7 @@ class Learner:
             delta=delta,
             base_version=plan.base_version,
             staleness=staleness,
-            num_samples=len(self.federation.client_train[plan.client]),
+            num_samples=self.train_sizes[plan.client],
             num_steps=result.num_steps,
             lr=self.training.lr,
             train_loss=result.train_loss,

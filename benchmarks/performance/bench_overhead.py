@@ -16,7 +16,9 @@ With ``--base REV`` it compares instead: REV's code (extracted to a temporary fo
 repository's worktrees and stash are left alone) and the working tree run side by side, interleaved, ``--repeats``
 times each with ``--executors`` (default fused), best kept; it prints, per side, the whole command, the in-process
 run and its training, and the run loop's own cost: the seconds inside SimPy's ``env.run`` that are neither the
-trainers' ``run`` calls nor the global model's evaluations (counted apart), with the ratios working tree / REV.
+trainers' ``run`` calls nor the global model's evaluations (counted apart), also in the main thread's CPU seconds
+(``loop_cpu_s``: on a loaded machine the wall clock mostly measures the other processes), with the ratios working
+tree / REV.
 Nothing is written.
 
     python benchmarks/performance/bench_overhead.py scenarios/k_async.yaml --base c65e818 --repeats 3
@@ -64,29 +66,32 @@ def child(scenario: str, executor: str, device: str, threads: int | None) -> Non
         from asyncfl.runner import run_scenario
 
     training, cohorts = [0.0], collections.Counter()
-    spent = {"env_run_s": 0.0, "eval_s": 0.0}
+    # wall seconds, and this thread's CPU seconds (``*_cpu_s``: what a loaded machine changes least)
+    spent = {"env_run_s": 0.0, "eval_s": 0.0, "train_cpu_s": 0.0, "env_run_cpu_s": 0.0, "eval_cpu_s": 0.0}
 
-    def clocked(function, key):
+    def clocked(function, key, cpu_key):
         def wrapper(*args, **kwargs):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 return function(*args, **kwargs)
             finally:
                 spent[key] += time.perf_counter() - start
+                spent[cpu_key] += time.thread_time() - cpu
 
         return wrapper
 
-    simpy.core.Environment.run = clocked(simpy.core.Environment.run, "env_run_s")
-    Learner.test_metrics = clocked(Learner.test_metrics, "eval_s")
-    Learner.client_accuracies = clocked(Learner.client_accuracies, "eval_s")
+    simpy.core.Environment.run = clocked(simpy.core.Environment.run, "env_run_s", "env_run_cpu_s")
+    Learner.test_metrics = clocked(Learner.test_metrics, "eval_s", "eval_cpu_s")
+    Learner.client_accuracies = clocked(Learner.client_accuracies, "eval_s", "eval_cpu_s")
 
     def timed(run):
         def wrapper(self, base, jobs):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 return run(self, base, jobs)
             finally:
                 training[0] += time.perf_counter() - start
+                spent["train_cpu_s"] += time.thread_time() - cpu
                 cohorts[len(jobs)] += 1
 
         return wrapper
@@ -162,8 +167,9 @@ def side_by_side(args) -> None:
 
 
 # what --base compares: the whole command; in process, the run, its training, the run minus training; inside
-# SimPy's run, the loop's own cost (minus training and evaluation) and the evaluations
-TIMES = ("command_s", "run_s", "train_s", "outside_training_s", "loop_s", "eval_s")
+# SimPy's run, the loop's own cost (minus training and evaluation), the same in the main thread's CPU seconds
+# (a shared machine's load changes it least), and the evaluations
+TIMES = ("command_s", "run_s", "train_s", "outside_training_s", "loop_s", "loop_cpu_s", "eval_s")
 
 
 def measure(args, root: Path, executor: str) -> dict:
@@ -180,7 +186,7 @@ def measure(args, root: Path, executor: str) -> dict:
     return {
         "command_s": wall, "run_s": r["run_s"], "train_s": r["train_s"],
         "outside_training_s": r["run_s"] - r["train_s"], "loop_s": r["env_run_s"] - r["train_s"] - r["eval_s"],
-        "eval_s": r["eval_s"],
+        "loop_cpu_s": r["env_run_cpu_s"] - r["train_cpu_s"] - r["eval_cpu_s"], "eval_s": r["eval_s"],
     }  # fmt: skip
 
 

@@ -151,6 +151,11 @@ def test_sigkill_then_resume_from_the_command_line(tmp_path, mode):
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=60)
     assert not (killed / "summary.json").exists()
+    # what reached the disk is whole lines: every log is written a line (or a block of lines) at a time
+    lines = (killed / "events.jsonl").read_text().splitlines(keepends=True)
+    assert len(lines) > 100 and all(line.endswith("\n") and json.loads(line) for line in lines)
+    for name in ("rounds.csv", "updates.csv", "metrics.csv"):
+        assert (killed / name).read_text().endswith("\n"), name
     resumed = _cli("run", "--resume", str(killed), "--quiet")
     out, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
@@ -241,7 +246,7 @@ def test_resume_restores_every_strategy_memory(tmp_path, monkeypatch, name):
     run killed half-way resumes to the same files whatever the algorithm remembers."""
     import torch
 
-    from asyncfl.runner.checkpoint import FILE
+    from asyncfl.runner.checkpoint import FILE, wait_for_writes
 
     raw = {**MODES[MEMORY_ALGORITHMS[name]], "algorithm": {"name": name, "record_weights": True}}
     if PARAMS[name].tags.server_k:  # it requires its own server.k
@@ -251,6 +256,7 @@ def test_resume_restores_every_strategy_memory(tmp_path, monkeypatch, name):
     lines = (reference / "events.jsonl").read_text().splitlines()
     killed = tmp_path / "killed"
     assert _kill_at_event(monkeypatch, s, killed, len(lines) // 2)
+    wait_for_writes(killed)  # the last checkpoint's thread, which a real kill would have ended with the process
     checkpoint = torch.load(killed / FILE, weights_only=True)
     state = checkpoint["learner"]["strategy"]
     assert isinstance(state, dict) and state, state

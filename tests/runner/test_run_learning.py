@@ -13,7 +13,7 @@ from asyncfl.algorithms import make_strategy
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer
-from asyncfl.runner.learning import Learner
+from asyncfl.runner.learning import Learner, all_finite
 from asyncfl.runner.record import staleness_of
 from asyncfl.runner.replay import ReplayLearner
 from asyncfl.runner.timing_learning import TimingLearner
@@ -65,3 +65,16 @@ def test_the_stand_ins_train_nothing_and_return_nan_losses(stand_in):
     learned = stand_in.apply(closed, [], record_weights=True)
     assert len(learned.train_loss) == 3 and all(math.isnan(x) for x in learned.train_loss + learned.train_loss_sq)
     assert learned.weight_rows == () and not learned.diverged
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_all_finite_finds_any_nan_or_infinity_wherever_it_is(dtype):
+    """The divergence check (Learner.apply) reads a vector's least and greatest values: NaN propagates through
+    both, so a single NaN or infinity anywhere makes it false; the largest finite numbers are finite."""
+    vector = torch.randn(1000).to(dtype)
+    assert all_finite(vector) and all_finite(torch.full((3,), torch.finfo(dtype).max, dtype=dtype))
+    for bad in (math.nan, math.inf, -math.inf):
+        for at in (0, 500, 999):
+            broken = vector.clone()
+            broken[at] = bad
+            assert not all_finite(broken)
