@@ -65,13 +65,14 @@ def summary(table: pd.DataFrame) -> list[str]:
         tercile = np.digitize(rows["train_samples"], edges)
         by_size = [share[tercile == t].mean() for t in range(3)]
         rho = spearmanr(rows["train_samples"], share, nan_policy="omit").statistic
-        silent = rows["participations"] == 0
+        silent = (rows["participations"] == 0) & (rows["attempts"] > 0)  # asked, and never delivered
         lost = rows.loc[silent, "train_samples"].sum() / rows["train_samples"].sum()
         lines.append(
             f"{variant}: delivered share of tasks by size tercile (small/mid/big) "
             f"{by_size[0]:.2f} / {by_size[1]:.2f} / {by_size[2]:.2f}; Spearman rho(size, delivered share) "
             f"{rho:.2f}; clients never delivered {int(silent.sum())} of {len(rows)} (seeds pooled), holding "
-            f"{100 * lost:.1f}% of the training windows; tasks begun {int(rows['attempts'].sum())}, "
+            f"{100 * lost:.1f}% of the training windows; never asked {int((rows['attempts'] == 0).sum())}; "
+            f"tasks begun {int(rows['attempts'].sum())}, "
             f"deadline misses {int(rows['failed_deadline'].sum())}"
         )
     return lines
