@@ -66,8 +66,6 @@ from asyncfl.flower.evaluation import examples_of, metric, reply_metric, weighte
 from asyncfl.flower.flat_arrays import ArraysMismatch, FlatArrays, as_array_record
 from asyncfl.flower.generators import apps_seeded, flower_seeds
 from asyncfl.flower.nodes import FlowerNodes, message_bytes, node_id
-from asyncfl.learn.compression import CompressedUploads
-from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.trainer import TrainingJob, TrainingResult
 from asyncfl.learn.training import Training
 from asyncfl.runner.callbacks.base import Callback
@@ -119,16 +117,9 @@ class ClientAppLearner(Learner):
         max_staleness: int | None = None,
         seed: int = 0,
     ) -> None:
-        # the state Learner's apply, state and restore work on (Learner.__init__ builds it from a torch model)
-        self.model, self.federation, self.strategy, self.training = None, None, strategy, training
-        self.num_clients = len(nodes)
-        self.params, self.version = initial, 0
-        self.jobs = JobBook(nodes, max_staleness)  # the trainer is the nodes: no job is ever computed here
-        self.jobs.publish(0, self.params)
-        self.seen: set[int] = set()
-        self.participation: tuple[float, ...] | None = None
-        self.uploads = CompressedUploads(training.compression, seed)  # none: a reply is what it is
-        self.pending_residuals: dict = {}
+        self.model, self.federation = None, None  # the ClientApp holds the model and the data
+        # the job book's trainer is the nodes: no job is ever computed here (compression is refused: none)
+        self._begin(initial, len(nodes), strategy, nodes, training, max_staleness, seed)
         self.nodes, self.arrays, self.keys = nodes, arrays, keys
         self.collected: dict[tuple[int, int], tuple[TaskPlan, ClientAppResult]] = {}  # (client, attempt) ->
         self._sent: tuple[int, ArrayRecord] | None = None  # (version, its arrays): serialised once per version

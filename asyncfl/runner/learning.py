@@ -68,11 +68,20 @@ class Learner:
     ) -> None:
         """``max_staleness``: the K-async server's, so that jobs it will drop are not kept (JobBook);
         ``seed``: the scenario's, for ``training.compression``'s draws."""
-        self.model, self.federation, self.strategy, self.training = model, federation, strategy, training
-        self.num_clients = federation.num_clients
-        self.params = parameters_to_vector(model.parameters()).detach().clone()
+        self.model, self.federation = model, federation
         self.train_sizes = [len(split) for split in federation.client_train]  # each update's num_samples
-        self.version = 0
+        params = parameters_to_vector(model.parameters()).detach().clone()
+        self._begin(params, federation.num_clients, strategy, trainer, training, max_staleness, seed)
+
+    def _begin(
+        self, params, num_clients: int, strategy: Strategy, trainer, training: Training, max_staleness, seed: int
+    ) -> None:
+        """The federated state that :meth:`apply`, :meth:`state` and :meth:`restore` work on, from the initial
+        global ``params`` (a learning side whose training happens elsewhere, such as a Flower ClientApp's,
+        starts here with its own ``trainer`` for the job book)."""
+        self.strategy, self.training = strategy, training
+        self.num_clients = num_clients
+        self.params, self.version = params, 0
         self.jobs = JobBook(trainer, max_staleness)
         self.jobs.publish(0, self.params)
         self.seen: set[int] = set()
