@@ -2,6 +2,11 @@
 
     python benchmarks/experiments/make_plots.py                 # every scenarios/*.yaml
     python benchmarks/experiments/make_plots.py --only k_async sync_deadline   # some of them
+    python benchmarks/experiments/make_plots.py --only shakespeare_stragglers --from-sweep shakespeare_stragglers DIR
+
+``--from-sweep NAME DIR`` takes a long study that was run once already (e.g. resumably, with ``--executor ray``)
+from its finished sweep directory instead of running it again: its config must be the scenario file's, and its
+figure is redrawn by this code (``python -m asyncfl plot`` on a copy), so the picture is the current code's.
 
 Every scenario takes about 10 minutes on a quiet 2-core machine (the straggler_mitigation study, 110
 runs, is most of it: 4.7 min measured alone); 52 min measured at load 6-9.
@@ -83,6 +88,29 @@ def make_one(path: Path, work: Path) -> tuple[str, float]:
     return f"{kind}, {wall / 60:.1f} min", wall
 
 
+def redraw_one(path: Path, sweep: Path, work: Path) -> tuple[str, float]:
+    """The figure of ``path`` redrawn from its finished sweep directory ``sweep``; (status line, summed run seconds)."""
+    import shutil
+
+    from asyncfl.cli import main as asyncfl
+    from asyncfl.output.reading import read_summary
+
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    study = sweep / "study.yaml"
+    if not study.is_file() or yaml.safe_load(study.read_text(encoding="utf-8")) != raw:
+        raise SystemExit(f"--from-sweep {sweep}: its study.yaml is not {path}'s (run it again from the file)")
+    copy = work / path.stem
+    shutil.copytree(sweep, copy)
+    if asyncfl(["plot", str(copy)]) != 0:
+        raise SystemExit(f"{sweep}: plot failed")
+    compact_png(copy / "accuracy_vs_time.png", PLOTS / f"{path.stem}.png")
+    summaries = [read_summary(s.parent) for s in sweep.rglob("summary.json")]
+    seconds = sum(float(s.get("real_seconds") or 0.0) for s in summaries)
+    kind = f"a study: {len(raw['compare'])} variants x {len(raw.get('seeds', [0]))} seeds"
+    status = f"{kind} (and tuning), {len(summaries)} runs of {seconds / 60:.0f} min summed, drawn from its sweep"
+    return status, 0.0
+
+
 def readme(rows: list[tuple[Path, str, float]], total: float) -> str:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     lines = [
@@ -131,6 +159,10 @@ def _previous_status() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="NAME", help="scenario names (file stems) to regenerate")
+    parser.add_argument(
+        "--from-sweep", nargs=2, action="append", default=[], metavar=("NAME", "DIR"),
+        help="draw NAME's figure from its finished sweep directory DIR instead of running it again",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     paths = shipped()
@@ -147,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((path, previous.get(path.name, "not regenerated"), 0.0))
                 continue
             print(f"{path.relative_to(ROOT)} ...", flush=True)
-            status, wall = make_one(path, Path(tmp))
+            sweep = dict(args.from_sweep).get(path.stem)
+            status, wall = redraw_one(path, Path(sweep), Path(tmp)) if sweep else make_one(path, Path(tmp))
             total += wall
             rows.append((path, status, wall))
             print(f"  {status}", flush=True)
