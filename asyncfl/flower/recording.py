@@ -17,8 +17,9 @@ The mapping from messages to records:
 - only train rounds are aggregations: an evaluate task that fails shows in clients.csv (whose attempts,
   participations and failures count every task, evaluate ones included) and events.jsonl, not in rounds.csv;
   messages pushed with ``push_messages`` and pulled by hand are timed as tasks but make no record.
-- summary.json's ``algorithm`` is the scenario's ``algorithm.name`` (asyncfl cannot name a ServerApp's strategy);
-  config.yaml's ``flower:`` names the apps when they were given as strings.
+- summary.json's ``algorithm`` is ``flower ServerApp <flower.server_app>`` (asyncfl cannot see which strategy
+  a ServerApp runs, so it does not name one); config.yaml's ``flower:`` names the apps when they were given as
+  strings.
 """
 
 from __future__ import annotations

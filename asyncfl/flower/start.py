@@ -166,7 +166,11 @@ class FlowerSession:
         clock = (lambda now: {"utc_time": utc_time(start, now)}) if start is not None else None
         self.metrics = EvaluationMetrics(self.out, None, s.eval.every_rounds, stop_rules, [], clock)
         device = torch.device("cpu")
-        ends = end_of_run(s, self.out, self.clients, probabilities, self.learner, device, self.round_spans, reasons)
+        # the ServerApp's strategy aggregates, not asyncfl's algorithm.name (which asyncfl cannot see inside it)
+        rule = f"flower ServerApp {flower.server_app}" if flower.server_app else "flower ServerApp"
+        ends = end_of_run(
+            s, self.out, self.clients, probabilities, self.learner, device, self.round_spans, reasons, rule
+        )
         self.callbacks = [RoundLog(self.out, reasons), self.metrics, stop_rules, ProgressBar(s.stop.rounds, quiet)]
         self.ends = ends
         recorder = FlowerRecorder(

@@ -161,5 +161,6 @@ def test_the_study_runs_its_three_variants_through_a_sweep(tmp_path, monkeypatch
     for run in (fedavg, deadline):
         assert run.summary["status"] == "finished" and run.summary["staleness_mean"] == 0.0
     assert fedbuff.summary["status"] == "finished" and fedbuff.summary["staleness_mean"] > 0
+    assert fedbuff.summary["algorithm"] == "fedbuff" and fedavg.summary["algorithm"].startswith("flower ServerApp")
     assert deadline.clients["failed_deadline"].sum() > 0 == fedavg.clients["failed_deadline"].sum()
     assert deadline.rounds["time"].diff().max() < fedavg.rounds["time"].diff().max()  # no round waits past 8 s + eval

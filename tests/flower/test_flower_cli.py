@@ -75,6 +75,7 @@ def test_a_flower_run_directory_reads_plots_and_compares_like_a_native_one(tmp_p
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(run_dir)
     run = asyncfl.read_run(run_dir)
     assert run.status == "finished" and run.summary["rounds"] == 2
+    assert run.summary["algorithm"] == "flower ServerApp toy_app:server_app"  # its strategy, not algorithm.name's
     assert list(run.rounds["round"]) == [1, 2] and len(run.updates) == 8 and len(run.clients) == 4
     assert run.metrics["test_accuracy"].iloc[1:].notna().all()
     assert run.config["flower"]["server_app"] == "toy_app:server_app"

@@ -23,12 +23,14 @@ def end_of_run(
     device: Any,
     round_spans: list[tuple[float, float, int]],
     reasons: list[str],
+    algorithm: str | None = None,
 ) -> list[Callback]:
     """The tables' format (``output.format``), clients.csv, the strategy's tables, offline_periods.csv,
     summary.json, the figures (``output.plot``) and, for a run that ended, no checkpoint: for whatever
     has run (a finished, diverged or interrupted run alike).  ``round_spans``: (start, close, round) of
     every aggregation, filled in during the run; ``reasons``: the failure reasons
-    ``population.eligibility`` adds."""
+    ``population.eligibility`` adds; ``algorithm``: summary.json's name of the aggregation rule when it is not
+    the scenario's ``algorithm.name`` (a Flower ServerApp's strategy)."""
     clients_table = ClientsTable(scenario, out, clients, probabilities, learner, round_spans, reasons)
     return [
         SettleFormat(out),
@@ -36,7 +38,7 @@ def end_of_run(
         StrategyTables(out, learner),
         CloseLogs(out),
         OfflinePeriods(out, clients, round_spans),
-        SummaryJson(scenario, out, clients, learner, device),
+        SummaryJson(scenario, out, clients, learner, device, algorithm),
         *([RunFigures(out, clients_table)] if scenario.output.plot else []),
         CheckpointCleanup(out.path),
         DropConvertedLogs(out),

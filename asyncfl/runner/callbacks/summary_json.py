@@ -13,10 +13,14 @@ from asyncfl.runner.callbacks.base import Callback, RunState
 
 class SummaryJson(Callback):
     """Writes summary.json in ``on_end`` (the timeline clients included, for the figures; with
-    ``output.format`` parquet, ``format``: parquet, or csv for a run that can still resume)."""
+    ``output.format`` parquet, ``format``: parquet, or csv for a run that can still resume).  ``algorithm``:
+    the aggregation rule's name when it is not the scenario's ``algorithm.name``."""
 
-    def __init__(self, scenario: Any, out: Any, clients: Any, learner: Any, device: Any) -> None:
+    def __init__(
+        self, scenario: Any, out: Any, clients: Any, learner: Any, device: Any, algorithm: str | None = None
+    ) -> None:
         self.scenario, self.out, self.clients, self.learner, self.device = scenario, out, clients, learner, device
+        self.algorithm = scenario.algorithm.name if algorithm is None else algorithm
 
     def on_end(self, state: RunState, now: float) -> None:
         summary = {**self.summary(state, now), "timeline_clients": sorted(self.out.timeline)}
@@ -30,7 +34,7 @@ class SummaryJson(Callback):
             "status": p.status,
             "diverged_round": p.rounds if p.status == "diverged" else None,
             "scenario": s.name,
-            "algorithm": s.algorithm.name,
+            "algorithm": self.algorithm,
             "seed": s.seed,
             "device": str(self.device),
             "final_accuracy": _json_float(p.last_accuracy),
