@@ -16,14 +16,11 @@ them, so this is the one place asyncfl seeds a global generator.  The same seed 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 from flwr.app import Context, RecordDict
 
 from asyncfl.config.clock import start_datetime
@@ -37,10 +34,7 @@ from asyncfl.flower.k_async import run_k_async
 from asyncfl.flower.nodes import FlowerNodes
 from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder
 from asyncfl.learn.datasets import dataset_spec
-from asyncfl.output.folders import make_directory, missing_directories, remove_empty
-from asyncfl.output.lock import writing
-from asyncfl.output.run_directory import new_run_dir, refuse_used_out
-from asyncfl.output.writing import write_atomic
+from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.results import Run, read_run
 from asyncfl.runner.callbacks.base import RunState
 from asyncfl.runner.callbacks.end_of_run import end_of_run
@@ -48,7 +42,7 @@ from asyncfl.runner.callbacks.progress_bar import ProgressBar
 from asyncfl.runner.callbacks.round_log import RoundLog
 from asyncfl.runner.callbacks.stop_rules import StopRules
 from asyncfl.runner.parts import added_failure_reasons, clusters_of, run_directory, seconds_of_day, task_work, utc_time
-from asyncfl.sections import resolved_dump
+from asyncfl.runner.start import start_in_directory
 from asyncfl.sim.population import build_clients, participation_probabilities
 
 SERVER_WHERE, CLIENT_WHERE = "flower.server_app", "flower.client_app"
@@ -103,7 +97,9 @@ def run_flower(
     if k_async:
         check_k_async_flower(s)  # the section as the flags left it
         return read_run(run_k_async(client, s, out_dir, quiet, announce=announce))
-    return read_run(_run_in_directory(s, server, client, out_dir, quiet, announce))
+    return read_run(
+        start_in_directory(s, out_dir, announce, lambda run_dir: FlowerSession(s, run_dir, server, client, quiet))
+    )
 
 
 def _named(spec: str | None, kind: str) -> Any:
@@ -114,41 +110,11 @@ def _named(spec: str | None, kind: str) -> Any:
     return load_app(spec, kind, where)  # type: ignore[arg-type]
 
 
-def _run_in_directory(
-    s: Scenario, server: Any, client: Any, out_dir: str | Path | None, quiet: bool, announce: Callable | None
-) -> Path:
-    """Make and hold the run directory (as :func:`asyncfl.runner.start.run_scenario` does), then run."""
-    if out_dir is None:
-        made = missing_directories(s.output.dir / s.name)
-        run_dir = new_run_dir(s.output.dir, s.name)
-        made.insert(0, run_dir)
-    else:
-        run_dir = Path(out_dir)
-        made = make_directory(run_dir, "--out")
-    with ExitStack() as held:
-        try:
-            held.enter_context(writing(run_dir))
-        except ConfigError:
-            remove_empty(made)
-            raise
-        try:
-            if announce is not None:
-                announce(run_dir)
-            write_atomic(run_dir / "config.yaml", yaml.safe_dump(resolved_dump(s), sort_keys=False))
-            session = FlowerSession(s, run_dir, client, quiet)
-        except BaseException:
-            for child in run_dir.iterdir():
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
-            remove_empty(made)
-            raise
-        session.play(server)
-    return run_dir
-
-
 class FlowerSession:
     """One Flower run: the population, the nodes, the Grid, the run directory and its callbacks."""
 
-    def __init__(self, s: Scenario, run_dir: Path, client_app: Any, quiet: bool) -> None:
+    def __init__(self, s: Scenario, run_dir: Path, server_app: Any, client_app: Any, quiet: bool) -> None:
+        self.server_app = server_app
         flower = s.flower or Flower()
         self.scenario, n = s, s.data.clients
         start = start_datetime(s.clock.start_time) if s.clock.start_time else None
@@ -183,8 +149,9 @@ class FlowerSession:
     def _stop(self) -> bool:
         return self.state.stop
 
-    def play(self, server_app: Any) -> None:
+    def run(self) -> None:
         """Run the ServerApp to its end (or the scenario's stop), then write the end-of-run files."""
+        server_app = self.server_app
         s = self.scenario
         context = Context(
             run_id=self.run_id, node_id=0, node_config={}, state=RecordDict(),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import yaml
 
@@ -41,6 +41,21 @@ def run_scenario(
     The run holds its directory (:func:`asyncfl.output.lock.writing`) until it ends: a second writer is
     refused.  A run that fails before it starts (a data set or trace file that cannot be read, Ctrl-C
     while loading) leaves nothing behind: what this call wrote and the directories it made are removed."""
+    return start_in_directory(
+        scenario,
+        out_dir,
+        announce,
+        lambda run_dir: Simulation(scenario, run_dir, quiet, callbacks=callbacks, learning=learning),
+    )
+
+
+def start_in_directory(
+    scenario: Scenario, out_dir: str | Path | None, announce: Announce | None, build: Callable[[Path], Any]
+) -> Path:
+    """Make and hold the run directory of ``scenario`` (``out_dir``, or ``output.dir/<name>/<timestamp>``), write
+    its config.yaml, ``build(run_dir)`` the session and ``run()`` it; return the directory.  What fails before
+    the session runs leaves nothing behind (a directory that already held files, a run restarted by --resume,
+    is never cleared).  The one way a run of any kind (native, a Flower ServerApp's) starts."""
     out_dir = Path(out_dir) if out_dir is not None else None
     # a directory that already holds files (a run restarted by --resume) is never cleared
     clear = out_dir is None or not out_dir.exists() or not any(out_dir.iterdir())
@@ -60,12 +75,12 @@ def run_scenario(
             if announce is not None:
                 announce(run_dir)
             write_atomic(run_dir / "config.yaml", yaml.safe_dump(resolved_dump(scenario), sort_keys=False))
-            simulation = Simulation(scenario, run_dir, quiet, callbacks=callbacks, learning=learning)
+            session = build(run_dir)
         except BaseException:
             if clear:
                 _remove_unstarted(run_dir, made)
             raise
-        simulation.run()
+        session.run()
     return run_dir
 
 
