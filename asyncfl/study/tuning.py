@@ -73,7 +73,7 @@ CLAIMED = "claimed"
 Rule = Literal["mean", "mean_minus_se", "worst"]
 
 # the scenario's top-level keys a grid key may start with: what a run learns and the world it runs in
-TUNABLE = ("algorithm", "clock", "data", "model", "population", "server", "training")
+TUNABLE = ("algorithm", "clock", "data", "flower", "model", "population", "server", "training")
 # the others, with why tuning them would make no sense (or an unfair choice)
 UNTUNABLE = {
     "name": "it names the run directory",

@@ -107,7 +107,7 @@ def redraw_one(path: Path, sweep: Path, work: Path) -> tuple[str, float]:
     summaries = [read_summary(s.parent) for s in sweep.rglob("summary.json")]
     seconds = sum(float(s.get("real_seconds") or 0.0) for s in summaries)
     kind = f"a study: {len(raw['compare'])} variants x {len(raw.get('seeds', [0]))} seeds"
-    status = f"{kind} (and tuning), {len(summaries)} runs of {seconds / 60:.0f} min summed, drawn from its sweep"
+    status = f"{kind} (and tuning), drawn from its sweep: {len(summaries)} runs, {seconds / 60:.1f} min summed"
     return status, 0.0
 
 
