@@ -128,12 +128,11 @@ def live_callbacks(parts: RunParts, quiet: bool, learning_state: Callable[[], di
     start = parts.start
     clock = (lambda now: {"utc_time": utc_time(start, now)}) if start is not None else None
     class_columns = class_accuracy_columns(parts.num_classes) if s.eval.per_class else []
-    checkpoints = CheckpointWriter(out.path)
     return [
         RoundLog(out, parts.reasons),
         MetricsRecorder(out, evaluate, s.eval.every_rounds, stop_rules, class_columns, clock),
         stop_rules,
-        Checkpointer(out, s.checkpoint, checkpoints, learning_state, checkpoints.wait),
+        Checkpointer(out, s.checkpoint, CheckpointWriter(out.path), learning_state),
         ProgressBar(s.stop.rounds, quiet),
         *end_of_run(
             s, out, parts.clients, parts.probabilities, parts.learner, parts.device, parts.round_spans, parts.reasons

@@ -14,18 +14,10 @@ class Checkpointer(Callback):
     ``checkpoint.every_rounds`` aggregations or ``every_virtual_s`` virtual seconds, and at the
     aggregation that stops the run; with neither set, never (the files are still flushed).  Between
     checkpoints the run files are flushed after every aggregation.  ``save(state)`` writes the
-    checkpoint; ``learner_state()`` is the learning world's part of it; ``settle()``, at the run's end, returns
-    once the last checkpoint is on disk (:meth:`asyncfl.runner.checkpoint.CheckpointWriter.wait`)."""
+    checkpoint; ``learner_state()`` is the learning world's part of it."""
 
-    def __init__(
-        self,
-        out: Any,
-        every: Any,
-        save: Callable[[dict], None],
-        learner_state: Callable[[], dict],
-        settle: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.out, self.every, self.save, self.learner_state, self.settle = out, every, save, learner_state, settle
+    def __init__(self, out: Any, every: Any, save: Callable[[dict], None], learner_state: Callable[[], dict]) -> None:
+        self.out, self.every, self.save, self.learner_state = out, every, save, learner_state
         self.enabled = every.every_rounds is not None or every.every_virtual_s is not None
         self.last = (0, 0.0)  # (version, virtual time) of the latest checkpoint
 
@@ -44,9 +36,6 @@ class Checkpointer(Callback):
             self.checkpoint(state, version, now)
         else:
             self.out.flush()
-
-    def on_end(self, state: RunState, now: float) -> None:
-        self.settle()  # before the end of the run drops the checkpoint of a run that ended
 
     def on_resume(self, state: RunState, checkpoint: dict) -> None:
         self.last = (checkpoint["aggregations"], checkpoint["time"])
