@@ -49,9 +49,6 @@ class RowLayout(LayoutEngine):
         self.axes, self.ratios = list(axes), list(width_ratios or [1.0] * len(axes))
         self.beside, self.right, self.below = beside or {}, right, below
 
-    def set(self, **kwargs) -> None:
-        raise NotImplementedError("RowLayout takes its parameters when made")
-
     def execute(self, fig) -> None:
         renderer = fig.canvas.get_renderer()
         inch = fig.dpi  # pixels per inch: every measure below is in pixels, then in inches
