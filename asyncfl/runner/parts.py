@@ -140,11 +140,17 @@ def live_callbacks(parts: RunParts, quiet: bool, learning_state: Callable[[], di
     ]
 
 
-def build_learner(s: Scenario, federation: Any, device: torch.device) -> tuple[Learner, int | None]:
-    """The learning side of a run that trains, and the torch threads it trains with."""
+def initial_model(s: Scenario, federation: Any) -> torch.nn.Module:
+    """The scenario's model with its initial weights, drawn from the seed's ``model_init`` stream (on the CPU;
+    a trainer outside asyncfl, such as a test's Flower ClientApp, starts from the same weights)."""
     with torch.random.fork_rng(devices=[]):  # model init must not touch the global generator
         torch.manual_seed(int(stream(s.seed, "model_init").integers(2**62)))
-        model = build_model_of(s.model, federation.input_shape, federation.num_classes)
+        return build_model_of(s.model, federation.input_shape, federation.num_classes)
+
+
+def build_learner(s: Scenario, federation: Any, device: torch.device) -> tuple[Learner, int | None]:
+    """The learning side of a run that trains, and the torch threads it trains with."""
+    model = initial_model(s, federation)
     model.to(device)
     initial = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
     strategy = make_strategy(s.algorithm, s.data.clients, initial)

@@ -14,18 +14,14 @@ from flwr.clientapp import ClientApp
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from asyncfl.learn.federation import build_federation
-from asyncfl.learn.models import build_model_of
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob, evaluate
-from asyncfl.seeding import stream
+from asyncfl.runner.parts import initial_model as native_initial_model
 
 
 def initial_model(scenario):
-    """The scenario's model with the native run's initial weights (asyncfl.runner.parts.build_learner)."""
+    """The scenario's model with the native run's initial weights, and its data."""
     federation = build_federation(scenario.data, scenario.seed, torch.device("cpu"))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(stream(scenario.seed, "model_init").integers(2**62)))
-        model = build_model_of(scenario.model, federation.input_shape, federation.num_classes)
-    return model, federation
+    return native_initial_model(scenario, federation), federation
 
 
 def make_client_app(scenario, fail_clients=(), calls=None) -> ClientApp:

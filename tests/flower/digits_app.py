@@ -18,9 +18,8 @@ from flwr.serverapp.strategy import FedAvg
 
 from asyncfl.config import validate_scenario
 from asyncfl.learn.federation import build_federation
-from asyncfl.learn.models import build_model_of
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob, evaluate
-from asyncfl.seeding import stream
+from asyncfl.runner.parts import initial_model
 
 CLIENTS = 4
 # the scenario both sides train with: the native run's sections, and the Flower run's data/model/training
@@ -42,9 +41,7 @@ def world():
         s = validate_scenario(SECTIONS, source="<digits_app>")
         device = torch.device("cpu")
         federation = build_federation(s.data, s.seed, device)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(stream(s.seed, "model_init").integers(2**62)))
-            model = build_model_of(s.model, federation.input_shape, federation.num_classes)
+        model = initial_model(s, federation)
         initial = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
         trainer = SequentialTrainer(model, federation, s.training, s.seed)
         _WORLD.update(scenario=s, federation=federation, model=model, initial=initial, trainer=trainer)
