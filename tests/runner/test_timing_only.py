@@ -2,20 +2,17 @@
 
 A timing-only run must be the full run's clock world without the training: same events.jsonl line
 for line when every client holds at least one full batch.  The sync server's grouped player must
-log exactly what one SimPy process per task logs (and the K-async server's chained steps what one process
-per task, handing its plan to the inbox at its end, logs and delivers), and a sampled event log must be the full log
+log exactly what one SimPy process per task logs, and a sampled event log must be the full log
 filtered to the sampled clients.
 """
 
 from __future__ import annotations
 
-import collections
 import json
 
 import pytest
 import torch
 
-import asyncfl.sim.servers.k_async as k_async_server
 import asyncfl.sim.servers.sync as sync_server
 from asyncfl.config.loading import validate_scenario
 from asyncfl.learn.datasets import dataset_spec
@@ -109,47 +106,6 @@ def test_grouped_player_logs_what_one_process_per_task_logs(tmp_path, monkeypatc
     reference = _run(tmp_path, "processes", BASE, timing_only=True, **changes)
     for name in ("events.jsonl", "clients.csv", "rounds.csv"):
         assert (grouped / name).read_text() == (reference / name).read_text()
-
-
-def _process_per_task(env, clients, plans, log, arrived):
-    """What the K-async server did before its tasks were chained steps: one process per task."""
-
-    def task(plan):
-        yield from run_task(env, clients[plan.client], plan, log)
-        arrived(plan)
-
-    for plan in plans:
-        env.process(task(plan))
-
-
-@pytest.mark.parametrize(
-    "changes, tied_arrivals",
-    [
-        ({}, 0),  # random speeds, markov availability
-        # constant speeds, no jitter: tasks dispatched together run in step, so arrivals (and the inbox's order,
-        # which is the aggregation's) and phase starts fall at exactly the same times
-        ({"population": {"compute": {"samples_per_s": 50, "jitter_sigma": 0.0}, "network": {"latency_s": 0.5}}}, 30),
-        (
-            {
-                "population": {"compute": {"samples_per_s": 50}},
-                "server": {"mode": "k_async", "k": 1, "concurrency": 10},
-            },
-            15,
-        ),
-    ],
-)
-def test_chained_k_async_steps_log_and_deliver_what_one_process_per_task_does(
-    tmp_path, monkeypatch, changes, tied_arrivals
-):
-    raw = {**BASE, **K_ASYNC, "stop": {"rounds": 12}}
-    chained = _run(tmp_path, "chained", raw, timing_only=True, **changes)
-    monkeypatch.setattr(k_async_server, "start_tasks", _process_per_task)
-    reference = _run(tmp_path, "processes", raw, timing_only=True, **changes)
-    for name in ("events.jsonl", "clients.csv", "rounds.csv", "updates.csv"):
-        assert (chained / name).read_text() == (reference / name).read_text(), name
-    events = [json.loads(line) for line in (chained / "events.jsonl").read_text().splitlines()]
-    arrivals = collections.Counter(e["t"] for e in events if e["event"] == "arrive")
-    assert sum(n for n in arrivals.values() if n > 1) >= tied_arrivals  # same-time arrivals, in the inbox's order
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from pydantic import Field
 from asyncfl.errors import ConfigError
 from asyncfl.sections import Section  # also types the scenario sections assembled above (config)
 from asyncfl.seeding import stream
-from asyncfl.sim.clients import TaskPlan, plan_task, start_tasks
+from asyncfl.sim.clients import ClientDevice, TaskPlan, plan_task, run_task
 from asyncfl.sim.dispatch import make_dispatcher
 from asyncfl.sim.engine import simpy
 from asyncfl.sim.selection import SelectionRequest, build_policy, feedback_for
@@ -53,9 +53,12 @@ def k_async_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | N
     closing = ClosedRound(1, 0.0, 0.0)  # the round being filled: it makes version 1
     stalled: str | None = None  # set once nobody can ever work again
 
+    def task(client: ClientDevice, plan: TaskPlan):
+        yield from run_task(env, client, plan, ctx.log)
+        inbox.put(plan)
+
     arrival = inbox.get()
     while True:
-        starting: list[TaskPlan] = []
         while in_flight < cfg.concurrency:
             if policy is None:  # uniform: today's dispatcher path (the same draws)
                 client = dispatcher.pick(env.now, version, rng)
@@ -70,9 +73,8 @@ def k_async_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | N
             dispatcher.dispatched(client)
             if plan.delivered:
                 closing.started_tasks.append(plan)
-            starting.append(plan)
+            env.process(task(client, plan))
             in_flight += 1
-        start_tasks(env, ctx.clients, starting, ctx.log, inbox.put)  # the events of one process per task
         waits = [arrival]
         if math.isfinite(time_limit):  # a timeout at infinity would never fire: it would only fill the heap
             waits.append(env.timeout(max(0.0, time_limit - env.now)))
