@@ -51,25 +51,7 @@ def load_app(spec: Any, kind: AppKind, where: str) -> Any:
             f"{where}: got an object of type {type(spec).__name__}; allowed: {wanted} "
             "or a 'package.module:attribute' naming one"
         )
-    try:
-        check_app_spec(spec)
-    except ConfigError as error:
-        raise ConfigError(f"{where}: {error}") from None
-    module_name, attribute = spec.split(":", 1)
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as error:  # the user's module failing to import, for whatever reason: one line, no traceback
-        raise ConfigError(
-            f"{where}: cannot import module {module_name!r} of {spec!r} ({type(error).__name__}: {error}); "
-            f"allowed: an importable module (run from the app's directory, or put it on PYTHONPATH)"
-        ) from None
-    app: Any = module
-    for name in attribute.split("."):
-        if not hasattr(app, name):
-            raise ConfigError(
-                f"{where}: module {module_name!r} has no attribute {attribute!r}; allowed: the name of {wanted} in it"
-            )
-        app = getattr(app, name)
+    app = named_object(spec, where, f"the name of {wanted}")
     if not isinstance(app, expected):
         raise ConfigError(f"{where}: {spec!r} is of type {type(app).__name__}, not {wanted}; allowed: {wanted}")
     return app
@@ -80,16 +62,31 @@ def load_function(spec: Any, where: str) -> Any:
     itself when it is callable; errors name ``where``, as :func:`load_app`'s do."""
     if callable(spec):
         return spec
-    try:
-        check_app_spec(spec)
-        module_name, attribute = spec.split(":", 1)
-        found: Any = importlib.import_module(module_name)
-    except ConfigError as error:
-        raise ConfigError(f"{where}: {error}") from None
-    except Exception as error:  # the user's module failing to import, for whatever reason: one line, no traceback
-        raise ConfigError(f"{where}: cannot import {spec!r} ({type(error).__name__}: {error})") from None
-    for name in attribute.split("."):
-        found = getattr(found, name, None)
+    found = named_object(spec, where, "the name of a function returning the model's arrays")
     if not callable(found):
         raise ConfigError(f"{where}: {spec!r} names no function; allowed: a function returning the model's arrays")
+    return found
+
+
+def named_object(spec: str, where: str, allowed: str) -> Any:
+    """What a ``package.module:attribute`` string names (the attribute may be dotted): the module imported,
+    the attributes followed.  Every failure is one ConfigError naming ``where``; ``allowed`` says what the
+    attribute should name."""
+    try:
+        check_app_spec(spec)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+    module_name, attribute = spec.split(":", 1)
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as error:  # the user's module failing to import, for whatever reason: one line, no traceback
+        raise ConfigError(
+            f"{where}: cannot import module {module_name!r} of {spec!r} ({type(error).__name__}: {error}); "
+            f"allowed: an importable module (run from the app's directory, or put it on PYTHONPATH)"
+        ) from None
+    for name in attribute.split("."):
+        if not hasattr(found, name):
+            missing = f"{where}: module {module_name!r} has no attribute {attribute!r}"
+            raise ConfigError(f"{missing}; allowed: {allowed} in it")
+        found = getattr(found, name)
     return found
