@@ -36,9 +36,8 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import simpy
@@ -50,7 +49,7 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from asyncfl.errors import ConfigError
 from asyncfl.flower.nodes import FlowerNodes, client_of, message_bytes
-from asyncfl.sim.clients import EventSink, TaskPlan, Work, phase_seconds, plan_task, run_task, start_failure
+from asyncfl.sim.clients import DoneWork, EventSink, TaskPlan, Work, phase_seconds, plan_task, run_task
 from asyncfl.sim.servers import ClosedRound
 
 UNAVAILABLE = "Error: Node Unavailable - the client went offline or ran out of battery (asyncfl virtual time)"
@@ -106,7 +105,6 @@ class VirtualGrid(Grid):
         self.trained = 0  # train send_and_receive calls so far: the global model version of the next train round
         self.sent = 0  # messages pushed so far (their ids)
         self.tasks: dict[str, Task] = {}  # message id -> task, until its reply is pulled or given up
-        self.errors: dict[int, deque[str]] = {}  # client -> the ClientApp errors of its tasks, in order
         self.waiting = 0  # get_node_ids calls since the last push
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
 
@@ -184,33 +182,26 @@ class VirtualGrid(Grid):
         device = self.clients[client]
         start = max(now, device.busy_until)  # a SuperNode handles one message at a time
         train = metadata.message_type.split(".")[0] == MessageType.TRAIN
-        reply, samples = None, 0
-        if start_failure(device, start, self.trained) is None:
+        called: list[tuple[Message, int]] = []  # (reply, samples processed), once the ClientApp has run
+
+        def perform(plan: TaskPlan) -> DoneWork:
+            """The ClientApp runs when its task starts (never for a client that cannot start it), as in K-async
+            runs on Flower clients; its reply times the task (Work.perform)."""
             reply = self.nodes.call(client, message)
             samples = self.nodes.samples_processed(message, reply)
-            work = self._work(samples, message_bytes(message), message_bytes(reply))
-        else:
-            work = self._work(0, message_bytes(message), 0)
-        plan = plan_task(device, work, start, self.trained)
-        if plan.failure is not None or reply is None:
+            called.append((reply, samples))
+            error = reply.error.reason if reply.has_error() else None
+            return DoneWork(samples, message_bytes(message), message_bytes(reply), error)
+
+        plan = plan_task(device, replace(self.work, perform=perform), start, self.trained)
+        reply, samples = called[0] if called else (None, 0)
+        if reply is None or (plan.failure is not None and plan.failure != "client_app"):
             reply = Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason=UNAVAILABLE), reply_to=message)
-        elif reply.has_error():
-            plan.failure = "client_app"
-            self.errors.setdefault(client, deque()).append(f"client_app: {reply.error.reason}")
         _stamp(reply, plan.end, message)
         task = Task(message, plan, reply, train, samples)
         self.tasks[metadata.message_id] = task
-        self.env.process(run_task(self.env, device, plan, self._log))
+        self.env.process(run_task(self.env, device, plan, self.log))
         return task
-
-    def _work(self, samples: int, download: int, upload: int) -> Work:
-        """A native task's work with ``samples`` samples (one-sample steps) and these bytes each way."""
-        return Work(samples, 1, download, self.work.joules_per_sample, self.work.joules_per_byte, upload_bytes=upload)
-
-    def _log(self, t: float, client: int | None, event: str, version: int | None, reason: str | None) -> None:
-        if reason == "client_app" and client is not None:  # the exception's text, in the order tasks end
-            reason = self.errors[client].popleft()
-        self.log(t, client, event, version, reason)
 
     def _advance(self, until: float) -> None:
         """Play every event up to and including ``until`` (the arrivals exactly at a deadline count)."""

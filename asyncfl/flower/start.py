@@ -17,6 +17,7 @@ them, so this is the one place asyncfl seeds a global generator.  The same seed 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -160,11 +161,9 @@ class FlowerSession:
         for callback in self.callbacks + self.ends:
             callback.on_start(self.state)
         try:
-            with apps_seeded(self.app_seed):
-                try:
-                    server_app(grid=self.grid, context=context)
-                except RunStopped:
-                    pass
+            # RunStopped: the scenario's stop: ended the run inside the ServerApp's loop (a normal end)
+            with apps_seeded(self.app_seed), suppress(RunStopped):
+                server_app(grid=self.grid, context=context)
             if self.state.progress.status == "running":
                 self.state.progress.status = "finished"
         except KeyboardInterrupt:

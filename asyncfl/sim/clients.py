@@ -198,26 +198,17 @@ def phase_seconds(plan: TaskPlan, until: float = math.inf) -> tuple[float, float
     return out[0], out[1], out[2]
 
 
-def start_failure(client: ClientDevice, t0: float, rnd: int) -> str | None:
-    """Why a task of ``client`` cannot start at ``t0`` (None: it can): offline (or, with eligibility, the
-    condition that is missing), or a battery below its minimum level.  Asking twice at the same moment
-    gives the same answer (availability is a function of time; the battery is advanced to ``t0``)."""
-    availability = client.availability
-    if not availability.online(t0, rnd):
-        why_not = getattr(availability, "why_not", None)  # eligibility: which condition is missing
-        return "offline" if why_not is None else why_not(t0, rnd)
-    if client.battery is not None and not client.battery.can_accept(t0):
-        return "battery"
-    return None
-
-
 def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: float, drop_late: bool) -> TaskPlan:
     attempt = client.stats.attempts
     client.stats.attempts += 1
     plan = TaskPlan(client.id, rnd, attempt, t0, [], t0, steps=work.steps(client))
     availability = client.availability
-    plan.failure = start_failure(client, t0, rnd)
-    if plan.failure is not None:
+    if not availability.online(t0, rnd):
+        why_not = getattr(availability, "why_not", None)  # eligibility: which condition is missing
+        plan.failure = "offline" if why_not is None else why_not(t0, rnd)
+        return plan
+    if client.battery is not None and not client.battery.can_accept(t0):
+        plan.failure = "battery"
         return plan
     sigma = client.profile.jitter_sigma  # sigma 0: exp(0 * z) is exactly 1, so the stream is never built
     jitter = float(np.exp(sigma * client.jitter_rng.standard_normal())) if sigma else 1.0
@@ -280,46 +271,6 @@ def run_task(env: simpy.Environment, client: ClientDevice, plan: TaskPlan, log: 
     return plan
 
 
-def start_tasks(
-    env: simpy.Environment,
-    clients: list[ClientDevice],
-    plans: list[TaskPlan],
-    log: EventSink,
-    arrived: Callable[[TaskPlan], object],
-) -> None:
-    """Play plans that start now exactly as one process per plan would that runs :func:`run_task` and then
-    hands the plan to ``arrived`` (the K-async server's inbox), with one SimPy event per step of a task
-    instead of a process (its start and end events and a generator resumed at every step).
-
-    Why the events are the same: the processes would start with consecutive urgent events, each scheduling
-    its task's first step; one urgent event (:func:`_start_steps`) schedules those steps, in the same order,
-    at the same moment.  From there every step schedules its task's next one as it runs, as the process
-    would, so every step keeps its place among the events of its time; only the events nothing waits on (a
-    task process's start and end) are gone.  A step that raises leaves ``env.run`` at once (a process would
-    fail first and raise when its end event comes up)."""
-    if plans:
-        members = [(clients[p.client], p, 0) for p in plans]
-        env.process(_start_steps(env, members, log, lambda member: _chain_step(env, member, log, arrived)))
-
-
-def _chain_step(env: simpy.Environment, member: tuple, log: EventSink, arrived: Callable[[TaskPlan], object]) -> None:
-    """Schedule the step ``member`` = (client, plan, step) of a task; when it runs it logs its phase and
-    schedules the next, or ends the task and hands the plan to ``arrived``."""
-    client, plan, step = member
-    starts = plan.phase_starts
-    at = starts[step] if step < len(starts) else plan.end
-
-    def take(_event: simpy.Event) -> None:
-        if step < len(starts):
-            log(env.now, client.id, PHASES[step], plan.base_version, None)
-            _chain_step(env, (client, plan, step + 1), log, arrived)
-        else:
-            _finish(client, plan, env.now, log)
-            arrived(plan)
-
-    env.timeout(at - env.now).callbacks.append(take)
-
-
 def _finish(client: ClientDevice, plan: TaskPlan, now: float, log: EventSink) -> None:
     client.stats.busy_s += plan.end - plan.start
     if plan.failure is None:
@@ -359,19 +310,14 @@ def play_tasks(
         members = [(clients[p.client], p, 0) for p in plans]
     else:
         members = [(clients[p.client], p, 0 if logged(p.client) else len(p.phase_starts)) for p in plans]
-    env.process(_start_steps(env, members, log, None))
+    env.process(_start_steps(env, members, log))
 
 
-def _start_steps(env: simpy.Environment, members: list, log: EventSink, schedule: Callable | None):
-    """A process that schedules the first steps (``schedule(member)`` each, or grouped by time when None)
-    and ends.  SimPy starts every process with an urgent event, which is the one event the ``run_task``
-    processes would start with, through the public API (no event triggered by hand); its end is one more
-    event, at this moment, that nothing waits on."""
-    if schedule is None:
-        _schedule_steps(env, members, log)
-    else:
-        for member in members:
-            schedule(member)
+def _start_steps(env: simpy.Environment, members: list, log: EventSink):
+    """A process that schedules the first steps and ends.  SimPy starts every process with an urgent
+    event, which is the one event the ``run_task`` processes would start with, through the public API
+    (no event triggered by hand); its end is one more event, at this moment, that nothing waits on."""
+    _schedule_steps(env, members, log)
     yield from ()
 
 
