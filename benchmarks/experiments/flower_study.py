@@ -17,7 +17,6 @@ nothing and rewrites the files from a finished sweep.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import shutil
@@ -69,15 +68,6 @@ def run_study(sweep: Path) -> int:
         os.chdir(here)
 
 
-def _csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _number(text: str) -> float:
-    return float(text) if text else math.nan
-
-
 def summary_text(sweep: Path) -> str:
     """The setting of the study and what its time-to-target table shows, every number read from ``sweep``."""
     import yaml
@@ -94,13 +84,15 @@ def summary_text(sweep: Path) -> str:
         f"({p['low'] * 100:.0f}–{p['high'] * 100:.0f} % online), {study['stop']['virtual_time_s']:g} virtual "
         f"seconds, {len(study['seeds'])} seeds; the deadline is Flower's `timeout` of {deadline_s:g} s."
     )
+    from asyncfl import read_study
+
     target = float(study["targets"][0])
-    rows = {r["variant"]: r for r in _csv(sweep / "time_to_target.csv") if float(r["target"]) == target}
-    t = {name: _number(r["time_to_target_mean_s"]) for name, r in rows.items()}
-    final = {name: _number(r["final_accuracy_mean"]) for name, r in rows.items()}
+    table = read_study(sweep).time_to_target
+    rows = table[table["target"] == target].set_index("variant")
+    t, final = rows["time_to_target_mean_s"], rows["final_accuracy_mean"]  # NaN: never reached
 
     def reached(name: str) -> str:
-        return f"{rows[name]['reached']}/{rows[name]['seeds']} seeds"
+        return f"{int(rows.at[name, 'reached'])}/{int(rows.at[name, 'seeds'])} seeds"
 
     def time_text(name: str) -> str:
         return "never" if math.isnan(t[name]) else f"{t[name]:.0f} s"
