@@ -10,6 +10,7 @@ are those of Flower's PyTorch app template (``flwr new``).
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -61,6 +62,12 @@ class Flower(Section):
     )
     metrics: FlowerMetrics = FlowerMetrics()
     work: FlowerWork = FlowerWork()
+    evaluation: Literal["timed", "untimed"] | None = Field(
+        default=None,
+        description="how evaluate messages cost virtual time: timed (real round trips, as Flower runs them), "
+        "untimed (answered at once by every node asked, asyncfl's measurement: what K-async Flower runs do); "
+        "null: timed with a ServerApp, untimed with server.mode k_async",
+    )
 
     @field_validator("server_app", "client_app", "initial_arrays")
     @classmethod
@@ -85,6 +92,11 @@ def check_k_async_flower(scenario: Section) -> None:
         raise ConfigError(
             "flower.initial_arrays: required with server.mode: k_async (no ServerApp hands out the initial model); "
             "allowed: 'package.module:function' returning the model's arrays"
+        )
+    if flower.evaluation == "timed":
+        raise ConfigError(
+            "flower.evaluation: timed is for a ServerApp's evaluate rounds; a K-async Flower run evaluates the "
+            "global model untimed (asyncfl's server asks every node); allowed: untimed, null"
         )
     refused = {
         "eval.per_class": (scenario.eval.per_class, "accuracy per class needs asyncfl's test set", "false"),

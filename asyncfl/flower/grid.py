@@ -25,6 +25,12 @@ How a failure reaches the ServerApp, following Flower 1.42:
   by a later :meth:`pull_messages` either (Flower would still hand it to a pull that asks for its message id
   until its TTL; no strategy of flwr's asks again).
 
+Untimed evaluation (``flower.evaluation: untimed``, asyncfl's option, not Flower's): a send_and_receive whose
+messages are all evaluate messages is answered at once, every node's ClientApp called at the current virtual time
+whatever its availability, battery or busy state, and the clock does not move; no task is timed or logged.  It is
+the measurement a K-async Flower run makes (:mod:`asyncfl.flower.k_async` evaluates untimed), so a study can
+compare the two without the evaluation round trips' cost on one side only.
+
 Time: ``timeout`` is a virtual deadline counted from the push; :meth:`send_and_receive` advances the clock to the
 moment it returns (every reply in, or the deadline).  Message timestamps (``created_at`` of a pushed message and
 of its reply) are virtual seconds.  :meth:`get_node_ids` returns every node of the population, as Flower returns
@@ -86,7 +92,8 @@ class Outcome:
 class VirtualGrid(Grid):
     """A Flower ``Grid`` on asyncfl's virtual clock (see the module's docstring).  ``listener(outcome)`` hears
     every :meth:`send_and_receive` when it returns; ``should_stop()`` is asked before each push of train
-    messages (True: :class:`RunStopped` is raised into the ServerApp)."""
+    messages (True: :class:`RunStopped` is raised into the ServerApp); ``timed_evaluation``: False answers
+    evaluate rounds untimed (see the module's docstring)."""
 
     def __init__(
         self,
@@ -97,10 +104,12 @@ class VirtualGrid(Grid):
         run_id: int,
         listener: Callable[[Outcome], None] = lambda outcome: None,
         should_stop: Callable[[], bool] = lambda: False,
+        timed_evaluation: bool = True,
     ) -> None:
         self.env = simpy.Environment()
         self.nodes, self.clients, self.work, self.log = nodes, clients, work, log
         self.listener, self.should_stop = listener, should_stop
+        self.timed_evaluation = timed_evaluation
         self._run = Run.create_empty(run_id)
         self.trained = 0  # train send_and_receive calls so far: the global model version of the next train round
         self.sent = 0  # messages pushed so far (their ids)
@@ -151,7 +160,10 @@ class VirtualGrid(Grid):
         """Push ``messages`` now and return the replies in by the virtual deadline ``now + timeout`` (None: all),
         in arrival order; the clock stands at the moment of return (the last reply, or the deadline)."""
         messages = list(messages)
-        train = any(m.metadata.message_type.split(".")[0] == MessageType.TRAIN for m in messages)
+        kinds = {m.metadata.message_type.split(".")[0] for m in messages}
+        if messages and not self.timed_evaluation and kinds == {MessageType.EVALUATE}:
+            return self._evaluate_untimed(messages)
+        train = MessageType.TRAIN in kinds
         if train and self.should_stop():
             raise RunStopped
         t0 = self.env.now
@@ -168,17 +180,39 @@ class VirtualGrid(Grid):
         self.listener(outcome)
         return [task.reply for task in outcome.returned]
 
-    # --- the timing world -------------------------------------------------------------------------------
-    def _push(self, message: Message) -> Task:
-        self.waiting = 0
+    def _evaluate_untimed(self, messages: Sequence[Message]) -> list[Message]:
+        """Every message answered now by its node's ClientApp, in push order; nothing is timed (a task of zero
+        length stands for each answer in the outcome the listener hears)."""
         now = self.env.now
+        tasks = []
+        for message in messages:
+            self._identify(message, now)
+            client = client_of(message.metadata.dst_node_id)
+            reply = self.nodes.call(client, message)
+            _stamp(reply, now, message)
+            answered = TaskPlan(client, self.trained, 0, now, [], now)
+            tasks.append(Task(message, answered, reply, train=False))
+        outcome = Outcome(ClosedRound(self.trained + 1, now, now, selected=[t.plan.client for t in tasks]), tasks)
+        outcome.returned = list(tasks)
+        self.listener(outcome)
+        return [task.reply for task in tasks]
+
+    # --- the timing world -------------------------------------------------------------------------------
+    def _identify(self, message: Message, now: float) -> None:
+        """A pushed message's id (deterministic, unlike uuid4) and virtual creation time; its node must exist."""
+        self.waiting = 0
         metadata = message.metadata
-        metadata.__dict__["_message_id"] = str(uuid.UUID(int=self.sent))  # deterministic, unlike uuid4
+        metadata.__dict__["_message_id"] = str(uuid.UUID(int=self.sent))
         self.sent += 1
         metadata.created_at = now
-        client = client_of(metadata.dst_node_id)
-        if not 0 <= client < len(self.nodes):
+        if not 0 <= client_of(metadata.dst_node_id) < len(self.nodes):
             raise ValueError(f"Invalid message: no node {metadata.dst_node_id} in this Grid")
+
+    def _push(self, message: Message) -> Task:
+        now = self.env.now
+        self._identify(message, now)
+        metadata = message.metadata
+        client = client_of(metadata.dst_node_id)
         device = self.clients[client]
         start = max(now, device.busy_until)  # a SuperNode handles one message at a time
         train = metadata.message_type.split(".")[0] == MessageType.TRAIN

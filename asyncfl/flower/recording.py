@@ -11,8 +11,9 @@ The mapping from messages to records:
 - an evaluate round (a send_and_receive of evaluate messages) writes metrics.csv's line of the latest
   aggregation, at the virtual time the evaluate round returned: accuracy and loss are the examples-weighted means
   of the replies' ``flower.metrics`` keys (weights: the ``flower.work.examples`` metric), as Flower's FedAvg
-  aggregates evaluation metrics.  Evaluate messages are real round trips: they cost the clients virtual time
-  (download, a forward pass over their examples, upload) like training ones, and the next round starts after them.
+  aggregates evaluation metrics.  Evaluate messages are real round trips by default: they cost the clients virtual
+  time (download, a forward pass over their examples, upload) like training ones, and the next round starts after
+  them; with ``flower.evaluation: untimed`` they are answered at once (see :mod:`asyncfl.flower.grid`).
   A round no evaluate round follows gets a line with NaN accuracy when the next one closes (or the run ends).
 - only train rounds are aggregations: an evaluate task that fails shows in clients.csv (whose attempts,
   participations and failures count every task, evaluate ones included) and events.jsonl, not in rounds.csv;

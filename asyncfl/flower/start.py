@@ -145,7 +145,10 @@ class FlowerSession:
         )
         self.recorder = recorder
         work = task_work(s, 0)  # the battery's energy per sample and per byte
-        self.grid = VirtualGrid(self.nodes, self.clients, work, self.out.event, self.run_id, recorder, self._stop)
+        self.grid = VirtualGrid(
+            self.nodes, self.clients, work, self.out.event, self.run_id, recorder, self._stop,
+            timed_evaluation=flower.evaluation != "untimed",
+        )  # fmt: skip
 
     def _stop(self) -> bool:
         return self.state.stop

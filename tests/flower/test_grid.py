@@ -80,6 +80,36 @@ def test_fedavg_rounds_wait_for_every_reply_without_a_deadline(tmp_path):
     assert metrics[1]["time"] > rounds[0]["time"] and rounds[1]["started"] == metrics[1]["time"]
 
 
+def test_untimed_evaluation_answers_every_node_at_once_and_leaves_the_clock(tmp_path):
+    """flower.evaluation: untimed.  Client 0 is offline for the whole run (trace): timed, its evaluate message
+    fails and the round ends when the slowest evaluate reply is in; untimed, every node's ClientApp answers at the
+    moment the train round closed, so the next train round starts right then and client 0's accuracy (0) counts."""
+    trace = tmp_path / "online.csv"
+    trace.write_text("client,start_s,end_s\n0,1e8,1e9\n1,0,1e9\n2,0,1e9\n3,0,1e9\n")
+    sections = {
+        "population": {"availability": {"kind": "trace", "file": str(trace)}},
+        "flower": {"run_config": {"num-server-rounds": 2}, "evaluation": "untimed"},
+    }
+    run = flower_run(tmp_path, **sections)
+    rounds, metrics = run.rounds.to_dict("records"), run.metrics.to_dict("records")
+    slowest = DOWNLOAD_S + 0.4 + UPLOAD_S  # client 3's train task; client 0 fails at once (offline)
+    assert rounds[0]["time"] == pytest.approx(slowest)
+    assert rounds[1]["started"] == rounds[0]["time"]  # the evaluation cost no virtual time
+    assert metrics[1]["time"] == rounds[0]["time"]
+    # every node answered, the offline one too: eval_acc i / 10 with 10 examples each
+    assert metrics[1]["test_accuracy"] == pytest.approx(0.15) and metrics[1]["test_loss"] == pytest.approx(2.5)
+    assert {e["event"] for e in events(run) if e.get("client") == 0} == {"fail"}  # train tasks only
+    assert len([e for e in events(run) if e["event"] == "fail"]) == 2
+    timed = flower_run(tmp_path, name="timed", **{**sections, "flower": {"run_config": {"num-server-rounds": 2}}})
+    timed_rounds, timed_metrics = timed.rounds.to_dict("records"), timed.metrics.to_dict("records")
+    # timed: the evaluate round trip (the train message's bytes down, 10 samples, a 53-byte reply up: 3 numbers
+    # and the keys eval_acc, eval_loss, num-examples) before the next train round
+    evaluate_s = DOWNLOAD_S + 0.1 + 0.05 + (3 * 8 + 8 + 9 + 12) / (10e6 / 8)
+    gap = timed_rounds[1]["started"] - timed_rounds[0]["time"]
+    assert gap == pytest.approx(evaluate_s, abs=2e-6)  # rounds.csv has 6 decimals
+    assert timed_metrics[1]["test_accuracy"] == pytest.approx((1 + 2 + 3) / 30)  # client 0's evaluate failed
+
+
 def test_offline_and_battery_failures_reach_the_strategy_as_error_replies(tmp_path):
     """Client 0 is offline (trace), client 3 needs 40 samples x 0.3 J = 12 J of a 10 J battery: it dies while
     computing.  FedAvg's aggregate_train receives both as NODE_UNAVAILABLE error replies, and client 0's ClientApp

@@ -266,6 +266,7 @@ def test_same_seed_same_events_and_metrics(tmp_path):
     [
         (flower_section(initial_arrays="x:arrays", server_app="x:app"), "flower.server_app"),
         (flower_section(), "flower.initial_arrays"),
+        (flower_section(initial_arrays="x:arrays", evaluation="timed"), "flower.evaluation: timed .*allowed: untimed"),
     ],
 )
 def test_k_async_refuses_a_server_app_and_needs_initial_arrays(tmp_path, flower, message):
