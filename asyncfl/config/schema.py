@@ -98,6 +98,12 @@ class Checkpoint(Section):
 
     every_rounds: int | None = Field(default=10, ge=1, description="save every N aggregations (null: never)")
     every_virtual_s: float | None = Field(default=None, gt=0, description="also save every N virtual seconds")
+    min_wall_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="skip a due save until N wall-clock seconds have passed since the last one (a kill loses at "
+        "most about that much work; 0: every due save); the save at the run's stop is never skipped",
+    )
 
 
 # a run (or a study's variant) is written to <output.dir>/<name>/: the name must be one plain directory

@@ -39,7 +39,7 @@ SYNC = dict(
     server={"mode": "sync", "deadline_s": 6, "late_updates": "next_round", "clients_per_round": 20},
     algorithm={"name": "fedavg"},
     stop={"rounds": 12},
-    checkpoint={"every_rounds": 5},
+    checkpoint={"every_rounds": 5, "min_wall_s": 0},
 )
 K_ASYNC = {
     **SYNC,

@@ -206,7 +206,7 @@ def test_a_k_async_flower_run_writes_no_checkpoint_and_refuses_resume(tmp_path, 
         server={"mode": "k_async", "k": 1, "concurrency": 2},
         algorithm={"name": "fedasync"},
         stop={"rounds": 12},
-        checkpoint={"every_rounds": 1},
+        checkpoint={"every_rounds": 1, "min_wall_s": 0},
         output={"plot": False},
         flower={"client_app": "x:app", "initial_arrays": "x:arrays"},
     )

@@ -34,7 +34,7 @@ RUN = dict(
     server={"mode": "sync", "deadline_s": 5.0, "clients_per_round": 6},
     algorithm={"name": "fedavg", "record_weights": True},
     stop={"rounds": 6},
-    checkpoint={"every_rounds": 2},
+    checkpoint={"every_rounds": 2, "min_wall_s": 0},
     output={"plot": False},
 )
 

@@ -30,7 +30,7 @@ SCENARIO = {
     "server": {"mode": "k_async", "k": 3, "concurrency": 5, "max_staleness": 4},
     "algorithm": {"name": "fedbuff", "record_weights": True},
     "stop": {"rounds": 120},
-    "checkpoint": {"every_rounds": 4},
+    "checkpoint": {"every_rounds": 4, "min_wall_s": 0},
     "output": {"plot": False},
 }
 LOGS = ("metrics.csv", "rounds.csv", "weights.csv", "updates.csv", "timeline_tasks.csv", "events.jsonl")

@@ -138,7 +138,7 @@ def test_metrics_recorder_without_an_evaluator_writes_nan_and_keeps_no_accuracy(
 
 def test_checkpointer_cadence_by_rounds_by_time_and_at_the_stop():
     out, saved = FakeOut(), []
-    every = SimpleNamespace(every_rounds=3, every_virtual_s=25.0)
+    every = SimpleNamespace(every_rounds=3, every_virtual_s=25.0, min_wall_s=0.0)
     checkpointer = Checkpointer(out, every, saved.append, lambda: {"params": "w"})
     state = RunState()
     checkpointer.on_start(state)
@@ -162,14 +162,35 @@ def test_checkpointer_cadence_by_rounds_by_time_and_at_the_stop():
 
 def test_checkpointer_disabled_only_flushes_and_resumes_its_cadence_from_the_checkpoint():
     out, saved = FakeOut(), []
-    checkpointer = Checkpointer(out, SimpleNamespace(every_rounds=None, every_virtual_s=None), saved.append, dict)
+    never = SimpleNamespace(every_rounds=None, every_virtual_s=None, min_wall_s=0.0)
+    checkpointer = Checkpointer(out, never, saved.append, dict)
     state = RunState()
     checkpointer.on_start(state)
     checkpointer.on_aggregation(state, aggregation(1, 1.0))
     assert saved == [] and out.flushes == 2
-    resumed = Checkpointer(out, SimpleNamespace(every_rounds=4, every_virtual_s=None), saved.append, dict)
+    every_4 = SimpleNamespace(every_rounds=4, every_virtual_s=None, min_wall_s=0.0)
+    resumed = Checkpointer(out, every_4, saved.append, dict)
     resumed.on_resume(state, {"aggregations": 8, "time": 80.0})
     assert not resumed.due(11, 90.0) and resumed.due(12, 90.0)
+
+
+def test_a_due_checkpoint_waits_for_min_wall_s_but_the_stop_never_does():
+    """every_rounds 1 and min_wall_s 10 on a wall clock set by hand: saves at 0 s (start), then the first
+    aggregation 10 s or more after the last save, and the stopping one at once."""
+    out, saved = FakeOut(), []
+    every = SimpleNamespace(every_rounds=1, every_virtual_s=None, min_wall_s=10.0)
+    checkpointer = Checkpointer(out, every, saved.append, dict)
+    state = RunState()
+    wall = {"now": 0.0}
+    state.wall_seconds = lambda: wall["now"]  # type: ignore[method-assign]
+    checkpointer.on_start(state)
+    for version, wall_s in enumerate([3.0, 9.9, 10.0, 15.0, 19.0, 20.5, 21.0], start=1):
+        wall["now"] = wall_s
+        state.stop = version == 7
+        checkpointer.on_aggregation(state, aggregation(version, float(version)))
+    assert [c["aggregations"] for c in saved] == [0, 3, 6, 7]
+    assert [c["elapsed_s"] for c in saved] == [0.0, 10.0, 20.5, 21.0]
+    assert out.flushes == 8  # every aggregation still flushed
 
 
 def test_round_log_writes_the_aggregation_records():

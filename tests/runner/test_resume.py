@@ -30,7 +30,7 @@ MODES = {
         server={"mode": "sync", "deadline_s": 5.0, "late_updates": "next_round", "clients_per_round": 7},
         algorithm={"name": "mifa", "record_weights": True},
         stop={"rounds": 16},
-        checkpoint={"every_rounds": 3},
+        checkpoint={"every_rounds": 3, "min_wall_s": 0},
         output={"plot": False},
     ),
     "k_async": dict(
@@ -45,7 +45,7 @@ MODES = {
         server={"mode": "k_async", "k": 3, "concurrency": 5, "max_staleness": 4},
         algorithm={"name": "fedbuff", "record_weights": True},
         stop={"rounds": 16},
-        checkpoint={"every_rounds": 3},
+        checkpoint={"every_rounds": 3, "min_wall_s": 0},
         output={"plot": False},
     ),
 }
@@ -123,7 +123,7 @@ def _cli(*args, **kwargs) -> subprocess.Popen:
 def _scenario_file(tmp_path: Path, mode: str, rounds: int) -> Path:
     import yaml
 
-    raw = {**MODES[mode], "stop": {"rounds": rounds}, "checkpoint": {"every_rounds": 2}}
+    raw = {**MODES[mode], "stop": {"rounds": rounds}, "checkpoint": {"every_rounds": 2, "min_wall_s": 0}}
     path = tmp_path / f"{mode}.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path

@@ -142,7 +142,7 @@ class InterruptAt(asyncfl.Callback):
 
 
 def test_a_resumed_run_replays_to_its_checkpoint_and_writes_the_rows_of_the_uninterrupted_run(tmp_path):
-    sections = {**K_ASYNC, "checkpoint": {"every_rounds": 4}}
+    sections = {**K_ASYNC, "checkpoint": {"every_rounds": 4, "min_wall_s": 0}}
     reference = run_scenario(scenario(**sections), tmp_path / "reference")
     with pytest.raises(RunInterrupted):
         run_scenario(scenario(**sections), tmp_path / "resumed", callbacks=[InterruptAt(7)])  # checkpoint at 4

@@ -177,7 +177,7 @@ def test_resume_after_a_kill_gives_identical_results(tmp_path, monkeypatch):
         server={"mode": "sync", "deadline_s": 5.0, "clients_per_round": 4, "over_selection": 0.5},
         algorithm={"name": "fedavg", "record_weights": True},
         stop={"rounds": 10},
-        checkpoint={"every_rounds": 3},
+        checkpoint={"every_rounds": 3, "min_wall_s": 0},
         output={"plot": False},
     )
     s = scenario(**sections)

@@ -256,7 +256,7 @@ def test_resume_with_a_feedback_policy_gives_identical_results(tmp_path, monkeyp
         server={"mode": "sync", "clients_per_round": 3, "selection": {"kind": "highest_loss"}},
         algorithm={"name": "fedavg", "record_weights": True},
         stop={"rounds": 9},
-        checkpoint={"every_rounds": 2},
+        checkpoint={"every_rounds": 2, "min_wall_s": 0},
         output={"plot": False},
     )
     s = scenario(**sections)
