@@ -2,8 +2,9 @@
 shared with other work, load average about 30).
 
 Covers: the example Flower app on the virtual clock end to end.  Runs ``examples/flower_digits/scenarios/study.yaml``
-(Flower's FedAvg from the app's ServerApp without and with a deadline, asyncfl's FedBuff on the same ClientApp;
-5 seeds, 200 virtual seconds) exactly as
+(Flower's FedAvg from the app's ServerApp without and with a deadline, asyncfl's FedBuff on the same ClientApp,
+accuracy measured untimed for all three, and FedAvg with Flower's timed evaluation; every variant's lr tuned on
+seeds 100-101; 10 evaluation seeds, 200 virtual seconds) exactly as
 
     cd examples/flower_digits && python -m asyncfl scenarios/study.yaml --out SWEEP_DIR
 
@@ -42,7 +43,7 @@ def main() -> int:
     parser.add_argument("--analyse", type=Path, help="a finished sweep: write the docs files from it, run nothing")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        sweep = args.analyse or args.sweep or Path(tmp) / "sweep"
+        sweep = (args.analyse or args.sweep or Path(tmp) / "sweep").resolve()  # the study runs from the app's folder
         if args.analyse is None:
             code = run_study(sweep)
             if code != 0:
@@ -63,7 +64,7 @@ def run_study(sweep: Path) -> int:
     here = Path.cwd()
     os.chdir(APP_DIR)
     try:
-        return asyncfl([str(STUDY), "--out", str(sweep.resolve())])
+        return asyncfl([str(STUDY), "--out", str(sweep)])
     finally:
         os.chdir(here)
 
@@ -97,16 +98,33 @@ def summary_text(sweep: Path) -> str:
     def time_text(name: str) -> str:
         return "never" if math.isnan(t[name]) else f"{t[name]:.0f} s"
 
+    names = {
+        "fedavg": "Flower FedAvg",
+        "fedavg_deadline": "with the deadline",
+        "fedbuff": "asyncfl's FedBuff on the same ClientApp",
+        "fedavg_timed_evaluation": "and Flower FedAvg paying for its evaluate round trips",
+    }
+    lrs = tuned_lrs(sweep)
+    times = ", ".join(f"{label} {time_text(name)} ({reached(name)}, lr {lrs[name]:g})" for name, label in names.items())
+    finals = ", ".join(f"{final[name] * 100:.1f} %" for name in names)
     sentences = [
         setting,
-        f"Time to {target * 100:g} % accuracy (mean over the seeds that reached it): Flower FedAvg "
-        f"{time_text('flower_fedavg')} ({reached('flower_fedavg')}), with the deadline "
-        f"{time_text('flower_fedavg_deadline')} ({reached('flower_fedavg_deadline')}), asyncfl's FedBuff on the same "
-        f"ClientApp {time_text('fedbuff')} ({reached('fedbuff')}); final accuracy "
-        f"{final['flower_fedavg'] * 100:.1f} %, {final['flower_fedavg_deadline'] * 100:.1f} % and "
-        f"{final['fedbuff'] * 100:.1f} %.",
+        f"Time to {target * 100:g} % accuracy (mean over the seeds that reached it; lr as tuned on seeds "
+        f"{', '.join(str(seed) for seed in study['tune']['seeds'])}): {times}; final accuracy, in that order, "
+        f"{finals}.",
     ]
     return "\n\n".join(sentences) + "\n"
+
+
+def tuned_lrs(sweep: Path) -> dict[str, float]:
+    """Each variant's lr: tuned.yaml's choice, else the study's run config."""
+    import yaml
+
+    study = yaml.safe_load((sweep / "study.yaml").read_text(encoding="utf-8"))
+    lr = float(study["flower"]["run_config"]["lr"])
+    tuned = yaml.safe_load((sweep / "tuned.yaml").read_text(encoding="utf-8"))
+    chosen = tuned["chosen"]
+    return {v["name"]: float((chosen.get(v["name"]) or {}).get("flower.run_config.lr", lr)) for v in study["compare"]}
 
 
 if __name__ == "__main__":

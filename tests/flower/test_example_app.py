@@ -142,11 +142,12 @@ def test_the_app_runs_unchanged_under_flowers_run_simulation():
 
 
 @pytest.mark.slow
-def test_the_study_runs_its_three_variants_through_a_sweep(tmp_path, monkeypatch):
+def test_the_study_runs_its_variants_through_a_sweep(tmp_path, monkeypatch):
     """examples/flower_digits/scenarios/study.yaml as a sweep runs it (asyncfl.sweep.jobs hands a scenario with a
-    flower: section to asyncfl.flower.run), on 40 virtual seconds and one seed: the two ServerApp variants run
-    synchronous rounds (staleness 0), the FedBuff variant asyncfl's K-async server on the same ClientApp (stale
-    updates), and the 8 s timeout cuts off tasks that the variant without it waits for."""
+    flower: section to asyncfl.flower.run), on 40 virtual seconds and one seed, untuned: the ServerApp variants
+    run synchronous rounds (staleness 0), the FedBuff variant asyncfl's K-async server on the same ClientApp (stale
+    updates), the 8 s timeout cuts off tasks that the variant without it waits for, and the untimed evaluation
+    costs no virtual time where the timed one does."""
     import yaml
 
     import asyncfl
@@ -154,13 +155,19 @@ def test_the_study_runs_its_three_variants_through_a_sweep(tmp_path, monkeypatch
     monkeypatch.syspath_prepend(str(APP_DIR))
     study = yaml.safe_load((APP_DIR / "scenarios" / "study.yaml").read_text(encoding="utf-8"))
     study.pop("claims")  # one seed cannot test them
+    study.pop("tune")
     study["stop"] = {"virtual_time_s": 40}
     result = asyncfl.run_study(study, seeds=[0], out=tmp_path / "sweep")
     assert result.failures == ()
-    fedavg, deadline, fedbuff = (result.run(name, 0) for name in ("flower_fedavg", "flower_fedavg_deadline", "fedbuff"))
+    names = ("fedavg", "fedavg_deadline", "fedbuff", "fedavg_timed_evaluation")
+    fedavg, deadline, fedbuff, timed = (result.run(name, 0) for name in names)
     for run in (fedavg, deadline):
         assert run.summary["status"] == "finished" and run.summary["staleness_mean"] == 0.0
     assert fedbuff.summary["status"] == "finished" and fedbuff.summary["staleness_mean"] > 0
     assert fedbuff.summary["algorithm"] == "fedbuff" and fedavg.summary["algorithm"].startswith("flower ServerApp")
     assert deadline.clients["failed_deadline"].sum() > 0 == fedavg.clients["failed_deadline"].sum()
-    assert deadline.rounds["time"].diff().max() < fedavg.rounds["time"].diff().max()  # no round waits past 8 s + eval
+    assert deadline.rounds["time"].diff().max() < fedavg.rounds["time"].diff().max()  # no round waits past 8 s
+    untimed_rounds = fedavg.rounds
+    assert (untimed_rounds["started"].iloc[1:].to_numpy() == untimed_rounds["time"].iloc[:-1].to_numpy()).all()
+    timed_gaps = timed.rounds["started"].iloc[1:].to_numpy() - timed.rounds["time"].iloc[:-1].to_numpy()
+    assert (timed_gaps > 0).all()  # each evaluate round trip before the next train round
