@@ -29,8 +29,8 @@ deterministic; it never measures CPU time.
 
 **Bytes** (:func:`message_bytes`): the sum of Flower's own ``count_bytes()`` over the message's ArrayRecords,
 MetricRecords and ConfigRecords (each array's serialized .npy bytes, header included, plus the key names; 8 bytes a
-number, a string its length; an empty list only its key, where Flower's own count fails): what a download of the pushed message and an upload of the reply carry over the
-client's link.
+number, a string its length; an empty list only its key, where Flower's own count fails): what a download of the
+pushed message and an upload of the reply carry over the client's link.
 """
 
 from __future__ import annotations
@@ -153,5 +153,7 @@ def _config_bytes(record: ConfigRecord) -> int:
     dead nodes to unmask)."""
     if not any(isinstance(value, list) and not value for value in record.values()):
         return record.count_bytes()
-    return sum(len(key) if isinstance(value, list) and not value else ConfigRecord({key: value}).count_bytes()
-               for key, value in record.items())
+    return sum(
+        len(key) if isinstance(value, list) and not value else ConfigRecord({key: value}).count_bytes()
+        for key, value in record.items()
+    )

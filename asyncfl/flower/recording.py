@@ -21,9 +21,9 @@ The mapping from messages to records:
   ``selected`` the clients the setup stage asked, the updates the collect-masked-vectors replies (the clients whose
   masked vectors are in Flower's sum, their task times and train_loss those of that stage), ``failures``, ``late``
   and the lost seconds summed over the stages (a client whose update is in the sum and that then fails to unmask
-  counts in both: Flower recovers its mask from its neighbours' shares).  A round whose workflow halted (too few
-  nodes left for the reconstruction threshold) makes its record when the next trip shows it, with the updates of
-  the stages it ran (none before the collect stage);
+  counts in both: Flower recovers its mask from its neighbours' shares).  A round whose workflow halted before
+  the unmask stage (too few nodes left for the reconstruction threshold: Flower's strategy aggregates nothing) makes
+  its record, with no updates, when the next trip (or the run's end) shows it;
 - only train rounds are aggregations: an evaluate task that fails shows in clients.csv (whose attempts,
   participations and failures count every task, evaluate ones included) and events.jsonl, not in rounds.csv;
   messages pushed with ``push_messages`` and pulled by hand are timed as tasks but make no record.
@@ -131,7 +131,8 @@ class FlowerRecorder:
         """The SecAgg+ stages held (if any) as the one aggregation of their round (see the module docstring)."""
         if self.stages:
             stages, self.stages = self.stages, []
-            self.aggregated(secure_round([outcome for _, outcome in stages], dict(stages).get(COLLECT)))
+            collect = dict(stages).get(COLLECT) if stages[-1][0] == LAST else None  # halted: nothing aggregated
+            self.aggregated(secure_round([outcome for _, outcome in stages], collect))
 
     def aggregated(self, outcome: Outcome) -> None:
         closed = outcome.closed
@@ -168,7 +169,7 @@ class FlowerRecorder:
 
 def secure_round(stages: Sequence[Outcome], collect: Outcome | None) -> Outcome:
     """One round of SecAgg+ stages as one closed round (see the module docstring); ``collect``: its
-    collect-masked-vectors stage (None: it halted before)."""
+    collect-masked-vectors stage, whose replies are the updates (None: none aggregated)."""
     first = stages[0].closed
     closed = ClosedRound(first.round, first.started, stages[-1].closed.time, selected=list(first.selected))
     for outcome in stages:

@@ -4,12 +4,12 @@ The ServerApp is the legacy-strategy path Flower documents for SecAgg+: a ``Lega
 ``flwr.server.strategy.FedAvg``, Flower's ``SecAggPlusWorkflow`` as the fit workflow of its ``DefaultWorkflow``.
 The ClientApp is a ``NumPyClient`` behind Flower's ``secaggplus_mod``.  Nothing of Flower is patched.
 
-Partition i's client returns the parameters plus ``i + 1`` and reports ``num_examples`` = 10 (i + 1) (legacy
-replies carry it as the metric ``num_examples``).  Run config: ``num-server-rounds``, ``secagg`` (1: SecAgg+,
-0: the plain fit workflow, same strategy and replies; run it with ``plain_client_app``), ``num-shares`` and ``reconstruction-threshold`` (as
-SecAggPlusWorkflow takes them: a float is a fraction), ``timeout`` (each stage's, virtual seconds; absent: none),
-``fraction-evaluate``.  :data:`SEEN` keeps each round's aggregated parameters (``aggregate_fit``'s result) and
-what ``aggregate_fit`` received.
+Partition i's client returns the parameters plus ``i + 1`` and reports ``num_examples`` = 10 (i + 1) (legacy replies
+carry it as the metric ``num_examples``). Run config: ``num-server-rounds``, ``secagg`` (1: SecAgg+, 0: the plain
+fit workflow, same strategy and replies; run it with ``plain_client_app``), ``num-shares`` and
+``reconstruction-threshold`` (as SecAggPlusWorkflow takes them: a float is a fraction), ``timeout`` (each stage's,
+virtual seconds; absent: none), ``fraction-evaluate``. :data:`SEEN` keeps each round's aggregated parameters
+(``aggregate_fit``'s result) and what ``aggregate_fit`` received.
 """
 
 from __future__ import annotations
