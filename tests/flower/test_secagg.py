@@ -179,3 +179,22 @@ def test_another_thread_asking_for_nodes_does_not_count_and_is_stopped_after_the
     after.start()
     after.join()
     assert seen["stopped"] and seen["answers"] == [4] * 12
+
+
+def test_the_workflow_s_timeout_is_each_stage_s_virtual_deadline(tmp_path):
+    """SecAggPlusWorkflow(timeout=0.45): every stage waits at most 0.45 virtual seconds.  In the collect stage
+    client 3 computes 0.4 s (plus 0.1 s of latency and its bytes): its reply is given up at the deadline (late,
+    failed_deadline), Flower unmasks without it and the sum is FedAvg over clients 0-2, as for a dropout; the unmask
+    stage starts at the collect stage's deadline."""
+    secagg_app.SEEN.clear()
+    flower = {"run_config": {"num-server-rounds": 1, "timeout": 0.45}, "work": {"examples": "num_examples"}}
+    keys = {"data": {"clients": 4}, "output": {"plot": False}, "flower": flower}
+    run = asyncfl.flower.run(secagg_app.server_app, secagg_app.client_app, keys, tmp_path / "deadline")
+    (aggregated,) = secagg_app.SEEN["aggregated"]
+    assert np.max(np.abs(aggregated[1] - (0.5 + 140 / 60))) < quantization_bound([10, 20, 30])
+    (row,) = run.rounds.to_dict("records")
+    assert (row["selected"], row["received"], row["late"], row["failed_deadline"]) == (4, 3, 1, 1)
+    arrivals = run.events[run.events["event"] == "arrive"]
+    collect_start = arrivals["t"].iloc[7]  # the share-keys stage's last reply
+    unmask = arrivals["t"].iloc[-3:]  # clients 0-2 after the collect stage closed at its deadline
+    assert unmask.min() > collect_start + 0.45 and row["time"] == pytest.approx(unmask.max(), abs=1e-6)
