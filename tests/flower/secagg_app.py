@@ -5,11 +5,11 @@ The ServerApp is the legacy-strategy path Flower documents for SecAgg+: a ``Lega
 The ClientApp is a ``NumPyClient`` behind Flower's ``secaggplus_mod``.  Nothing of Flower is patched.
 
 Partition i's client returns the parameters plus ``i + 1`` and reports ``num_examples`` = 10 (i + 1) (legacy replies
-carry it as the metric ``num_examples``). Run config: ``num-server-rounds``, ``secagg`` (1: SecAgg+, 0: the plain
-fit workflow, same strategy and replies; run it with ``plain_client_app``), ``num-shares`` and
-``reconstruction-threshold`` (as SecAggPlusWorkflow takes them: a float is a fraction), ``timeout`` (each stage's,
-virtual seconds; absent: none), ``fraction-evaluate``. :data:`SEEN` keeps each round's aggregated parameters
-(``aggregate_fit``'s result) and what ``aggregate_fit`` received.
+carry it as the metric ``num_examples``). Run config: ``num-server-rounds``, ``secagg`` (1: SecAgg+, 2: SecAgg with
+``secagg_client_app``, 0: the plain fit workflow, same strategy and replies; run it with ``plain_client_app``),
+``num-shares`` and ``reconstruction-threshold`` (as SecAggPlusWorkflow takes them: a float is a fraction),
+``timeout`` (each stage's, virtual seconds; absent: none), ``fraction-evaluate``. :data:`SEEN` keeps each round's
+aggregated parameters (``aggregate_fit``'s result) and what ``aggregate_fit`` received.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from __future__ import annotations
 import numpy as np
 from flwr.app import Context
 from flwr.client import NumPyClient
-from flwr.client.mod import secaggplus_mod
+from flwr.client.mod import secagg_mod, secaggplus_mod
 from flwr.clientapp import ClientApp
 from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
 from flwr.server import LegacyContext, ServerConfig
 from flwr.server.strategy import FedAvg
-from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
+from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow, SecAggWorkflow
 from flwr.serverapp import Grid, ServerApp
 
 SIZES = (250, 3)  # two arrays: a "weight" and a "bias"
@@ -49,6 +49,7 @@ def client_fn(context: Context):
 
 client_app = ClientApp(client_fn=client_fn, mods=[secaggplus_mod])
 plain_client_app = ClientApp(client_fn=client_fn)  # the same client without the mod, for the plain fit workflow
+secagg_client_app = ClientApp(client_fn=client_fn, mods=[secagg_mod])  # for Flower's SecAgg (secagg: 2)
 
 
 class RecordingFedAvg(FedAvg):
@@ -82,9 +83,11 @@ def main(grid: Grid, context: Context) -> None:
     fit_workflow = None
     if int(config.get("secagg", 1)):
         timeout = float(config["timeout"]) if "timeout" in config else None
-        fit_workflow = SecAggPlusWorkflow(
-            num_shares=config.get("num-shares", 1.0),
-            reconstruction_threshold=config.get("reconstruction-threshold", 0.5),
-            timeout=timeout,
-        )
+        threshold = config.get("reconstruction-threshold", 0.5)
+        if int(config.get("secagg", 1)) == 2:
+            fit_workflow = SecAggWorkflow(reconstruction_threshold=threshold, timeout=timeout)
+        else:
+            fit_workflow = SecAggPlusWorkflow(
+                num_shares=config.get("num-shares", 1.0), reconstruction_threshold=threshold, timeout=timeout
+            )
     DefaultWorkflow(fit_workflow=fit_workflow)(grid, legacy)

@@ -35,7 +35,7 @@ def secagg_run(tmp_path: Path, name: str, secagg: int = 1, rounds: int = 1, **se
     secagg_app.SEEN.clear()
     flower = {"run_config": {"num-server-rounds": rounds, "secagg": secagg}, "work": {"examples": "num_examples"}}
     keys = {"data": {"clients": 4}, "output": {"plot": False}, "flower": flower, **sections}
-    client_app = secagg_app.client_app if secagg else secagg_app.plain_client_app
+    client_app = [secagg_app.plain_client_app, secagg_app.client_app, secagg_app.secagg_client_app][secagg]
     run = asyncfl.flower.run(secagg_app.server_app, client_app, keys, tmp_path / name)
     return run, {key: list(value) for key, value in secagg_app.SEEN.items()}
 
@@ -198,3 +198,13 @@ def test_the_workflow_s_timeout_is_each_stage_s_virtual_deadline(tmp_path):
     collect_start = arrivals["t"].iloc[7]  # the share-keys stage's last reply
     unmask = arrivals["t"].iloc[-3:]  # clients 0-2 after the collect stage closed at its deadline
     assert unmask.min() > collect_start + 0.45 and row["time"] == pytest.approx(unmask.max(), abs=1e-6)
+
+
+def test_flower_s_secagg_workflow_runs_as_secaggplus_does(tmp_path):
+    """SecAggWorkflow (SecAgg+ with every node a neighbour of every other) with secagg_mod: the same four stages,
+    the same sum within the quantization bound, the same clock."""
+    run, seen = secagg_run(tmp_path, "secagg", secagg=2)
+    plus, _ = secagg_run(tmp_path, "plus")
+    assert np.max(np.abs(seen["aggregated"][0][1] - 3.5)) < quantization_bound([10, 20, 30, 40])
+    assert (tmp_path / "secagg" / "events.jsonl").read_bytes() == (tmp_path / "plus" / "events.jsonl").read_bytes()
+    assert run.rounds.equals(plus.rounds)
