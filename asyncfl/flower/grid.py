@@ -31,6 +31,12 @@ whatever its availability, battery or busy state, and the clock does not move; n
 the measurement a K-async Flower run makes (:mod:`asyncfl.flower.k_async` evaluates untimed), so a study can
 compare the two without the evaluation round trips' cost on one side only.
 
+Secure aggregation (Flower's SecAgg+ workflow): its four stages are four send_and_receive calls of train messages
+in one federated round (:mod:`asyncfl.flower.secure_aggregation`); each is timed as any round trip, the round's
+version (:attr:`VirtualGrid.trained`) moves on after the last (unmask), and the scenario's ``stop:`` is asked only
+before a round's first trip.  Flower's DefaultWorkflow polls :meth:`get_node_ids` from a thread in real time: those
+calls answer the same list and change nothing (see the method).
+
 Time: ``timeout`` is a virtual deadline counted from the push; :meth:`send_and_receive` advances the clock to the
 moment it returns (every reply in, or the deadline).  Message timestamps (``created_at`` of a pushed message and
 of its reply) are virtual seconds.  :meth:`get_node_ids` returns every node of the population, as Flower returns
@@ -41,6 +47,7 @@ nodes than the population has is stopped with a :class:`~asyncfl.errors.ConfigEr
 from __future__ import annotations
 
 import math
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -50,11 +57,12 @@ import simpy
 from flwr.app import Error, Message, MessageType, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
 from flwr.serverapp import Grid
-from flwr.supercore.run import Run
+from flwr.supercore.run import Run, RunNotRunningException
 from flwr.supercore.task_identity import TaskIdentity
 
 from asyncfl.errors import ConfigError
 from asyncfl.flower.nodes import FlowerNodes, client_of, message_bytes
+from asyncfl.flower.secure_aggregation import LAST, continues, stage_of
 from asyncfl.sim.clients import DoneWork, EventSink, TaskPlan, Work, phase_seconds, plan_task, run_task
 from asyncfl.sim.servers import ClosedRound
 
@@ -115,6 +123,9 @@ class VirtualGrid(Grid):
         self.sent = 0  # messages pushed so far (their ids)
         self.tasks: dict[str, Task] = {}  # message id -> task, until its reply is pulled or given up
         self.waiting = 0  # get_node_ids calls since the last push
+        self.stage: str | None = None  # the SecAgg+ stage last run, while its round goes on (secure_aggregation)
+        self.owner = threading.get_ident()  # the thread that runs the ServerApp
+        self.closed = False
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
 
     # --- what a Grid must honour (flwr/serverapp/grid/grid.py) ---------------------------------------------
@@ -133,6 +144,14 @@ class VirtualGrid(Grid):
         return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
 
     def get_node_ids(self) -> Iterable[int]:
+        if threading.get_ident() != self.owner:
+            # Flower's legacy DefaultWorkflow also asks from a thread of its own every 5 real seconds
+            # (flwr/server/compat/app_utils.py, _update_client_manager): every node stays registered here, so its
+            # answer changes nothing, and it is not the ServerApp waiting; after the run, RunNotRunningException
+            # ends that thread, as Flower's grid ends it
+            if self.closed:
+                raise RunNotRunningException
+            return list(self.nodes.node_ids)
         self.waiting += 1
         if self.waiting > WAITING_LIMIT:
             raise ConfigError(
@@ -161,10 +180,13 @@ class VirtualGrid(Grid):
         in arrival order; the clock stands at the moment of return (the last reply, or the deadline)."""
         messages = list(messages)
         kinds = {m.metadata.message_type.split(".")[0] for m in messages}
+        train = MessageType.TRAIN in kinds
+        stage = stage_of(messages) if train else None  # a SecAgg+ stage: one of its round's four trips
+        if self.stage is not None and not continues(self.stage, stage):
+            self.trained, self.stage = self.trained + 1, None  # the workflow halted: that round is over
         if messages and not self.timed_evaluation and kinds == {MessageType.EVALUATE}:
             return self._evaluate_untimed(messages)
-        train = MessageType.TRAIN in kinds
-        if train and self.should_stop():
+        if train and self.stage is None and self.should_stop():  # a round's first trip only
             raise RunStopped
         t0 = self.env.now
         deadline_s = math.inf if timeout is None else float(timeout)
@@ -175,8 +197,9 @@ class VirtualGrid(Grid):
         outcome = self._close(t0, close_at, tasks)
         for task in tasks:
             self.tasks.pop(task.message.metadata.message_id, None)  # given up or returned: never pulled again
-        if train:
+        if train and stage in (None, LAST):  # a round's last trip: the next one trains a new version
             self.trained += 1
+        self.stage = stage if stage != LAST else None
         self.listener(outcome)
         return [task.reply for task in outcome.returned]
 
@@ -196,6 +219,10 @@ class VirtualGrid(Grid):
         outcome.returned = list(tasks)
         self.listener(outcome)
         return [task.reply for task in tasks]
+
+    def close(self) -> None:
+        """The run is over: a thread of the ServerApp still asking for nodes is told so."""
+        self.closed = True
 
     # --- the timing world -------------------------------------------------------------------------------
     def _identify(self, message: Message, now: float) -> None:

@@ -10,7 +10,11 @@ RecordDict, the run config) lives across rounds.
 **A call** (:meth:`FlowerNodes.call`) runs the ClientApp as Flower's simulation worker does
 (``vce_api.worker``): an exception becomes an error reply, code ``CLIENT_APP_RAISED_EXCEPTION`` and reason
 ``"<class '...'>:<'message'>"``, and the node's Context is kept as it was before the call (Flower stores the
-updated Context only after a call that returned).
+updated Context only after a call that returned).  The ClientApp gets its own copy of the message, as a SuperNode
+gets one over the wire: a ClientApp (or a mod, such as Flower's ``secaggplus_mod``, which pops the stage key of its
+ConfigRecord) may change what it received without changing the pushed message, whose bytes are the download's, nor
+the other nodes' messages (Flower's SecAgg+ workflow pushes one content object to every node).  The copy shares
+the arrays' bytes (immutable), so it costs the records' structure only.
 
 **The compute-work contract** (:func:`samples_processed`): a task's compute seconds are the samples it
 processed over the client's ``samples_per_s`` (times the per-task jitter, as for a native task), where
@@ -25,8 +29,8 @@ deterministic; it never measures CPU time.
 
 **Bytes** (:func:`message_bytes`): the sum of Flower's own ``count_bytes()`` over the message's ArrayRecords,
 MetricRecords and ConfigRecords (each array's serialized .npy bytes, header included, plus the key names; 8 bytes a
-number, a string its length): what a download of the pushed message and an upload of the reply carry over the
-client's link.
+number, a string its length; an empty list only its key, where Flower's own count fails): what a download of the
+pushed message and an upload of the reply carry over the client's link.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flwr.app import Context, Error, Message, MessageType, RecordDict
+from flwr.app import ConfigRecord, Context, Error, Message, MessageType, RecordDict
 from flwr.common.constant import NUM_PARTITIONS_KEY, PARTITION_ID_KEY, ErrorCode
 
 from asyncfl.config.flower import FlowerWork
@@ -94,8 +98,9 @@ class FlowerNodes:
         """Run the ClientApp of ``client`` on ``message``; its reply, or Flower's error reply if it raised."""
         kept = self.contexts[client]
         context = copy.deepcopy(kept)  # Flower keeps the Context a call updated only if the call returns
+        received = copy.deepcopy(message)  # what a SuperNode receives: its own copy (see the module docstring)
         try:
-            reply = self.client_app(message, context)
+            reply = self.client_app(received, context)
         except Exception as error:  # as flwr's vce_api.worker: the exception becomes the reply
             return Message(
                 Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=error_reason(error)), reply_to=message
@@ -138,5 +143,17 @@ def message_bytes(message: Message) -> int:
     if message.has_error() or not message.has_content():
         return 0
     content = message.content
-    records = (*content.array_records.values(), *content.metric_records.values(), *content.config_records.values())
-    return sum(record.count_bytes() for record in records)
+    records = (*content.array_records.values(), *content.metric_records.values())
+    return sum(record.count_bytes() for record in records) + sum(map(_config_bytes, content.config_records.values()))
+
+
+def _config_bytes(record: ConfigRecord) -> int:
+    """Flower's ``ConfigRecord.count_bytes()``, with an empty list counted as 0 bytes (plus its key): flwr 1.42's
+    raises IndexError on one (``configrecord.py``, ``v[0]``), and Flower's SecAgg+ stages send empty lists (e.g. no
+    dead nodes to unmask)."""
+    if not any(isinstance(value, list) and not value for value in record.values()):
+        return record.count_bytes()
+    return sum(
+        len(key) if isinstance(value, list) and not value else ConfigRecord({key: value}).count_bytes()
+        for key, value in record.items()
+    )

@@ -15,6 +15,15 @@ The mapping from messages to records:
   time (download, a forward pass over their examples, upload) like training ones, and the next round starts after
   them; with ``flower.evaluation: untimed`` they are answered at once (see :mod:`asyncfl.flower.grid`).
   A round no evaluate round follows gets a line with NaN accuracy when the next one closes (or the run ends).
+- secure aggregation (Flower's SecAgg+ workflow, :mod:`asyncfl.flower.secure_aggregation`): the four stages of a
+  federated round (four send_and_receive calls) make one record, as a user reads rounds.csv: ``started`` the setup
+  stage's push, ``time`` the unmask stage's return (the round's span covers every stage's round trips),
+  ``selected`` the clients the setup stage asked, the updates the collect-masked-vectors replies (the clients whose
+  masked vectors are in Flower's sum, their task times and train_loss those of that stage), ``failures``, ``late``
+  and the lost seconds summed over the stages (a client whose update is in the sum and that then fails to unmask
+  counts in both: Flower recovers its mask from its neighbours' shares).  A round whose workflow halted before
+  the unmask stage (too few nodes left for the reconstruction threshold: Flower's strategy aggregates nothing) makes
+  its record, with no updates, when the next trip (or the run's end) shows it;
 - only train rounds are aggregations: an evaluate task that fails shows in clients.csv (whose attempts,
   participations and failures count every task, evaluate ones included) and events.jsonl, not in rounds.csv;
   messages pushed with ``push_messages`` and pulled by hand are timed as tasks but make no record.
@@ -32,10 +41,12 @@ from typing import Any
 from asyncfl.flower.evaluation import examples_of, reply_metric, weighted_metrics
 from asyncfl.flower.grid import Outcome
 from asyncfl.flower.nodes import FlowerNodes
+from asyncfl.flower.secure_aggregation import COLLECT, LAST, continues, stage_of
 from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.runner.callbacks.metrics import MetricsRecorder
 from asyncfl.runner.record import AggregationRecord, Learned, record_of
 from asyncfl.runner.timing_learning import TimingLearner
+from asyncfl.sim.servers import ClosedRound
 
 NAN = math.nan
 
@@ -100,12 +111,28 @@ class FlowerRecorder:
         self.nodes, self.keys, self.state, self.callbacks = nodes, metric_keys, state, list(callbacks)
         self.metrics, self.learner, self.round_spans = metrics, learner, round_spans
         self.train_examples: dict[int, int] = {}
+        self.stages: list[tuple[str, Outcome]] = []  # the SecAgg+ stages of the round under way
 
     def __call__(self, outcome: Outcome) -> None:
-        if any(task.train for task in outcome.tasks):
+        train = any(task.train for task in outcome.tasks)
+        stage = stage_of(task.message for task in outcome.tasks) if train else None
+        if self.stages and not continues(self.stages[-1][0], stage):
+            self.close()  # the workflow halted
+        if stage is not None:
+            self.stages.append((stage, outcome))
+            if stage == LAST:
+                self.close()
+        elif train:
             self.aggregated(outcome)
         else:
             self.evaluated(outcome)
+
+    def close(self) -> None:
+        """The SecAgg+ stages held (if any) as the one aggregation of their round (see the module docstring)."""
+        if self.stages:
+            stages, self.stages = self.stages, []
+            collect = dict(stages).get(COLLECT) if stages[-1][0] == LAST else None  # halted: nothing aggregated
+            self.aggregated(secure_round([outcome for _, outcome in stages], collect))
 
     def aggregated(self, outcome: Outcome) -> None:
         closed = outcome.closed
@@ -138,3 +165,22 @@ class FlowerRecorder:
             if progress.status == "running":
                 progress.status = "target_reached"
             self.state.stop = True
+
+
+def secure_round(stages: Sequence[Outcome], collect: Outcome | None) -> Outcome:
+    """One round of SecAgg+ stages as one closed round (see the module docstring); ``collect``: its
+    collect-masked-vectors stage, whose replies are the updates (None: none aggregated)."""
+    first = stages[0].closed
+    closed = ClosedRound(first.round, first.started, stages[-1].closed.time, selected=list(first.selected))
+    for outcome in stages:
+        stage = outcome.closed
+        closed.late += stage.late
+        closed.failures.update(stage.failures)
+        closed.failed_clients += stage.failed_clients
+        closed.lost_s += stage.lost_s
+        closed.lost_compute_s += stage.lost_compute_s
+        closed.timed_out += stage.timed_out
+    if collect is None:
+        return Outcome(closed, [])
+    closed.received = list(collect.closed.received)
+    return Outcome(closed, list(collect.tasks), list(collect.returned))

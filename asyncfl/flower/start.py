@@ -177,6 +177,8 @@ class FlowerSession:
 
     def _finish(self) -> None:
         now = self.grid.env.now
+        self.grid.close()
+        self.recorder.close()  # a secure-aggregation round cut short by the run's end
         for client in range(len(self.nodes)):  # clients.csv's train_samples: each client's latest train reply
             self.clients[client].train_samples = self.recorder.train_examples.get(client, 0)
         for callback in self.callbacks + self.ends:
