@@ -4,7 +4,10 @@ The workload: ``examples/flower_digits`` (a two-layer perceptron on scikit-learn
 its ServerApp), ``--clients`` nodes, ``--rounds`` rounds, every node training (``fraction-train`` 1) and
 evaluating every round, one local epoch.  Each variant runs in its own fresh process, ``--repeats`` times,
 interleaved (loop, Flower, asyncfl, asyncfl command, loop, ...); the best time of each is kept (the machine is
-shared: compare ratios, not seconds).  Every process runs with one torch thread (``OMP_NUM_THREADS=1``).
+shared: compare ratios, not seconds).  After each Flower run the next variant waits until the Ray processes that
+run started have exited (Ray tears its daemons down after ``run_simulation`` returns, for seconds, on the same
+cores: the variant after it measured up to 60 % slower).
+Every process runs with one torch thread (``OMP_NUM_THREADS=1``).
 
 * ``plain loop`` -- the floor: the ServerApp runs against a minimal Grid that calls the ClientApp in a plain
   Python loop, message by message (:class:`LoopGrid`: no clock, no population, no run files), so the server
@@ -218,13 +221,43 @@ def run_once(variant: str, args, work: Path) -> tuple[float | None, float]:
     return (json.loads(inner[-1].split(" ", 1)[1])["seconds"] if inner else None), wall
 
 
+def ray_processes() -> set[int] | None:
+    """Pids of the processes whose command line names Ray (None: no /proc to read)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    found = set()
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"ray" in cmdline and (b"ray::" in cmdline or b"/ray/" in cmdline):
+                found.add(int(entry.name))
+    return found
+
+
+def wait_for_ray_to_exit(before: set[int] | None, limit_s: float = 60.0) -> None:
+    """Wait until the Ray processes not in ``before`` have exited (without /proc: a fixed 10 s)."""
+    if before is None:
+        time.sleep(10.0)
+        return
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and (ray_processes() or set()) - before:
+        time.sleep(0.5)
+
+
 def measure(args) -> dict[str, dict[str, float | None]]:
     variants = [v for v in VARIANTS if not (args.skip_flower and v == "flower")]
     best: dict[str, dict[str, float | None]] = {v: {"in_process": None, "whole": None} for v in variants}
     with tempfile.TemporaryDirectory(prefix="bench_flower_") as tmp:
         for repeat in range(args.repeats):
             for variant in variants:
+                before = ray_processes() if variant == "flower" else None
                 inner, wall = run_once(variant, args, Path(tmp))
+                if variant == "flower":
+                    wait_for_ray_to_exit(before)
                 print(f"  repeat {repeat + 1}: {LABELS[variant]:<22} in process {fmt(inner)} s, whole {fmt(wall)} s")
                 for key, value in (("in_process", inner), ("whole", wall)):
                     if value is not None and (best[variant][key] is None or value < best[variant][key]):
