@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from flwr.app import Message, RecordDict
+from flwr.app import Message, MetricRecord, RecordDict
 
 
 def metric(content: RecordDict, key: str) -> float | None:
     """The value of ``key`` in the first of ``content``'s MetricRecords that has it (None: none has)."""
-    for record in content.metric_records.values():
-        if key in record:
+    for record in content.values():  # not content.metric_records: that property builds a new dict at each call
+        if isinstance(record, MetricRecord) and key in record:
             return record[key]
     return None
 

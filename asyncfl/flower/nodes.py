@@ -43,6 +43,7 @@ from flwr.app import ConfigRecord, Context, Error, Message, MessageType, RecordD
 from flwr.common.constant import NUM_PARTITIONS_KEY, PARTITION_ID_KEY, ErrorCode
 
 from asyncfl.config.flower import FlowerWork
+from asyncfl.flower.evaluation import metric
 
 NODE_ID_BASE = 1 << 32
 
@@ -112,7 +113,7 @@ class FlowerNodes:
         """Samples one task processed, by the compute-work contract of this module."""
         if reply.has_error() or not reply.has_content():
             return 0
-        examples = _metric(reply.content, self.work.examples)
+        examples = metric(reply.content, self.work.examples)
         if examples is None:
             return 0
         epochs = 1.0
@@ -124,17 +125,10 @@ class FlowerNodes:
         """Local epochs a train message asks for: its ConfigRecords, else the run config, else 1."""
         key = self.work.epochs
         if message.has_content():
-            for record in message.content.config_records.values():
-                if key in record:
+            for record in message.content.values():
+                if isinstance(record, ConfigRecord) and key in record:
                     return float(record[key])
         return float(self.run_config.get(key, 1))
-
-
-def _metric(content: RecordDict, key: str) -> float | None:
-    for record in content.metric_records.values():
-        if key in record:
-            return record[key]
-    return None
 
 
 def message_bytes(message: Message) -> int:
@@ -142,9 +136,10 @@ def message_bytes(message: Message) -> int:
     (0 for an error reply)."""
     if message.has_error() or not message.has_content():
         return 0
-    content = message.content
-    records = (*content.array_records.values(), *content.metric_records.values())
-    return sum(record.count_bytes() for record in records) + sum(map(_config_bytes, content.config_records.values()))
+    return sum(
+        _config_bytes(record) if isinstance(record, ConfigRecord) else record.count_bytes()
+        for record in message.content.values()  # array, metric and config records (each has count_bytes)
+    )
 
 
 def _config_bytes(record: ConfigRecord) -> int:

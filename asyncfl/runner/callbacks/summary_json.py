@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import platform
 import statistics
@@ -50,7 +51,7 @@ class SummaryJson(Callback):
             "timing_only": s.timing_only,
             "trainer": type(learner.jobs.trainer).__name__ if learner.jobs.trainer else None,
             "real_seconds": state.wall_seconds(),
-            "versions": _versions(),
+            "versions": dict(_versions()),
             "warnings": self.warnings(state, now),
         }
 
@@ -83,6 +84,7 @@ def _json_float(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
+@functools.cache  # installed versions do not change while a process runs (a sweep writes many summaries)
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for package in ("asyncfl", "torch", "simpy", "numpy", "pydantic"):
