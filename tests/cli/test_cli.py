@@ -183,7 +183,11 @@ def test_run_scenario_accepts_a_str_directory(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_output_directory_that_cannot_be_made_is_one_clear_error(tmp_path):
+def test_an_output_directory_that_cannot_be_made_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    """The command's own process for one case (exit status, stderr, no traceback), asyncfl.cli.main in this
+    process for the others (the same code path, without a Python start each)."""
+    from asyncfl.cli import main
+
     path = _write(tmp_path, GOOD)
     study = tmp_path / "study.yaml"
     study.write_text(GOOD + "seeds: [0, 1]\n")
@@ -195,13 +199,15 @@ def test_an_output_directory_that_cannot_be_made_is_one_clear_error(tmp_path):
         ("--set", "output.dir=afile/x/y"): "output.dir: cannot create the directory afile/x/y/tiny: "
         "afile exists and is not a directory.",
     }
+    result = cli(str(study), "--quiet", "--out", "afile/sub", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.strip() == f"error: {cases['--out', 'afile/sub']}", result.stderr
+    monkeypatch.chdir(tmp_path)
     for scenario in (path, study):
         for args, needle in cases.items():
-            result = cli(str(scenario), "--quiet", *args, cwd=tmp_path)
-            assert result.returncode == 2, (scenario, args, result.stderr)
-            assert result.stderr.strip() == f"error: {needle}", (scenario, args, result.stderr)
-    result = cli("compare", "nowhere", "--out", "afile/sub", cwd=tmp_path)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+            assert main([str(scenario), "--quiet", *args]) == 2, (scenario, args)
+            assert capsys.readouterr().err.strip() == f"error: {needle}", (scenario, args)
+    assert main(["compare", "nowhere", "--out", "afile/sub"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "scenario.yaml", "study.yaml"]  # no debris
 
 
