@@ -57,6 +57,7 @@ def test_smallest_settings_print_the_ratios():
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert "Grid overhead over the plain loop (in process):" in done.stdout
+    assert "Grid overhead over the plain loop (the ServerApp's run" in done.stdout
+    assert "asyncfl.flower.run over the plain loop" in done.stdout
     for label in ("plain loop", "asyncfl Grid", "asyncfl command"):
         assert f"| {label} |" in done.stdout
