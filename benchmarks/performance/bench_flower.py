@@ -3,10 +3,11 @@
 The workload: ``examples/flower_digits`` (a two-layer perceptron on scikit-learn's digits, Flower's FedAvg from
 its ServerApp), ``--clients`` nodes, ``--rounds`` rounds, every node training (``fraction-train`` 1) and
 evaluating every round, one local epoch.  Each variant runs in its own fresh process, ``--repeats`` times,
-interleaved (loop, Flower, asyncfl, asyncfl command, loop, ...); the best time of each is kept (the machine is
-shared: compare ratios, not seconds).  After each Flower run the next variant waits until the Ray processes that
-run started have exited (Ray tears its daemons down after ``run_simulation`` returns, for seconds, on the same
-cores: the variant after it measured up to 60 % slower).
+interleaved (loop, asyncfl, asyncfl command, loop, ...), then Flower's ``--repeats`` runs; the best time of each is
+kept (the machine is shared: compare ratios, not seconds).  Flower runs last, and each of its runs waits for the
+Ray processes the previous one started to exit: interleaved with it, the process after a Flower run measured up
+to 60 % slower even after those processes had gone (the Grid's overhead +31.6 % vs +0.5 % without Flower in the
+rotation, same machine, load 1), which would charge Ray's aftermath to the Grid.
 Every process runs with one torch thread (``OMP_NUM_THREADS=1``).
 
 * ``plain loop`` -- the floor: the ServerApp runs against a minimal Grid that calls the ClientApp in a plain
@@ -269,20 +270,22 @@ def measure(args) -> dict[str, dict[str, float | None]]:
     variants = [v for v in VARIANTS if not (args.skip_flower and v == "flower")]
     keys = ("in_process", "server_app", "whole")
     best: dict[str, dict[str, float | None]] = {v: dict.fromkeys(keys) for v in variants}
+    ours = [v for v in variants if v != "flower"]
+    order = [(repeat, v) for repeat in range(args.repeats) for v in ours]  # interleaved
+    order += [(repeat, "flower") for repeat in range(args.repeats) if "flower" in variants]  # then Flower's
     with tempfile.TemporaryDirectory(prefix="bench_flower_") as tmp:
-        for repeat in range(args.repeats):
-            for variant in variants:
-                before = ray_processes() if variant == "flower" else None
-                times = run_once(variant, args, Path(tmp))
-                if variant == "flower":
-                    wait_for_ray_to_exit(before)
-                print(
-                    f"  repeat {repeat + 1}: {LABELS[variant]:<22} in process {fmt(times['in_process'])} s "
-                    f"(ServerApp {fmt(times['server_app'])} s), whole {fmt(times['whole'])} s"
-                )
-                for key, value in times.items():
-                    if value is not None and (best[variant][key] is None or value < best[variant][key]):
-                        best[variant][key] = value
+        for repeat, variant in order:
+            before = ray_processes() if variant == "flower" else None
+            times = run_once(variant, args, Path(tmp))
+            if variant == "flower":
+                wait_for_ray_to_exit(before)
+            print(
+                f"  repeat {repeat + 1}: {LABELS[variant]:<22} in process {fmt(times['in_process'])} s "
+                f"(ServerApp {fmt(times['server_app'])} s), whole {fmt(times['whole'])} s"
+            )
+            for key, value in times.items():
+                if value is not None and (best[variant][key] is None or value < best[variant][key]):
+                    best[variant][key] = value
     return best
 
 
