@@ -119,7 +119,7 @@ class VirtualGrid(Grid):
         self.listener, self.should_stop = listener, should_stop
         self.timed_evaluation = timed_evaluation
         self._run = Run.create_empty(run_id)
-        self.trained = 0  # train send_and_receive calls so far: the global model version of the next train round
+        self.trained = 0  # train rounds so far (a SecAgg+ round's four trips count once): the next round's version
         self.sent = 0  # messages pushed so far (their ids)
         self.tasks: dict[str, Task] = {}  # message id -> task, until its reply is pulled or given up
         self.waiting = 0  # get_node_ids calls since the last push
