@@ -12,14 +12,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from flwr.app import Message, MetricRecord, RecordDict
+from flwr.app import ConfigRecord, Message, MetricRecord, RecordDict
 
 
 def metric(content: RecordDict, key: str) -> float | None:
-    """The value of ``key`` in the first of ``content``'s MetricRecords that has it (None: none has)."""
-    for record in content.values():  # not content.metric_records: that property builds a new dict at each call
+    """The value of ``key`` in the first of ``content``'s MetricRecords that has it, else the first number under
+    ``key`` in a ConfigRecord: Flower's legacy replies (a NumPyClient's ``evaluate``, as SecAgg apps run) carry their
+    metrics dict in the ConfigRecord ``evaluateres.metrics`` (``flwr/compat/common/recorddict_compat.py``).  None:
+    no record has it."""
+    records = content.values()  # not content.metric_records: that property builds a new dict at each call
+    for record in records:
         if isinstance(record, MetricRecord) and key in record:
             return record[key]
+    for record in records:
+        if isinstance(record, ConfigRecord) and key in record:
+            value = record[key]
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return value
     return None
 
 

@@ -29,11 +29,20 @@ def quantization_bound(examples: list[int]) -> float:
     return len(examples) * STEP / (sum(examples) / MAX_WEIGHT)
 
 
-def secagg_run(tmp_path: Path, name: str, secagg: int = 1, rounds: int = 1, **sections):
+def secagg_run(
+    tmp_path: Path,
+    name: str,
+    secagg: int = 1,
+    rounds: int = 1,
+    flower_extra: dict | None = None,
+    fraction_evaluate: float = 0.0,
+    **sections,
+):
     """secagg_app on 4 clients (partition i: 10 (i + 1) examples, parameters + i + 1); legacy replies name their
     examples ``num_examples``, which the compute-work contract reads."""
     secagg_app.SEEN.clear()
-    flower = {"run_config": {"num-server-rounds": rounds, "secagg": secagg}, "work": {"examples": "num_examples"}}
+    run_config = {"num-server-rounds": rounds, "secagg": secagg, "fraction-evaluate": fraction_evaluate}
+    flower = {"run_config": run_config, "work": {"examples": "num_examples"}, **(flower_extra or {})}
     keys = {"data": {"clients": 4}, "output": {"plot": False}, "flower": flower, **sections}
     client_app = [secagg_app.plain_client_app, secagg_app.client_app, secagg_app.secagg_client_app][secagg]
     run = asyncfl.flower.run(secagg_app.server_app, client_app, keys, tmp_path / name)
@@ -55,6 +64,16 @@ def test_secure_aggregation_gives_plain_fedavg_sum_within_its_quantization(tmp_p
             assert 0 < error < rnd * bound  # rounding happened, within the bound (errors add up over rounds)
     # the strategy's aggregate_fit got every client, with its examples, as in the plain run
     assert secure["results"] == plain["results"] and secure["failures"] == [0, 0]
+
+
+def test_a_legacy_evaluate_reply_s_metrics_reach_metrics_csv(tmp_path):
+    """A NumPyClient's evaluate returns (loss = i, 10 examples, {"accuracy": i / 10}); Flower's compat layer puts the
+    loss in a MetricRecord and the metrics dict in a ConfigRecord: both are read, examples-weighted."""
+    flower = {"metrics": {"accuracy": "accuracy", "loss": "loss"}}
+    run, _ = secagg_run(tmp_path, "evaluated", flower_extra=flower, fraction_evaluate=1.0)
+    (row,) = run.metrics.dropna(subset=["test_accuracy"]).to_dict("records")
+    assert row["test_accuracy"] == pytest.approx((0 + 0.1 + 0.2 + 0.3) / 4)
+    assert row["test_loss"] == pytest.approx((0 + 1 + 2 + 3) / 4)
 
 
 def test_each_stage_costs_its_round_trips_and_the_round_is_one_record(tmp_path):
