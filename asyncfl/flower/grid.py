@@ -90,11 +90,16 @@ class Task:
 @dataclass
 class Outcome:
     """What one :meth:`VirtualGrid.send_and_receive` gave the ServerApp: the closed round (the timing facts, as a
-    sync server closes one), the tasks in push order and the replies returned (``returned``)."""
+    sync server closes one), the tasks in push order and the replies returned (``returned``).  Secure aggregation,
+    as the Grid sees it (the one place that follows the protocol): ``stage``, the SecAgg+ stage this trip ran
+    (None: not one), and ``halted``, whether the protocol of the round before stopped short of its last stage
+    (this trip is not the stage after its last one)."""
 
     closed: ClosedRound
     tasks: list[Task]
     returned: list[Task] = field(default_factory=list)
+    stage: str | None = None
+    halted: bool = False
 
 
 class VirtualGrid(Grid):
@@ -186,10 +191,11 @@ class VirtualGrid(Grid):
         kinds = {m.metadata.message_type.split(".")[0] for m in messages}
         train = MessageType.TRAIN in kinds
         stage = stage_of(messages) if train else None  # a SecAgg+ stage: one of its round's four trips
-        if self.stage is not None and not continues(self.stage, stage):
+        halted = self.stage is not None and not continues(self.stage, stage)
+        if halted:
             self.trained, self.stage = self.trained + 1, None  # the workflow halted: that round is over
         if messages and not self.timed_evaluation and kinds == {MessageType.EVALUATE}:
-            return self._evaluate_untimed(messages)
+            return self._evaluate_untimed(messages, halted)
         if train and self.stage is None and self.should_stop():  # a round's first trip only
             raise RunStopped
         t0 = self.env.now
@@ -200,6 +206,7 @@ class VirtualGrid(Grid):
         close_at = min(t0 + deadline_s, max(ends, default=t0))
         self._advance(close_at)
         outcome = self._close(t0, close_at, tasks)
+        outcome.stage, outcome.halted = stage, halted
         for task in tasks:
             self.tasks.pop(task.message.metadata.message_id, None)  # given up or returned: never pulled again
         if train and stage in (None, LAST):  # a round's last trip: the next one trains a new version
@@ -208,9 +215,9 @@ class VirtualGrid(Grid):
         self.listener(outcome)
         return [task.reply for task in outcome.returned]
 
-    def _evaluate_untimed(self, messages: Sequence[Message]) -> list[Message]:
+    def _evaluate_untimed(self, messages: Sequence[Message], halted: bool) -> list[Message]:
         """Every message answered now by its node's ClientApp, in push order; nothing is timed (a task of zero
-        length stands for each answer in the outcome the listener hears)."""
+        length stands for each answer in the outcome the listener hears).  ``halted``: see :class:`Outcome`."""
         now = self.env.now
         tasks = []
         for message in messages:
@@ -220,8 +227,8 @@ class VirtualGrid(Grid):
             _stamp(reply, now, message)
             answered = TaskPlan(client, self.trained, 0, now, [], now)
             tasks.append(Task(message, answered, reply, train=False))
-        outcome = Outcome(ClosedRound(self.trained + 1, now, now, selected=[t.plan.client for t in tasks]), tasks)
-        outcome.returned = list(tasks)
+        closed = ClosedRound(self.trained + 1, now, now, selected=[t.plan.client for t in tasks])
+        outcome = Outcome(closed, tasks, returned=list(tasks), halted=halted)
         self.listener(outcome)
         return [task.reply for task in tasks]
 

@@ -41,7 +41,7 @@ from typing import Any
 from asyncfl.flower.evaluation import examples_of, reply_metric, weighted_metrics
 from asyncfl.flower.grid import Outcome
 from asyncfl.flower.nodes import FlowerNodes
-from asyncfl.flower.secure_aggregation import COLLECT, LAST, continues, stage_of
+from asyncfl.flower.secure_aggregation import COLLECT, LAST
 from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.runner.callbacks.metrics import MetricsRecorder
 from asyncfl.runner.record import AggregationRecord, Learned, record_of
@@ -114,15 +114,13 @@ class FlowerRecorder:
         self.stages: list[tuple[str, Outcome]] = []  # the SecAgg+ stages of the round under way
 
     def __call__(self, outcome: Outcome) -> None:
-        train = any(task.train for task in outcome.tasks)
-        stage = stage_of(task.message for task in outcome.tasks) if train else None
-        if self.stages and not continues(self.stages[-1][0], stage):
-            self.close()  # the workflow halted
-        if stage is not None:
-            self.stages.append((stage, outcome))
-            if stage == LAST:
+        if outcome.halted:
+            self.close()  # the workflow halted: the stages held are their round's
+        if outcome.stage is not None:
+            self.stages.append((outcome.stage, outcome))
+            if outcome.stage == LAST:
                 self.close()
-        elif train:
+        elif any(task.train for task in outcome.tasks):
             self.aggregated(outcome)
         else:
             self.evaluated(outcome)
