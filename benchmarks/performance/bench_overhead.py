@@ -17,8 +17,10 @@ repository's worktrees and stash are left alone) and the working tree run side b
 times each with ``--executors`` (default fused), best kept; it prints, per side, the whole command, the in-process
 run and its training, and the run loop's own cost: the seconds inside SimPy's ``env.run`` that are neither the
 trainers' ``run`` calls nor the global model's evaluations (counted apart), also in the main thread's CPU seconds
-(``loop_cpu_s``: on a loaded machine the wall clock mostly measures the other processes), with the ratios working
-tree / REV.
+(``loop_cpu_s``: on a loaded machine the wall clock mostly measures the other processes), the end-of-run figures
+(``figures_s``) and, from a third run of the scenario with ``timing_only: true``, the loop with nothing learned
+(``timing_only_loop_s``: the timing world, the servers' records and the event log, which no change to the learning
+side can go below), with the ratios working tree / REV.
 Nothing is written.
 
     python benchmarks/performance/bench_overhead.py scenarios/k_async.yaml --base c65e818 --repeats 3
@@ -98,7 +100,8 @@ def child(scenario: str, executor: str, device: str, threads: int | None) -> Non
 
     for cls in (SequentialTrainer, BatchedTrainer):
         cls.run = timed(cls.run)
-    overrides = [f"trainer.executor={executor}", f"device={device}"]
+    # "timing": the same scenario with nothing learned (timing_only), the floor of the loop's cost
+    overrides = ["timing_only=true"] if executor == "timing" else [f"trainer.executor={executor}", f"device={device}"]
     out = Path(tempfile.mkdtemp()) / "run"
     start = time.perf_counter()
     run_scenario(load_scenario(Path(scenario), overrides), out)
@@ -114,6 +117,7 @@ def child(scenario: str, executor: str, device: str, threads: int | None) -> Non
                 "trainer": summary["trainer"],
                 "computed": summary["training_jobs_computed"],
                 "used": summary["updates"],
+                "figures_s": summary.get("figures_seconds", float("nan")),
                 **spent,
             }
         )  # fmt: skip
@@ -168,8 +172,13 @@ def side_by_side(args) -> None:
 
 # what --base compares: the whole command; in process, the run, its training, the run minus training; inside
 # SimPy's run, the loop's own cost (minus training and evaluation), the same in the main thread's CPU seconds
-# (a shared machine's load changes it least), and the evaluations
-TIMES = ("command_s", "run_s", "train_s", "outside_training_s", "loop_s", "loop_cpu_s", "eval_s")
+# (a shared machine's load changes it least), and the evaluations; the end-of-run figures (summary.json's
+# figures_seconds); and the loop of the same scenario with timing_only (nothing learned: the timing world, the
+# servers' records and the event log), what the loop would cost if the learning side cost nothing
+TIMES = (
+    "command_s", "run_s", "train_s", "outside_training_s", "loop_s", "loop_cpu_s", "eval_s", "figures_s",
+    "timing_only_loop_s",
+)  # fmt: skip
 
 
 def measure(args, root: Path, executor: str) -> dict:
@@ -183,10 +192,13 @@ def measure(args, root: Path, executor: str) -> dict:
     me += ["--root", str(root)] + (["--threads", str(args.threads)] if args.threads else [])
     _, stdout = process(me, args.threads, cwd=root)
     r = json.loads(stdout.strip().splitlines()[-1])
+    _, stdout = process(me[:3] + ["--child", "timing"] + me[5:], args.threads, cwd=root)
+    timing = json.loads(stdout.strip().splitlines()[-1])
     return {
         "command_s": wall, "run_s": r["run_s"], "train_s": r["train_s"],
         "outside_training_s": r["run_s"] - r["train_s"], "loop_s": r["env_run_s"] - r["train_s"] - r["eval_s"],
         "loop_cpu_s": r["env_run_cpu_s"] - r["train_cpu_s"] - r["eval_cpu_s"], "eval_s": r["eval_s"],
+        "figures_s": r["figures_s"], "timing_only_loop_s": timing["env_run_s"],
     }  # fmt: skip
 
 
