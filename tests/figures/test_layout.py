@@ -183,3 +183,26 @@ def test_a_centred_label_wider_than_its_axes_takes_room_beside_it(names):
         ax.set_xlabel(name)
     fig.set_layout_engine(RowLayout(axes))
     assert_nothing_clipped_or_overlapping(fig)
+
+
+@pytest.mark.parametrize("dpi", [72, 120, 200])
+@pytest.mark.parametrize("text", ["0.95", "Virtual time (s)", "a label\non two lines", "$\\tau$ staleness"])
+def test_text_sizes_read_through_the_cache_are_the_renderers_own(text, dpi):
+    """The layout measures through matplotlib's metrics cache (shared with the draw); every size is the one
+    the renderer measures itself at that dpi (also when another figure's renderer, at another dpi, measured the
+    string first): the widest line, and lines 1.2 heights apart, each at least as tall as "lp"; math as math."""
+    from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
+
+    from asyncfl.figures.layout import _text_size
+
+    font = FontProperties(size=10)
+    other = Figure(dpi=dpi + 30)
+    _text_size(FigureCanvasAgg(other).get_renderer(), text, font)  # fills the cache at another dpi
+    renderer = FigureCanvasAgg(Figure(dpi=dpi)).get_renderer()
+    lines = text.split("\n")
+    own = [renderer.get_text_width_height_descent(line, font, ismath=line.startswith("$")) for line in lines]
+    line_height = max(max(h for _, h, _ in own), renderer.get_text_width_height_descent("lp", font, ismath=False)[1])
+    expected = (max(w for w, _, _ in own), line_height * (1.2 * len(lines) - 0.2))
+    assert _text_size(renderer, text, font) == pytest.approx(expected, rel=1e-12)
+    assert _text_size(renderer, text, font) == _text_size(renderer, text, font)  # a cache hit: the same numbers
