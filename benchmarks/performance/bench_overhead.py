@@ -182,18 +182,20 @@ TIMES = (
 
 
 def measure(args, root: Path, executor: str) -> dict:
-    """One whole command and one in-process run of ``root``'s code."""
+    """One whole command and two in-process runs of ``root``'s code: with ``executor``, and timing only."""
     out = Path(tempfile.mkdtemp()) / "run"
     cli = [sys.executable, "-m", "asyncfl", "run", args.scenario, "--quiet", "--out", str(out)]
     cli += ["--set", f"trainer.executor={executor}", "--set", f"device={args.device}"]
     wall, _ = process(cli, args.threads, cwd=root)
     shutil.rmtree(out.parent)
-    me = [sys.executable, str(Path(__file__).resolve()), args.scenario, "--child", executor, "--device", args.device]
-    me += ["--root", str(root)] + (["--threads", str(args.threads)] if args.threads else [])
-    _, stdout = process(me, args.threads, cwd=root)
-    r = json.loads(stdout.strip().splitlines()[-1])
-    _, stdout = process(me[:3] + ["--child", "timing"] + me[5:], args.threads, cwd=root)
-    timing = json.loads(stdout.strip().splitlines()[-1])
+
+    def in_process(child: str) -> dict:
+        me = [sys.executable, str(Path(__file__).resolve()), args.scenario, "--child", child, "--device", args.device]
+        me += ["--root", str(root)] + (["--threads", str(args.threads)] if args.threads else [])
+        _, stdout = process(me, args.threads, cwd=root)
+        return json.loads(stdout.strip().splitlines()[-1])
+
+    r, timing = in_process(executor), in_process("timing")
     return {
         "command_s": wall, "run_s": r["run_s"], "train_s": r["train_s"],
         "outside_training_s": r["run_s"] - r["train_s"], "loop_s": r["env_run_s"] - r["train_s"] - r["eval_s"],
