@@ -111,13 +111,13 @@ class FlowerRecorder:
         self.nodes, self.keys, self.state, self.callbacks = nodes, metric_keys, state, list(callbacks)
         self.metrics, self.learner, self.round_spans = metrics, learner, round_spans
         self.train_examples: dict[int, int] = {}
-        self.stages: list[tuple[str, Outcome]] = []  # the SecAgg+ stages of the round under way
+        self.stages: list[Outcome] = []  # the SecAgg+ stage trips of the round under way
 
     def __call__(self, outcome: Outcome) -> None:
         if outcome.halted:
             self.close()  # the workflow halted: the stages held are their round's
         if outcome.stage is not None:
-            self.stages.append((outcome.stage, outcome))
+            self.stages.append(outcome)
             if outcome.stage == LAST:
                 self.close()
         elif any(task.train for task in outcome.tasks):
@@ -129,8 +129,8 @@ class FlowerRecorder:
         """The SecAgg+ stages held (if any) as the one aggregation of their round (see the module docstring)."""
         if self.stages:
             stages, self.stages = self.stages, []
-            collect = dict(stages).get(COLLECT) if stages[-1][0] == LAST else None  # halted: nothing aggregated
-            self.aggregated(secure_round([outcome for _, outcome in stages], collect))
+            collect = next((o for o in stages if o.stage == COLLECT), None) if stages[-1].stage == LAST else None
+            self.aggregated(secure_round(stages, collect))  # collect None: halted, nothing aggregated
 
     def aggregated(self, outcome: Outcome) -> None:
         closed = outcome.closed
