@@ -24,8 +24,9 @@ the paper says it does.  ``report`` tests each claim on the differences variant 
   below 0 exactly when the raw "lower" p is), so interval and p cannot disagree; each end is a one-sided
   95 % bound, together a 90 % interval; too few pairs to reject any shift leave it unbounded (±∞);
 - Holm's step-down adjustment within each ``family`` (Holm 1979), each direction on its own (a claim
-  without a family is in the study's one family; on a sensitivity axis, the family at each axis value):
-  with the m p-values of a family sorted ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j));
+  without a family is in the study's one family; a claim on a sensitivity axis is in its family once per
+  axis value, so every per-value verdict is corrected for the others as well): with the m p-values of a
+  family sorted ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j));
 - the verdict at alpha = 0.05, symmetric: ``supported`` when the Holm p in the claim's direction is below
   0.05, ``contradicted`` when the Holm p in the other direction is, ``inconclusive`` otherwise (with
   "effect larger / smaller than the paper's" added when the interval leaves out the paper's effect).
@@ -58,7 +59,6 @@ from asyncfl.study.claims import (
     EXACT_UP_TO,
     MONTE_CARLO_FLIPS,
     Claim,
-    holm_group,
     smallest_holm_p,
     smallest_p,
 )
@@ -233,9 +233,9 @@ def claim_rows(
     is tested only against runs on the paper's data)."""
     tested = [(c, claim_pairs(c, table, horizons or {})) for c in claims]
     tests = [sign_flip([p.difference for p in pairs]) for _, pairs in tested]
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[str, list[int]] = {}
     for i, (c, _) in enumerate(tested):
-        groups.setdefault(holm_group(c), []).append(i)
+        groups.setdefault(c.family, []).append(i)
     adjusted = {d: [0.0] * len(tested) for d in DIRECTIONS}
     for members in groups.values():
         for direction in DIRECTIONS:
@@ -244,7 +244,7 @@ def claim_rows(
     rows = []
     for i, (claim, pairs) in enumerate(tested):
         held = {d: adjusted[d][i] for d in DIRECTIONS}
-        rows.append(_row(claim, pairs, tests[i], held, len(groups[holm_group(claim)]), datasets or {}))
+        rows.append(_row(claim, pairs, tests[i], held, len(groups[claim.family]), datasets or {}))
     return _across_axis(claims, rows)
 
 

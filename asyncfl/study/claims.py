@@ -174,12 +174,9 @@ def smallest_holm_p(pairs: int, family_size: int) -> float:
 def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
     """A warning per family no claim of which can be supported with ``seeds`` evaluation seeds (the most
     pairs a claim can have): its smallest Holm-adjusted p is not below 0.05."""
-    groups: dict[tuple[str, str | None], int] = {}
-    for claim in claims:  # Holm runs per family and sensitivity-axis value (holm_group)
-        groups[holm_group(claim)] = groups.get(holm_group(claim), 0) + 1
     sizes: dict[str, int] = {}
-    for (family, _), size in groups.items():
-        sizes[family] = max(size, sizes.get(family, 0))
+    for claim in claims:  # one Holm family holds its claims at every sensitivity-axis value
+        sizes[claim.family] = sizes.get(claim.family, 0) + 1
     out = []
     for family, size in sizes.items():
         best = smallest_holm_p(seeds, size)
@@ -193,12 +190,6 @@ def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
             f"claim(s), not below {ALPHA}, so no claim of it can be supported: {fix}."
         )
     return out
-
-
-def holm_group(claim: Claim) -> tuple[str, str | None]:
-    """The claims Holm's correction runs over together: one family at one value of the sensitivity axis
-    (a claim off the axis: its family's claims off the axis)."""
-    return claim.family, claim.axis_value
 
 
 def record_claims(sweep_dir: Path, claims: Any) -> None:

@@ -14,7 +14,8 @@ whose verdict changes along it is reported as "depends on <axis>" instead of sup
 Each variant on the axis becomes one variant per value, named ``<variant>.<label>`` (its runs go to
 ``<sweep>/<variant>.<label>/seed<N>``) with the value's keys set after its own; a variant the axis leaves
 alone runs once and is compared with every value.  A claim naming a variant on the axis is tested once per
-value, each value with its own Holm family.  A leaf (no pandas), so that ``validate`` stays light.
+value, every value's test in the claim's Holm family (a per-value verdict is corrected for the other values
+too).  A leaf (no pandas), so that ``validate`` stays light.
 """
 
 from __future__ import annotations

@@ -196,20 +196,29 @@ def test_a_sensitivity_axis_expands_the_variants_and_the_claims(tmp_path):
 
 
 def test_a_verdict_that_changes_along_the_axis_depends_on_it(tmp_path):
-    """fast.h1 − slow = +1 .. +5 points on 5 seeds (p = 1/32: supported), fast.h2 − slow = −1 .. −5
-    (contradicted): the claim depends on history.  Each axis value is its own Holm family of one."""
+    """fast.h1 − slow = +1 .. +6 points on 6 seeds, fast.h2 − slow = −1 .. −6: each raw one-sided p is
+    1/64, and both values' tests are one Holm family of 2, so each Holm p is 2/64 < 0.05 (h1 supported, h2
+    contradicted): the claim depends on history.  With 5 seeds 2/32 = 0.0625 leaves both inconclusive —
+    an uncorrected per-value family would have called them supported and contradicted."""
     claims = study_claims(axis_study(tmp_path), "study.yaml")
-    up, down = [0.01 * k for k in range(1, 6)], [-0.01 * k for k in range(1, 6)]
-    table = {"slow": {"final accuracy": dict.fromkeys(range(5), 0.5)},
-             "fast.h1": {"final accuracy": {s: 0.5 + d for s, d in enumerate(up)}},
-             "fast.h2": {"final accuracy": {s: 0.5 + d for s, d in enumerate(down)}}}  # fmt: skip
-    rows = claim_rows(claims, table)
+
+    def rows_for(seeds: int, h2_sign: int = -1) -> list[dict]:
+        up, down = [0.01 * k for k in range(1, seeds + 1)], [h2_sign * 0.01 * k for k in range(1, seeds + 1)]
+        table = {"slow": {"final accuracy": dict.fromkeys(range(seeds), 0.5)},
+                 "fast.h1": {"final accuracy": {s: 0.5 + d for s, d in enumerate(up)}},
+                 "fast.h2": {"final accuracy": {s: 0.5 + d for s, d in enumerate(down)}}}  # fmt: skip
+        return claim_rows(claims, table)
+
+    rows = rows_for(6)
     assert [(r["axis_value"], r["verdict"], r["family_size"]) for r in rows] == [
-        ("h1", "supported", 1), ("h2", "contradicted", 1)
+        ("h1", "supported", 2), ("h2", "contradicted", 2)
     ]  # fmt: skip
+    assert [(r["p_sign_flip"], r["p_holm"], r["p_holm_other_side"]) for r in rows] == [
+        (1 / 64, 2 / 64, 1.0), (1.0, 1.0, 2 / 64)
+    ]  # fmt: skip
+    assert {r["verdict_across_axis"] for r in rows_for(5)} == {"inconclusive"}
     assert {r["verdict_across_axis"] for r in rows} == {"depends on history (h1: supported; h2: contradicted)"}
-    table["fast.h2"] = table["fast.h1"]
-    assert {r["verdict_across_axis"] for r in claim_rows(claims, table)} == {"supported"}
+    assert {r["verdict_across_axis"] for r in rows_for(6, h2_sign=1)} == {"supported"}
 
 
 def test_a_bad_sensitivity_axis_names_its_keys(tmp_path):
