@@ -4,6 +4,7 @@ figures), with the timeline's ``--window`` and ``--clients``."""
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 from pathlib import Path
 
 from asyncfl.config import ConfigError, read_yaml
@@ -25,6 +26,7 @@ def plot_dir(path: Path, window: str | None = None, clients: str | None = None) 
     it is then written beside timeline.png).  Every file the figures read is checked first: a damaged one is an
     error naming it, and no figure is redrawn."""
     from asyncfl.figures import render_run_figures
+    from asyncfl.output.lock import writing
     from asyncfl.output.reading import check_run_files, has_table
     from asyncfl.study.compare import sweep_records, write_comparison
 
@@ -39,14 +41,19 @@ def plot_dir(path: Path, window: str | None = None, clients: str | None = None) 
             check_run_files(run_dir)
     except ConfigError as damaged:
         raise ConfigError(f"{damaged} No figure was drawn.") from None
-    for run_dir in run_dirs:  # every file written is listed, a sweep's runs' figures too
-        for figure in render_run_figures(run_dir, span, rows, timeline):
-            print(figure, flush=True)
-    if sweep:
-        for written in write_comparison(
-            path, sweep_records(path), raw.get("targets") or (), title=str(raw.get("name", ""))
-        ):
-            print(written)
+    with ExitStack() as held:  # every directory it draws into, before it draws: a running writer refuses it
+        if sweep:
+            held.enter_context(writing(path, "sweep"))
+        for run_dir in run_dirs:
+            held.enter_context(writing(run_dir))
+        for run_dir in run_dirs:  # every file written is listed, a sweep's runs' figures too
+            for figure in render_run_figures(run_dir, span, rows, timeline):
+                print(figure, flush=True)
+        if sweep:
+            for written in write_comparison(
+                path, sweep_records(path), raw.get("targets") or (), title=str(raw.get("name", ""))
+            ):
+                print(written)
     return 0
 
 

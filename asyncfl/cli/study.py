@@ -47,12 +47,20 @@ def add_report_parser(sub) -> None:
 
 def report_dir(sweep_dir: Path, baseline: str | None) -> int:
     """Write report.csv / report.md of a sweep directory and print the table."""
+    from asyncfl.output.lock import writing
+    from asyncfl.study.compare import STUDY_FILE
+
+    if not (sweep_dir / STUDY_FILE).is_file():
+        raise ConfigError(f"{sweep_dir}: not a sweep directory (no {STUDY_FILE}); report needs a study's runs.")
+    with writing(sweep_dir, "sweep"):  # a sweep still running writes its own report: one writer at a time
+        return _write_sweep_report(sweep_dir, baseline)
+
+
+def _write_sweep_report(sweep_dir: Path, baseline: str | None) -> int:
     from asyncfl.output.reading import read_summary
     from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records
     from asyncfl.study.report import write_report
 
-    if not (sweep_dir / STUDY_FILE).is_file():
-        raise ConfigError(f"{sweep_dir}: not a sweep directory (no {STUDY_FILE}); report needs a study's runs.")
     raw = read_yaml(sweep_dir / STUDY_FILE)
     records = sweep_records(sweep_dir)
     if not records:

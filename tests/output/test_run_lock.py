@@ -204,8 +204,11 @@ def test_a_second_writer_of_a_sweep_is_refused(files, tmp_path):
     running = _pause_inside_a_run(first, [sweep_dir / "base" / f"seed{seed}" for seed in (0, 1)])
     try:
         before = _snapshot(sweep_dir)
-        for args in (["run", "--resume", str(sweep_dir)], ["run", "--resume", str(running)]):
-            second = _cli(*args, "--quiet")
+        # report and plot write into the same directories (report.md, figures): they are writers too
+        writers = (["run", "--resume", str(sweep_dir), "--quiet"], ["run", "--resume", str(running), "--quiet"],
+                   ["report", str(sweep_dir)], ["plot", str(sweep_dir)], ["plot", str(running)])  # fmt: skip
+        for args in writers:
+            second = _cli(*args)
             _, err = second.communicate(timeout=300)
             assert second.returncode == 2 and "Traceback" not in err, (args, err)
             assert f"another process (PID {first.pid}) is writing this" in err
