@@ -44,7 +44,7 @@ from asyncfl.study.seed_statistics import (
     t_interval,
 )
 from asyncfl.study.tuning_results import tuning_section
-from asyncfl.study.weight_shares import STARVED, study_weight_shares
+from asyncfl.study.weight_shares import STARVED, study_weight_table
 
 
 def paired_difference(
@@ -248,8 +248,8 @@ def write_report(
         seeds_md = write_markdown(out_dir / "claims_seeds.md", seed_markdown(pairs), SEEDS_INTRO)
         written += [write_csv(out_dir / "claims.csv", tested), claims_md]
         written += [write_csv(out_dir / "claims_seeds.csv", pairs, digits=None), seeds_md]
-    shares = study_weight_shares(records)
-    if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a speed quartile?
+    shares = study_weight_table(records)
+    if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a group of clients?
         written.append(write_csv(out_dir / "weight_shares.csv", shares))
         append_section(report_md, weight_section(shares))
     append_section(report_md, tuning_section(out_dir, claims))  # tune: what was tuned, on which seeds, the choice
@@ -264,17 +264,18 @@ SEEDS_INTRO = (
 
 
 def weight_section(shares: pd.DataFrame) -> str:
-    """The report's section on weight shares per speed quartile (:mod:`asyncfl.study.weight_shares`)."""
+    """The report's section on weight shares per client group (:mod:`asyncfl.study.weight_shares`)."""
     cells = [{
-        "variant": r.variant, "speed quartile": r.group, "seeds": str(r.seeds),
+        "grouping": r.grouping.replace("_", " "), "variant": r.variant, "group": r.group, "seeds": str(r.seeds),
         "updates (%)": f"{100 * r.update_share:.1f}", "weight (%)": f"{100 * r.weight_share:.1f}",
         "ratio": f"{r.ratio:.2f}", "starved": "yes" if r.starved else "",
     } for r in shares.itertuples()]  # fmt: skip
     intro = (
-        "## Aggregation weight per speed quartile\n\nShare of the aggregation weight (weights.csv) against the share"
-        " of the aggregated updates (updates.csv) per quartile of clients.csv's samples_per_s (Q1 the slowest),"
-        f" averaged over seeds; starved: a weight share below {STARVED} of the update share (a mechanism that"
-        " discounts the group's updates to nothing). Numbers: `weight_shares.csv`."
+        "## Aggregation weight per client group\n\nShare of the aggregation weight (weights.csv) against the share"
+        " of the aggregated updates (updates.csv) per group of clients: per quartile of clients.csv's samples_per_s"
+        " (speed quartile, Q1 the slowest) and, where the data isolate a class on a few clients (isolated_class),"
+        f" those clients against the others; averaged over seeds; starved: a weight share below {STARVED} of the"
+        " update share (a mechanism that discounts the group's updates to nothing). Numbers: `weight_shares.csv`."
     )
     return intro + "\n\n" + markdown(cells)
 

@@ -18,9 +18,12 @@ weight_share   weight / the sum of all weights
 ratio          weight_share / update_share: 1 when the rule weighs the group as often as it delivers
 starved        ratio < STARVED (a quarter): the group's updates are mostly discounted away
 
-Groups: ``speed_quartile`` (quartiles of clients.csv's samples_per_s: Q1 the slowest), any other column
-of clients.csv (e.g. a client's dominant label, where a run writes it), or a mapping client -> group
-given by the caller (e.g. the dominant label of each client's partition).
+Groups: ``speed_quartile`` (quartiles of clients.csv's samples_per_s: Q1 the slowest), ``isolated_class``
+(for a run whose ``data.partition`` is ``isolated_class``: the clients that hold the isolated class, 0 ..
+clients-1, against the others; FedHist's fairness experiment, Fig. 5), any other column of clients.csv, or a
+mapping client -> group given by the caller (e.g. the dominant label of each client's partition).  A study's
+report groups by speed quartile, and also by the isolated class where its runs have one
+(:func:`study_groupings`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from asyncfl.errors import ConfigError
 from asyncfl.output.reading import has_table, read_table
@@ -37,6 +41,30 @@ from asyncfl.study.seed_statistics import RunRecord
 
 STARVED = 0.25  # weight share below a quarter of the update share: the group barely moves the model
 SPEED_QUARTILE = "speed_quartile"
+ISOLATED_CLASS = "isolated_class"
+
+
+def isolated_class(run_dir: Path) -> tuple[int, int] | None:
+    """(the isolated label, how many clients hold it) when the run's config.yaml partitions its data with
+    ``isolated_class`` (its clients 0 .. clients-1 hold every sample of the label), else None."""
+    try:
+        config = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    partition = (config.get("data") or {}).get("partition") or {}
+    if not isinstance(partition, dict) or partition.get("kind") != ISOLATED_CLASS:
+        return None
+    return int(partition["label"]), int(partition["clients"])
+
+
+def isolated_class_groups(run_dir: Path, clients: pd.Series) -> pd.Series:
+    """client -> "class L holders" (clients 0 .. n-1) or "others" for ``run_dir``'s isolated_class partition."""
+    found = isolated_class(run_dir)
+    if found is None:
+        raise ConfigError(f"{run_dir}: its data.partition is not {ISOLATED_CLASS}: no isolated class to group by.")
+    label, holders = found
+    names = [f"class {label} holders" if int(c) < holders else "others" for c in clients]
+    return pd.Series(names, index=clients.to_numpy())
 
 
 def client_groups(clients: pd.DataFrame, by: str) -> pd.Series:
@@ -63,6 +91,8 @@ def weight_shares(run_dir: Path, by: str | Mapping[int, object] = SPEED_QUARTILE
     clients = read_table(run_dir / "clients.csv")
     if isinstance(by, Mapping):
         groups = pd.Series({int(c): str(g) for c, g in by.items()})
+    elif by == ISOLATED_CLASS:
+        groups = isolated_class_groups(run_dir, clients["client"])
     else:
         groups = client_groups(clients, by)
     updates = read_table(run_dir / "updates.csv", usecols=["client"])["client"]
@@ -94,6 +124,13 @@ def starved_groups(table: pd.DataFrame) -> list[str]:
     ]
 
 
+def study_groupings(records: Sequence[RunRecord]) -> list[str]:
+    """How a study's report groups its clients: by speed quartile, and by the isolated class where every run
+    partitions its data with one."""
+    isolated = bool(records) and all(isolated_class(r.path) is not None for r in records)
+    return [SPEED_QUARTILE] + ([ISOLATED_CLASS] if isolated else [])
+
+
 def study_weight_shares(records: Sequence[RunRecord], by: str = SPEED_QUARTILE) -> pd.DataFrame:
     """weight_shares.csv of a study: per variant and group, the shares averaged over the seeds whose runs
     recorded weights (the ratio of the mean shares; starved as above); empty when no run did."""
@@ -110,3 +147,14 @@ def study_weight_shares(records: Sequence[RunRecord], by: str = SPEED_QUARTILE) 
     table["ratio"] = table["weight_share"] / table["update_share"]
     table["starved"] = table["ratio"] < STARVED
     return table.reset_index()
+
+
+def study_weight_table(records: Sequence[RunRecord]) -> pd.DataFrame:
+    """weight_shares.csv of a study's report: :func:`study_weight_shares` for each of its
+    :func:`study_groupings`, a ``grouping`` column first; empty when no run recorded weights."""
+    tables = [study_weight_shares(records, by).assign(grouping=by) for by in study_groupings(records)]
+    tables = [t for t in tables if len(t)]
+    if not tables:
+        return pd.DataFrame()
+    table = pd.concat(tables, ignore_index=True)
+    return table[["grouping"] + [c for c in table.columns if c != "grouping"]]

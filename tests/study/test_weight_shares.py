@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from asyncfl.config import ConfigError
 from asyncfl.output.reading import read_csv
@@ -85,7 +86,41 @@ def test_a_study_report_shows_the_weight_shares_of_runs_that_recorded_weights(tm
         records.append(RunRecord("fedhist", seed, path))
     write_report(tmp_path, records, None)
     rows = read_csv(tmp_path / "weight_shares.csv")
-    assert [(r["group"], r["seeds"], r["starved"]) for r in rows] == [
-        ("Q1", "2", "True"), ("Q2", "2", "False"), ("Q3", "2", "False"), ("Q4", "2", "False")
+    assert [(r["grouping"], r["group"], r["seeds"], r["starved"]) for r in rows] == [
+        ("speed_quartile", "Q1", "2", "True"), ("speed_quartile", "Q2", "2", "False"),
+        ("speed_quartile", "Q3", "2", "False"), ("speed_quartile", "Q4", "2", "False"),
     ]  # fmt: skip
-    assert "| fedhist | Q1 | 2 | 5.0 | 0.3 | 0.06 | yes |" in (tmp_path / "report.md").read_text()
+    assert "| speed quartile | fedhist | Q1 | 2 | 5.0 | 0.3 | 0.06 | yes |" in (tmp_path / "report.md").read_text()
+
+
+def test_a_study_whose_data_isolate_a_class_is_grouped_by_its_holders_too(tmp_path):
+    """The run above with its data partitioned isolated_class (label 9 on clients 0-1): the holders deliver
+    5 + 35 = 40 of 100 updates and get 0.3 + 35 = 35.3 of 100 weight (ratio 0.8825); the others 60 updates and
+    64.7 weight.  Both seeds' reports add these two rows after the speed quartiles."""
+    records = []
+    for seed in (0, 1):
+        path = tmp_path / "fedhist" / f"seed{seed}"
+        path.parent.mkdir(exist_ok=True)
+        write_run(path, {0: (1.0, 5, 0.06), 1: (2.0, 35, 1.0), 2: (3.0, 30, 1.0), 3: (4.0, 30, 34.7 / 30)})
+        partition = {"kind": "isolated_class", "label": 9, "clients": 2, "base": {"kind": "iid"}}
+        (path / "config.yaml").write_text(yaml.safe_dump({"data": {"partition": partition}}))
+        (path / "metrics.csv").write_text("time,round,test_accuracy\n0,0,0.1\n10,1,0.5\n")
+        (path / "summary.json").write_text(json.dumps({"status": "finished", "final_accuracy": 0.5}))
+        records.append(RunRecord("fedhist", seed, path))
+    one = weight_shares(records[0].path, "isolated_class").set_index("group")
+    assert list(one.index) == ["class 9 holders", "others"] and list(one["updates"]) == [40, 60]
+    assert list(one["weight_share"]) == pytest.approx([0.353, 0.647]) and one.loc["class 9 holders", "ratio"] == (
+        pytest.approx(0.353 / 0.40)
+    )
+    write_report(tmp_path, records, None)
+    rows = read_csv(tmp_path / "weight_shares.csv")
+    assert [(r["grouping"], r["group"]) for r in rows][4:] == [
+        ("isolated_class", "class 9 holders"), ("isolated_class", "others")
+    ]  # fmt: skip
+    assert (
+        "| isolated class | fedhist | class 9 holders | 2 | 40.0 | 35.3 | 0.88 |  |"
+        in (tmp_path / "report.md").read_text()
+    )
+    (records[0].path / "config.yaml").write_text("data: {partition: {kind: iid}}\n")
+    with pytest.raises(ConfigError, match="its data.partition is not isolated_class: no isolated class to group by"):
+        weight_shares(records[0].path, "isolated_class")
