@@ -174,12 +174,13 @@ def test_paper_runs_cut_at_half_their_horizon(tmp_path):
         )
     ]
     (tmp_path / "metrics.csv").write_text("\n".join(rows) + "\n")
-    cut = rp.cut_measures(tmp_path, [0.3, 0.6], 0.5, ["accuracy_class_9"])
-    assert cut["final accuracy"] == 0.5  # the evaluation at 40 s
+    cut, at = rp.cut_measures(tmp_path, [0.3, 0.6], 0.5, ["accuracy_class_9"])
+    assert at == 40.0 and cut["final accuracy"] == 0.5  # the evaluation at 40 s
     assert cut["last-quarter accuracy"] == pytest.approx((0.3 + 0.5) / 2)  # x >= 0.75 x 40 = 30 s: 30 and 40 s
     assert cut["time to 0.3 (virtual s)"] == 30.0 and math.isnan(cut["time to 0.6 (virtual s)"])
     assert cut["last-quarter accuracy_class_9"] == pytest.approx((0.1 + 0.3) / 2)
-    whole = rp.cut_measures(tmp_path, [0.6], 1.0)
+    whole, at = rp.cut_measures(tmp_path, [0.6], 1.0)
+    assert at == 80.0
     assert whole["final accuracy"] == 0.7 and whole["time to 0.6 (virtual s)"] == 50.0
     assert whole["last-quarter accuracy"] == pytest.approx((0.6 + 0.7 + 0.7) / 3)  # x >= 60 s
 
@@ -197,23 +198,67 @@ def test_every_paper_study_declares_claims_and_tunes_on_other_seeds():
 
 
 def test_the_paper_table_shows_the_verdict_across_a_sensitivity_axis():
-    """A claim tested at two staleness models, supported at one and inconclusive at the other: the paper's
-    table gets a column with the claim's verdict across the axis; a claim without an axis shows '—' there."""
+    """A claim tested at two staleness models on 6 seeds, +1 .. +6 points at x (raw p 1/64) and 0 at y: one
+    Holm family of 2, so x is supported at 2/64 and y inconclusive.  The paper's table shows the Holm p in
+    both directions with the family's size, the verdict across the axis, and links the per-seed pairs; a claim
+    without an axis shows no such column."""
+    from asyncfl.study.claim_tests import claim_rows
     from asyncfl.study.claims import Claim
 
     rp = _reproduce_papers()
-    table = {"a.x": {"accuracy": {0: 0.5, 1: 0.6}}, "b.x": {"accuracy": {0: 0.4, 1: 0.5}}}
-    row = {"unit": "points", "diff_mean": 10.0, "diff_ci_low": 5.0, "diff_ci_high": 15.0, "paper_effect": None,
-           "p_holm": 0.01, "family_size": 1, "verdict": "supported", "paper_effect_inside": "",
-           "verdict_across_axis": "depends on staleness_model (x: supported; y: inconclusive)"}  # fmt: skip
-    claim = Claim(variant="a.x", versus="b.x", measure="final_accuracy", direction="higher")
-    plain = {k: v for k, v in row.items() if k != "verdict_across_axis"}
-    text = rp.claim_table([("s", claim, row, row, table), ("s", claim, plain, plain, table)])
-    header, _, with_axis, without = text.splitlines()
-    assert header.endswith("| verdict across the axis |")
-    assert with_axis.endswith("| depends on staleness_model (x: supported; y: inconclusive) |")
-    assert without.endswith("| same | — |")
-    assert "verdict across the axis" not in rp.claim_table([("s", claim, plain, plain, table)])
+    base = {s: 0.5 for s in range(6)}
+    table = {"b.x": {"final accuracy": base}, "b.y": {"final accuracy": base},
+             "a.x": {"final accuracy": {s: 0.5 + 0.01 * (s + 1) for s in range(6)}},
+             "a.y": {"final accuracy": base}}  # fmt: skip
+    claims = [Claim(variant=f"a.{v}", versus=f"b.{v}", measure="final_accuracy", direction="higher",
+                    axis="staleness_model", axis_value=v) for v in ("x", "y")]  # fmt: skip
+    rows = claim_rows(claims, table)
+    text = rp.claim_table([("s", c, r, r, table) for c, r in zip(claims, rows)])
+    header, _, at_x, at_y = text.splitlines()
+    assert "| Holm p (other side; family of n) | verdict | verdict across the axis |" in header
+    assert "| 0.0312 (1.0000; 2) | **supported** | depends on staleness_model (x: supported; y: inconclusive) |" in at_x
+    assert "| +3.50 [+2.00, +5.00] |" in at_x  # mean of 1..6; bounds: the 3rd smallest (1, 1.5, 2) and
+    # largest (6, 5.5, 5) of the subset means, since 3 of the 64 sign patterns is the most a 5 % side allows
+    assert "| 1.0000 (1.0000; 2) | **inconclusive** |" in at_y
+    assert at_x.endswith("| — (ours) | — | same | [pairs](../results/papers/s/claims_seeds.md) |")
+    plain = claim_rows([Claim(variant="a.x", versus="b.x", measure="final_accuracy", direction="higher")], table)
+    assert "verdict across the axis" not in rp.claim_table([("s", claims[0], plain[0], plain[0], table)])
+
+
+def ended_run(path: Path, accuracies: list[float]) -> Path:
+    """A finished run evaluated at virtual 10, 20, ... s that ended at its last evaluation."""
+    path.mkdir(parents=True)
+    rows = ["time,round,test_accuracy"] + [f"{10 * i},{i},{a}" for i, a in enumerate(accuracies, start=1)]
+    (path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    summary = {"status": "finished", "final_accuracy": accuracies[-1], "virtual_time_s": 10.0 * len(accuracies)}
+    (path / "summary.json").write_text(json.dumps(summary))
+    return path
+
+
+def test_the_paper_tables_keep_a_miss_censored_at_the_cut_and_at_the_end(tmp_path):
+    """fast reaches 0.6 at 20 s on 6 seeds; slow never does in its 80 s.  Cut at half the horizon (40 s)
+    slow's miss counts as 40 s: 6 pairs of 20 − 40 = −20 s, raw p 1/64, supported, reached 6/6 against 0/6.
+    At the full horizon slow's miss counts as its end, 80 s: −60 s.  Dropping the misses (what the paper tables
+    did before) left no pair to test at all."""
+    from asyncfl.study.claim_tests import claim_rows
+    from asyncfl.study.claims import Claim
+    from asyncfl.study.report import measure_table, run_ends
+
+    rp = _reproduce_papers()
+    curves = {"fast": [0.3, 0.6, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7], "slow": [0.1, 0.2, 0.3, 0.4, 0.5, 0.5, 0.5, 0.5]}
+    records = [RunRecord(v, s, ended_run(tmp_path / v / f"seed{s}", c)) for v, c in curves.items() for s in range(6)]
+    claim = Claim(variant="fast", versus="slow", measure="time_to:0.6", direction="lower")
+    ends = run_ends(records)
+    half_table, cuts = rp.cut_table(records, [0.6], 0.5, [], ends)
+    assert cuts == {"fast": dict.fromkeys(range(6), 40.0), "slow": dict.fromkeys(range(6), 40.0)}
+    (half,) = claim_rows([claim], half_table, cuts)
+    assert (half["pairs"], half["diff_mean"], half["p_sign_flip"], half["verdict"]) == (6, -20.0, 1 / 64, "supported")
+    assert (half["variant_reached"], half["versus_reached"]) == ("6/6", "0/6")
+    (full,) = claim_rows([claim], measure_table(records, [0.6]), ends)
+    assert (full["pairs"], full["diff_mean"], full["verdict"]) == (6, -60.0, "supported")
+    assert claim_rows([claim], half_table)[0]["pairs"] == 0  # without the cuts: nothing to test
+    text = rp.claim_table([("s", claim, full, half, measure_table(records, [0.6]))])
+    assert "| 6 (reached 6/6, 0/6) |" in text and "slow — (reached on 0 of 6)" in text
 
 
 @pytest.mark.slow
@@ -287,3 +332,25 @@ def test_report_without_a_baseline_promises_no_verdict(tmp_path):
     header = md.splitlines()[2]
     assert "verdict" not in header and "verdict" not in md.split("No baseline")[0]
     assert "No baseline" in md
+
+
+def test_a_paper_study_is_tabled_only_when_complete_and_nobody_writes_it(tmp_path, monkeypatch):
+    """An FL-FDMS study plans 4 variants x 10 seeds: a sweep with none of them ended is left out with how many
+    have, and one whose sweep another writer holds says so; FedHist's fairness studies have their own section."""
+    from asyncfl.output.lock import writing
+
+    rp = _reproduce_papers()
+    monkeypatch.setattr(rp, "RUNS", tmp_path)
+    assert rp.complete_records("fl_fdms_mnist1d_a03") == (
+        [],
+        f"not run yet (no study.yaml in {tmp_path / 'fl_fdms_mnist1d_a03'})",
+    )
+    sweep = tmp_path / "fl_fdms_mnist1d_a03"
+    sweep.mkdir()
+    (sweep / "study.yaml").write_text(rp.study_file("fl_fdms_mnist1d_a03").read_text())
+    assert rp.complete_records("fl_fdms_mnist1d_a03") == ([], "0 of its 40 evaluation runs have ended")
+    with writing(sweep, "sweep"):
+        records, why = rp.complete_records("fl_fdms_mnist1d_a03")
+    assert records == [] and why.startswith("0 of its 40 evaluation runs have ended; PID ") and "still running" in why
+    studies = ("fedhist_nk10_mnist1d", "fedhist_fairness_nk25_study", "fl_fdms_mnist1d_a05")
+    assert [rp.section_of(s) for s in studies] == ["fedhist", "fedhist_fairness", "fl_fdms"]
