@@ -94,6 +94,11 @@ def write_docs(
     claims = []
     if claims_file.is_file():
         claims = ["## Declared claims, Holm-corrected", "", claims_file.read_text(encoding="utf-8"), ""]
+        if (sweep_dir / "claims_seeds.md").is_file():  # every pair a p-value rests on, to recheck it by hand
+            for suffix in (".md", ".csv"):
+                shutil.copyfile(sweep_dir / f"claims_seeds{suffix}", results / f"{NAME}_claims_seeds{suffix}")
+            claims[-1:-1] = [f"Every seed's pair behind these rows: [{NAME}_claims_seeds.md]({NAME}_claims_seeds.md)"
+                             f" (unrounded: `{NAME}_claims_seeds.csv`).", ""]  # fmt: skip
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     text = "\n".join([
         f"# Straggler mitigation ({seeds} seeds)",

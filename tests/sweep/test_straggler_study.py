@@ -58,3 +58,34 @@ def test_write_base_gives_the_scenario_advise_ran_on(tmp_path):
     study = load_study(STUDY)
     first = next(r.scenario for r in study.runs if (r.variant, r.seed) == ("fedavg_deadline", study.seeds[0]))
     assert base == first.model_copy(update={"seed": 0})
+
+
+def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
+    """write_docs on a finished sweep's files: the page has the claims table, and the per-seed pairs behind
+    it are copied beside the page and linked (issue 32: every published claim row has its per-seed values)."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "accuracy_vs_time.png").write_bytes(b"png")
+    (sweep / "cost.md").write_text("| variant | cost |\n|---|---|\n| a | 1 |\n")
+    (sweep / "report.md").write_text("Mean ± 95% CI over seeds.\n\n| table |\n")
+    (sweep / "report.csv").write_text(
+        "variant,measure,n,seeds,mean,ci_half_width,baseline,diff_mean,diff_ci_half_width,paired_seeds,vs_baseline\n"
+        "uniform,final accuracy,2,2,0.5,0.01,uniform,,,,\n"
+        "oort,final accuracy,2,2,0.6,0.01,uniform,0.1,0.02,2,higher\n"
+    )
+    (sweep / "claims.md").write_text("| claim | verdict |\n|---|---|\n| oort > online | supported |\n")
+    (sweep / "claims_seeds.md").write_text("| claim | seed |\n|---|---|\n| oort vs online | 0 |\n")
+    (sweep / "claims_seeds.csv").write_text("variant,versus,seed,difference\noort,online,0,1.0\n")
+
+    class Load:
+        def note(self) -> str:
+            return "\nMachine: quiet.\n"
+
+    script = _script()
+    script.write_docs(sweep, tmp_path / "docs", 60.0, 2, "uniform", [0.4], Load(), "ray")
+    page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
+    assert "| oort > online | supported |" in page
+    assert "[straggler_mitigation_claims_seeds.md](straggler_mitigation_claims_seeds.md)" in page
+    copied = tmp_path / "docs" / "results" / "straggler_mitigation_claims_seeds.csv"
+    assert copied.read_text() == (sweep / "claims_seeds.csv").read_text()
+    assert "| oort | final accuracy (%) | 2/2 | 60.0 ± 1.0 | +10.0 ± 2.0 | 2 | higher |" in page
