@@ -41,14 +41,16 @@ def plot_dir(path: Path, window: str | None = None, clients: str | None = None) 
             check_run_files(run_dir)
     except ConfigError as damaged:
         raise ConfigError(f"{damaged} No figure was drawn.") from None
-    with ExitStack() as held:  # every directory it draws into, before it draws: a running writer refuses it
+    with ExitStack() as held:  # the directories it draws into: one a process is writing refuses the command
         if sweep:
             held.enter_context(writing(path, "sweep"))
-        for run_dir in run_dirs:
-            held.enter_context(writing(run_dir))
+        for run_dir in run_dirs:  # before anything is drawn; one lock at a time (a sweep may have thousands)
+            with writing(run_dir):
+                pass
         for run_dir in run_dirs:  # every file written is listed, a sweep's runs' figures too
-            for figure in render_run_figures(run_dir, span, rows, timeline):
-                print(figure, flush=True)
+            with writing(run_dir):
+                for figure in render_run_figures(run_dir, span, rows, timeline):
+                    print(figure, flush=True)
         if sweep:
             for written in write_comparison(
                 path, sweep_records(path), raw.get("targets") or (), title=str(raw.get("name", ""))
