@@ -348,7 +348,9 @@ def _bound(x: float) -> str:
 
 
 def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
-    """The Markdown cells of :func:`claim_rows`."""
+    """The Markdown cells of :func:`claim_rows`: the same columns in every row (a table mixing accuracy and
+    time claims shows "—" for what a claim does not have, e.g. an accuracy claim's "reached")."""
+    any_reached = any(r["variant_reached"] for r in rows)
     out = []
     for r in rows:
         symbol = ">" if r["direction"] == "higher" else "<"
@@ -359,8 +361,9 @@ def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
             "family": r["family"], "claim": f"{r['variant']} {symbol} {r['versus']}",
             "measure": f"{r['measure']} ({r['unit']})", "pairs": str(r["pairs"]),
         }  # fmt: skip
-        if r["variant_reached"]:
-            cells["reached (variant, versus)"] = f"{r['variant_reached']}, {r['versus_reached']}"
+        if any_reached:
+            reached = f"{r['variant_reached']}, {r['versus_reached']}" if r["variant_reached"] else "—"
+            cells["reached (variant, versus)"] = reached
         cells.update({
             f"difference [{1 - 2 * ALPHA:.0%} sign-flip interval]": interval,
             "sign-flip p (other side)": f"{r['p_sign_flip']:.4f} ({r['p_other_side']:.4f}){mc}",

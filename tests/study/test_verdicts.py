@@ -13,8 +13,9 @@ import pytest
 from asyncfl.cli.study import report_dir
 from asyncfl.config import ConfigError
 from asyncfl.output.reading import read_csv
+from asyncfl.output.tables import markdown
 from asyncfl.study import build_study
-from asyncfl.study.claim_tests import claim_rows, seed_rows, sign_flip
+from asyncfl.study.claim_tests import claim_markdown, claim_rows, seed_rows, sign_flip
 from asyncfl.study.claims import ALPHA, Claim, study_claims
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord, t_interval
@@ -117,6 +118,14 @@ def test_a_time_to_target_keeps_the_seeds_that_never_reached_it():
         (0, 100.0, -50.0, ""), (1, 300.0, 150.0, "variant"), (2, 110.0, -50.0, ""),
         (3, 300.0, 140.0, "variant"), (4, 105.0, -50.0, ""),
     ]  # fmt: skip
+    # a table mixing an accuracy claim and this one: every row has every column, in one order, "—" for an
+    # accuracy claim's "reached" (ragged rows once shifted the columns and printed "nan")
+    mixed = {v: {**times[v], "final accuracy": dict.fromkeys(range(5), 0.5)} for v in times}
+    both_rows = claim_rows([claim(), claim(measure="time_to:0.8", direction="lower")], mixed, ends)
+    accuracy_cells, time_cells = claim_markdown(both_rows)
+    assert list(accuracy_cells) == list(time_cells)
+    assert (accuracy_cells["reached (variant, versus)"], time_cells["reached (variant, versus)"]) == ("—", "3/5, 5/5")
+    assert "nan" not in markdown(claim_markdown(both_rows))
     # a seed where neither reached it is a tie at the runs' ends
     both = {"a": {TIME: {0: math.nan}}, "b": {TIME: {0: math.nan}}}
     (tie,) = seed_rows([claim(measure="time_to:0.8")], both, {"a": {0: 300.0}, "b": {0: 300.0}})
