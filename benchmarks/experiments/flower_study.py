@@ -9,7 +9,8 @@ seeds 100-101; 10 evaluation seeds, 200 virtual seconds) exactly as
     cd examples/flower_digits && python -m asyncfl scenarios/study.yaml --out SWEEP_DIR
 
 then copies the sweep's accuracy-against-virtual-time figure, its time-to-target table and its claims into
-``docs/figures/flower_*`` and writes ``docs/figures/flower_summary.md``: the setting and the sentences the page
+``docs/figures/flower_*``, the per-seed pairs behind the claims into ``docs/results/flower_claims_seeds.*``, and
+writes ``docs/figures/flower_summary.md``: the setting and the sentences the page
 quotes, every number read from the sweep (``python benchmarks/tools/docs_sync.py`` copies the Markdown files
 into the page).  ``--sweep DIR`` keeps the sweep directory (default: a temporary one); ``--analyse DIR`` runs
 nothing and rewrites the files from a finished sweep.
@@ -28,12 +29,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 APP_DIR = ROOT / "examples" / "flower_digits"
 STUDY = APP_DIR / "scenarios" / "study.yaml"
-FIGURES = ROOT / "docs" / "figures"
-SUMMARY = FIGURES / "flower_summary.md"
-COPIES = {  # sweep-relative source -> file in docs/figures/
-    "accuracy_vs_time.png": "flower_accuracy_vs_time.png",
-    "time_to_target.md": "flower_time_to_target.md",
-    "claims.md": "flower_claims.md",
+DOCS = ROOT / "docs"
+SUMMARY = DOCS / "figures" / "flower_summary.md"
+COPIES = {  # sweep-relative source -> file under docs/
+    "accuracy_vs_time.png": "figures/flower_accuracy_vs_time.png",
+    "time_to_target.md": "figures/flower_time_to_target.md",
+    "claims.md": "figures/flower_claims.md",
+    "claims_seeds.md": "results/flower_claims_seeds.md",  # every pair behind the claims, linked from flower.md
+    "claims_seeds.csv": "results/flower_claims_seeds.csv",
 }
 
 
@@ -49,8 +52,8 @@ def main() -> int:
             if code != 0:
                 return code
         for source, target in COPIES.items():
-            shutil.copyfile(sweep / source, FIGURES / target)
-            print(FIGURES / target)
+            shutil.copyfile(sweep / source, DOCS / target)
+            print(DOCS / target)
         SUMMARY.write_text(summary_text(sweep), encoding="utf-8")
         print(SUMMARY)
     return 0

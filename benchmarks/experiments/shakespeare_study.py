@@ -11,12 +11,15 @@ directory gets the usual comparison, tuning.csv, report.md and claims.md.  Then,
 prints per variant how the clients' delivered share of their tasks depends on their size (training windows),
 and the share of all training windows held by clients that never delivered an update; draws
 <docs>/figures/shakespeare_study.png (accuracy against virtual time, mean over seeds, beside always answering
-the most frequent character; completion against client size) and prints the wall time.
+the most frequent character; completion against client size), copies the claims table and the per-seed
+pairs behind it into <docs>/figures/shakespeare_claims.md and <docs>/results/shakespeare_claims_seeds.*, and
+prints the wall time.  Run ``python -m asyncfl report SWEEP_DIR`` first to test the claims with the current code.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from datetime import datetime
@@ -117,6 +120,20 @@ def figure(sweep_dir: Path, table: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def publish_claims(sweep_dir: Path, docs: Path) -> list[Path]:
+    """The sweep's claims table (claims.md, included by docs/findings/shakespeare.md) and the per-seed pairs
+    behind it (claims_seeds.md/.csv, linked from there) copied into ``docs``; nothing without claims."""
+    copies = {"claims.md": docs / "figures" / "shakespeare_claims.md",
+              "claims_seeds.md": docs / "results" / "shakespeare_claims_seeds.md",
+              "claims_seeds.csv": docs / "results" / "shakespeare_claims_seeds.csv"}  # fmt: skip
+    if not (sweep_dir / "claims.md").is_file():
+        return []
+    for source, target in copies.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sweep_dir / source, target)
+    return list(copies.values())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="the sweep directory (new or empty)")
@@ -139,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in summary(table):
         print(line)
     figure(sweep_dir, table, args.docs / "figures" / "shakespeare_study.png")
+    for written in publish_claims(sweep_dir, args.docs):
+        print(written)
     print(f"{NAME}: sweep {sweep_dir}; wall time {wall_s:,.0f} s ({wall_s / 60:.1f} min)")
     for job, why in failures:
         print(f"FAILED {job.variant} seed{job.seed}: {why}", file=sys.stderr)
