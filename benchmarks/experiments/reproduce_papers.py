@@ -462,10 +462,11 @@ def weights_table(rows: list[dict]) -> str:
 
 
 def write_tables(studies: list[str]) -> None:
-    """The tables of every complete study (:func:`complete_records`).  A section's claims table is rewritten
-    only when all of its studies are complete, and the tables over every study (tuning, compute, claims.csv,
-    diagnostics) only when all are: a study still running leaves the published ones as they are (it says
-    which), instead of a page that mixes a finished study's rows with another's missing ones."""
+    """The tables of every complete study (:func:`complete_records`).  A section's tables (its claims, FedAR's
+    exclusions, FedHist's diagnostics) are rewritten only when all of its studies are complete, and the tables
+    over every study (tuning, compute, claims.csv) only when all are: a study still running leaves the
+    published ones as they are (it says which), instead of a page that mixes a finished study's rows with
+    another's missing ones."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     by_section: dict[str, list] = {}
     weights: dict[str, list] = {}
@@ -512,19 +513,19 @@ def write_tables(studies: list[str]) -> None:
         if section in weights:
             (PLOTS / f"papers_{section}_weights.md").write_text(weights_table(weights[section]), encoding="utf-8")
             print(f"wrote docs/figures/papers_{section}_weights.md")
+    if excl and "fedar" not in waiting:  # the FedAR section's second table
+        write_csv(RESULTS / "fedar_exclusions.csv", excl, digits=6)
+        (PLOTS / "papers_fedar_exclusions.md").write_text(exclusions_table(excl), encoding="utf-8")
+    if diagnostics and not {"fedhist", "fedhist_fairness"} & waiting:  # the FedHist section's, over both
+        write_csv(RESULTS / "fedhist_diagnostics.csv", diagnostics, digits=6)
+        (PLOTS / "papers_fedhist_diagnostics.md").write_text(diagnostics_table(diagnostics), encoding="utf-8")
     if pending:
-        print(f"the tables over every study (tuning, compute, claims.csv, diagnostics) left as published: "
+        print(f"the tables over every study (tuning, compute, claims.csv) left as published: "
               f"{len(pending)} of {len(studies)} studies are not complete ({', '.join(pending)})")  # fmt: skip
         return
-    for file, rows in (("claims.csv", all_claims), ("compute.csv", compute), ("fedar_exclusions.csv", excl),
-                       ("fedhist_diagnostics.csv", diagnostics)):  # fmt: skip
-        if rows:
-            write_csv(RESULTS / file, rows, digits=6)
+    for file, rows in (("claims.csv", all_claims), ("compute.csv", compute)):
+        write_csv(RESULTS / file, rows, digits=6)
     (PLOTS / "papers_tuning.md").write_text(tuning_table(done), encoding="utf-8")
-    if excl:
-        (PLOTS / "papers_fedar_exclusions.md").write_text(exclusions_table(excl), encoding="utf-8")
-    if diagnostics:
-        (PLOTS / "papers_fedhist_diagnostics.md").write_text(diagnostics_table(diagnostics), encoding="utf-8")
     central = central_table()
     if central:
         (PLOTS / "papers_central.md").write_text(central, encoding="utf-8")
