@@ -26,7 +26,7 @@ def plot_dir(path: Path, window: str | None = None, clients: str | None = None) 
     it is then written beside timeline.png).  Every file the figures read is checked first: a damaged one is an
     error naming it, and no figure is redrawn."""
     from asyncfl.figures import render_run_figures
-    from asyncfl.output.lock import writing
+    from asyncfl.output.lock import refuse_if_written, writing
     from asyncfl.output.reading import check_run_files, has_table
     from asyncfl.study.compare import sweep_records, write_comparison
 
@@ -45,8 +45,7 @@ def plot_dir(path: Path, window: str | None = None, clients: str | None = None) 
         if sweep:
             held.enter_context(writing(path, "sweep"))
         for run_dir in run_dirs:  # before anything is drawn; one lock at a time (a sweep may have thousands)
-            with writing(run_dir):
-                pass
+            refuse_if_written(run_dir)
         for run_dir in run_dirs:  # every file written is listed, a sweep's runs' figures too
             with writing(run_dir):
                 for figure in render_run_figures(run_dir, span, rows, timeline):

@@ -54,6 +54,13 @@ def writing(directory: Path, kind: str = "run") -> Iterator[None]:
         _release(directory / LOCK_FILE, fd)
 
 
+def refuse_if_written(directory: Path, kind: str = "run") -> None:
+    """:func:`writing`'s refusal if another process is writing ``directory``, holding nothing afterwards:
+    for a command that checks many directories before it writes into any (one open lock at a time)."""
+    with writing(directory, kind):
+        return
+
+
 def holder(directory: Path) -> str | None:
     """Who is writing ``directory`` now ('PID n'; this process too), or None when nobody is: a ``.lock``
     left by a killed writer is not held.  The test takes the lock for an instant (shared, so that two

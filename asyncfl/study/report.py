@@ -263,13 +263,18 @@ SEEDS_INTRO = (
 )
 
 
-def weight_section(shares: pd.DataFrame) -> str:
-    """The report's section on weight shares per client group (:mod:`asyncfl.study.weight_shares`)."""
-    cells = [{
+def weight_cells(shares: pd.DataFrame) -> list[dict[str, str]]:
+    """The Markdown cells of weight_shares.csv's rows (:func:`~asyncfl.study.weight_shares.study_weight_table`),
+    shares in percent."""
+    return [{
         "grouping": r.grouping.replace("_", " "), "variant": r.variant, "group": r.group, "seeds": str(r.seeds),
         "updates (%)": f"{100 * r.update_share:.1f}", "weight (%)": f"{100 * r.weight_share:.1f}",
         "ratio": f"{r.ratio:.2f}", "starved": "yes" if r.starved else "",
     } for r in shares.itertuples()]  # fmt: skip
+
+
+def weight_section(shares: pd.DataFrame) -> str:
+    """The report's section on weight shares per client group (:mod:`asyncfl.study.weight_shares`)."""
     intro = (
         "## Aggregation weight per client group\n\nShare of the aggregation weight (weights.csv) against the share"
         " of the aggregated updates (updates.csv) per group of clients: per quartile of clients.csv's samples_per_s"
@@ -277,7 +282,7 @@ def weight_section(shares: pd.DataFrame) -> str:
         f" those clients against the others; averaged over seeds; starved: a weight share below {STARVED} of the"
         " update share (a mechanism that discounts the group's updates to nothing). Numbers: `weight_shares.csv`."
     )
-    return intro + "\n\n" + markdown(cells)
+    return intro + "\n\n" + markdown(weight_cells(shares))
 
 
 def append_section(path: Path, text: str) -> None:

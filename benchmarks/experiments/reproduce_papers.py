@@ -64,7 +64,14 @@ from asyncfl.study.claim_tests import claim_markdown, claim_rows  # noqa: E402
 from asyncfl.study.claims import ALPHA, Claim  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records  # noqa: E402
 from asyncfl.study.measures import column_label, column_of  # noqa: E402
-from asyncfl.study.report import format_interval, measure_table, run_datasets, run_ends, write_report  # noqa: E402
+from asyncfl.study.report import (  # noqa: E402
+    format_interval,
+    measure_table,
+    run_datasets,
+    run_ends,
+    weight_cells,
+    write_report,
+)
 from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_interval  # noqa: E402
 from asyncfl.study.spec import load_study  # noqa: E402
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E402
@@ -447,18 +454,13 @@ def section_of(study: str) -> str:
     return "fedhist_fairness" if study.startswith("fedhist_fairness") else paper_of(study)
 
 
-def weights_table(rows: list[dict]) -> str:
+def weights_table(shares: pd.DataFrame) -> str:
     """Weight shares per study, variant and client group (each sweep's weight_shares.csv), in percent: the
     holders of an isolated class against the others where the data have one (the groups a fairness claim is
     about), else the speed quartiles (every grouping is in each study's weight_shares.csv)."""
-    if any(r["grouping"] == ISOLATED_CLASS for r in rows):
-        rows = [r for r in rows if r["grouping"] == ISOLATED_CLASS]
-    return markdown([{
-        "study": r["study"], "grouping": str(r["grouping"]).replace("_", " "), "variant": r["variant"],
-        "group": r["group"], "seeds": str(r["seeds"]), "updates (%)": f"{100 * r['update_share']:.1f}",
-        "weight (%)": f"{100 * r['weight_share']:.1f}", "ratio": f"{r['ratio']:.2f}",
-        "starved": "yes" if str(r["starved"]) == "True" else "",
-    } for r in rows])  # fmt: skip
+    if (shares["grouping"] == ISOLATED_CLASS).any():
+        shares = shares[shares["grouping"] == ISOLATED_CLASS]
+    return markdown([{"study": study, **cells} for study, cells in zip(shares["study"], weight_cells(shares))])
 
 
 def write_tables(studies: list[str]) -> None:
@@ -490,8 +492,8 @@ def write_tables(studies: list[str]) -> None:
             if (sweep_dir / file).is_file():
                 shutil.copyfile(sweep_dir / file, RESULTS / name / file)
         if (sweep_dir / "weight_shares.csv").is_file():
-            shares = pd.read_csv(sweep_dir / "weight_shares.csv").to_dict("records")
-            weights.setdefault(section_of(name), []).extend({"study": name, **r} for r in shares)
+            shares = pd.read_csv(sweep_dir / "weight_shares.csv").assign(study=name)
+            weights.setdefault(section_of(name), []).append(shares)
         runs, total, longest = run_seconds(records, sweep_dir)
         wall_file = sweep_dir / WALL_FILE
         wall = json.loads(wall_file.read_text())["wall_seconds"] if wall_file.is_file() else math.nan
@@ -511,7 +513,8 @@ def write_tables(studies: list[str]) -> None:
         (PLOTS / f"papers_{section}.md").write_text(claim_table(entries), encoding="utf-8")
         print(f"wrote docs/figures/papers_{section}.md")
         if section in weights:
-            (PLOTS / f"papers_{section}_weights.md").write_text(weights_table(weights[section]), encoding="utf-8")
+            table = weights_table(pd.concat(weights[section], ignore_index=True))
+            (PLOTS / f"papers_{section}_weights.md").write_text(table, encoding="utf-8")
             print(f"wrote docs/figures/papers_{section}_weights.md")
     if excl and "fedar" not in waiting:  # the FedAR section's second table
         write_csv(RESULTS / "fedar_exclusions.csv", excl, digits=6)
