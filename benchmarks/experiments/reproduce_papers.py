@@ -516,12 +516,12 @@ def write_tables(studies: list[str]) -> None:
             table = weights_table(pd.concat(weights[section], ignore_index=True))
             (PLOTS / f"papers_{section}_weights.md").write_text(table, encoding="utf-8")
             print(f"wrote docs/figures/papers_{section}_weights.md")
-    if excl and "fedar" not in waiting:  # the FedAR section's second table
-        write_csv(RESULTS / "fedar_exclusions.csv", excl, digits=6)
-        (PLOTS / "papers_fedar_exclusions.md").write_text(exclusions_table(excl), encoding="utf-8")
-    if diagnostics and not {"fedhist", "fedhist_fairness"} & waiting:  # the FedHist section's, over both
-        write_csv(RESULTS / "fedhist_diagnostics.csv", diagnostics, digits=6)
-        (PLOTS / "papers_fedhist_diagnostics.md").write_text(diagnostics_table(diagnostics), encoding="utf-8")
+    for paper, name, rows, table in (("fedar", "fedar_exclusions", excl, exclusions_table),
+                                     ("fedhist", "fedhist_diagnostics", diagnostics, diagnostics_table)):  # fmt: skip
+        if rows and not {section_of(s) for s in studies if paper_of(s) == paper} & waiting:  # its paper's sections
+            write_csv(RESULTS / f"{name}.csv", rows, digits=6)
+            (PLOTS / f"papers_{name}.md").write_text(table(rows), encoding="utf-8")
+            print(f"wrote docs/figures/papers_{name}.md")
     if pending:
         print(f"the tables over every study (tuning, compute, claims.csv) left as published: "
               f"{len(pending)} of {len(studies)} studies are not complete ({', '.join(pending)})")  # fmt: skip
