@@ -10,7 +10,9 @@ evaluations a run is credited with its latest evaluated accuracy (a step functio
 the most recently evaluated model), and it *covers* an abscissa x up to its last evaluation.  The
 common grid is the union of every run's evaluation points; at each x the statistics are over the
 runs that cover it (column ``seeds``).  The band is mean +- one sample standard deviation (ddof=1;
-0 with a single run).
+0 with a single run).  A run that diverged (summary status ``diverged``) stopped early because its model
+broke, not because its clock ran out: it covers every x past its end with its last evaluated accuracy,
+as its final accuracy counts in the report, so the mean does not quietly drop the seeds that broke.
 """
 
 from __future__ import annotations
@@ -104,13 +106,20 @@ def step_value(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
     return np.where(at <= x[-1], out, np.nan)
 
 
-def band(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[dict[str, float]]:
-    """Mean, sample std, min and max over ``curves`` on the union of their x (see module docstring)."""
-    curves = [(x, y) for x, y in curves if len(x)]
-    if not curves:
+def held_value(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """:func:`step_value`, with the last y kept after the last point (a run that ended broken stays broken)."""
+    return np.where(at > x[-1], y[-1], step_value(x, y, at))
+
+
+def band(curves: Sequence[tuple[np.ndarray, np.ndarray]], held: Sequence[bool] = ()) -> list[dict[str, float]]:
+    """Mean, sample std, min and max over ``curves`` on the union of their x (see module docstring);
+    ``held[i]``: curve i keeps its last value to the end of the grid (a diverged run)."""
+    held = list(held) or [False] * len(curves)
+    kept = [(x, y, hold) for (x, y), hold in zip(curves, held, strict=True) if len(x)]
+    if not kept:
         return []
-    grid = np.unique(np.concatenate([x for x, _ in curves]))
-    values = np.stack([step_value(x, y, grid) for x, y in curves])
+    grid = np.unique(np.concatenate([x for x, _, _ in kept]))
+    values = np.stack([held_value(x, y, grid) if hold else step_value(x, y, grid) for x, y, hold in kept])
     rows = []
     for j, x in enumerate(grid):
         v = values[:, j][~np.isnan(values[:, j])]
@@ -125,9 +134,11 @@ def band(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[dict[str, floa
 def comparison_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
     """comparison.csv: one row per (variant, axis, x) with the band statistics over seeds."""
     labels = list(dict.fromkeys(r.label for r in records))
+    diverged = {r.path: read_summary(r.path, required=False).get("status") == "diverged" for r in records}
     return pd.DataFrame([
         {"variant": label, "axis": axis, **row} for label in labels for axis in AXES
-        for row in band([accuracy_points(r.path, axis) for r in records if r.label == label])
+        for row in band([accuracy_points(r.path, axis) for r in records if r.label == label],
+                        [diverged[r.path] for r in records if r.label == label])
     ])  # fmt: skip
 
 

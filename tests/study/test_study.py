@@ -116,11 +116,13 @@ def test_cli_validates_every_variant(tmp_path):
 # ---------------------------------------------------------------- aggregation by hand
 
 
-def fake_run(path: Path, points: list[tuple[float, int, float]], final: float, clients: list[float] = ()) -> Path:
+def fake_run(
+    path: Path, points: list[tuple[float, int, float]], final: float, clients: list[float] = (), status="finished"
+) -> Path:
     path.mkdir(parents=True)
     lines = ["time,round,test_accuracy"] + [f"{t},{r},{a}" for t, r, a in points] + [f"{points[-1][0] + 1},9,"]
     (path / "metrics.csv").write_text("\n".join(lines) + "\n")
-    (path / "summary.json").write_text(json.dumps({"status": "finished", "final_accuracy": final,
+    (path / "summary.json").write_text(json.dumps({"status": status, "final_accuracy": final,
                                                    "best_accuracy": final, "target_accuracy": None}))  # fmt: skip
     if clients:
         rows = ["client,accuracy"] + [f"{i},{a}" for i, a in enumerate(clients)]
@@ -170,6 +172,24 @@ def test_comparison_csv_and_time_to_target_by_hand(tmp_path):
     bias = read_csv(out / "client_accuracy.csv")[0]  # mean over seeds of the per-seed statistics
     assert float(bias["mean"]) == pytest.approx((55 + 50) / 2) and float(bias["var"]) == pytest.approx(825 / 2)
     assert float(bias["worst10_mean"]) == pytest.approx((10 + 50) / 2)
+
+
+def test_a_diverged_run_stays_in_the_band_at_its_last_accuracy(tmp_path):
+    # A diverged at 10 s (its model broke: 0.1 from then on, as its final accuracy says); B finished at 30 s;
+    # C finished early at 10 s without diverging (another horizon), so it leaves the band after 10 s.
+    a = fake_run(tmp_path / "a", [(0, 0, 0.2), (5, 1, 0.6), (10, 2, 0.1)], 0.1, status="diverged")
+    b = fake_run(tmp_path / "b", [(0, 0, 0.2), (20, 1, 0.5), (30, 2, 0.7)], 0.7)
+    c = fake_run(tmp_path / "c", [(0, 0, 0.2), (10, 1, 0.4)], 0.4)
+    out = tmp_path / "out"
+    out.mkdir()
+    write_comparison(out, [RunRecord("x", 0, a), RunRecord("x", 1, b), RunRecord("y", 0, c), RunRecord("y", 1, b)])
+    rows = {(r["variant"], float(r["x"])): r for r in read_csv(out / "comparison.csv") if r["axis"] == "time"}
+    for x, mean in ((10, 0.15), (20, 0.3), (30, 0.4)):  # A holds 0.1 past 10 s; B 0.2, 0.5, 0.7
+        assert int(rows[("x", x)]["seeds"]) == 2 and float(rows[("x", x)]["accuracy_mean"]) == pytest.approx(mean)
+    assert float(rows[("x", 30)]["accuracy_min"]) == pytest.approx(0.1)
+    assert int(rows[("y", 20)]["seeds"]) == 1 and float(rows[("y", 30)]["accuracy_mean"]) == pytest.approx(0.7)
+    by_round = [r for r in read_csv(out / "comparison.csv") if r["variant"] == "x" and r["axis"] == "round"]
+    assert [int(r["seeds"]) for r in by_round] == [2, 2, 2] and float(by_round[-1]["accuracy_mean"]) == 0.4
 
 
 def test_bias_statistics_follow_fedar_table_3():
