@@ -89,3 +89,7 @@ def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
     copied = tmp_path / "docs" / "results" / "straggler_mitigation_claims_seeds.csv"
     assert copied.read_text() == (sweep / "claims_seeds.csv").read_text()
     assert "| oort | final accuracy (%) | 2/2 | 60.0 ± 1.0 | +10.0 ± 2.0 | 2 | higher |" in page
+    assert "**1.0 min** (60 s) with the ray executor" in page  # a study run in one go: its whole wall time
+    script.write_docs(sweep, tmp_path / "docs", 6.0, 2, "uniform", [0.4], Load(), "ray", resumed=True)
+    page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
+    assert "(6 s; this session of a resumed sweep only)" in page  # not passed off as the study's wall time
