@@ -174,14 +174,17 @@ def run_measures(run_dir: Path, targets: Sequence[float], columns: Sequence[str]
     """Every measure of one run (NaN where it has none, e.g. a target not reached; all NaN for a run that has
     not ended, whose summary.json is missing or says running or interrupted): final, last-quarter
     and best accuracy, the virtual time and aggregations of the first evaluation >= each target, and the
-    last-quarter mean of each metrics.csv column of ``columns`` (claims' ``last_quarter:<column>``)."""
+    last-quarter mean of each metrics.csv column of ``columns`` (claims' ``last_quarter:<column>``).  A run
+    that diverged stopped with a broken model that would have stayed broken to the horizon: its last quarter
+    is its last evaluation, not the evaluations before it broke."""
     summary, rows = read_summary(run_dir, required=False), evaluations(run_dir)
     ended = summary.get("status") in ENDED
     if not ended:  # cut short (killed, interrupted, failed): its partial tables would enter some measures only
         summary, rows = {}, rows.iloc[:0]
+    tail = 0.0 if summary.get("status") == "diverged" else TAIL_SHARE
     out = {
         "final accuracy": _number(summary.get("final_accuracy")),
-        "last-quarter accuracy": tail_accuracy(run_dir) if ended else math.nan,
+        "last-quarter accuracy": tail_accuracy(run_dir, tail) if ended else math.nan,
         "best accuracy": _number(summary.get("best_accuracy")),
     }
     for target in targets:
@@ -189,7 +192,7 @@ def run_measures(run_dir: Path, targets: Sequence[float], columns: Sequence[str]
         out[f"time to {target:g} (virtual s)"] = float(hit["time"].iloc[0]) if len(hit) else math.nan
         out[f"rounds to {target:g}"] = float(int(hit["round"].iloc[0])) if len(hit) else math.nan
     for column in columns:
-        out[column_label(column)] = tail_mean(rows, column)
+        out[column_label(column)] = tail_mean(rows, column, tail)
     return out
 
 

@@ -5,6 +5,7 @@ study whose report carries the claims; a resumed sweep may not change its claims
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import subprocess
 import sys
@@ -225,6 +226,24 @@ def test_last_quarter_of_a_metrics_column_by_hand(tmp_path):
     assert measures["last-quarter accuracy_class_9"] == pytest.approx(0.5)
     assert measures["last-quarter accuracy"] == pytest.approx(0.85)
     assert math.isnan(measures["last-quarter missing_column"])
+
+
+def test_a_diverged_run_is_judged_on_its_broken_model_not_on_the_evaluations_before(tmp_path):
+    """The same evaluations, but the run diverged at t = 40 (accuracy 0.1 there, class 9 at 0.0): its last
+    quarter is that last evaluation (the model would have stayed broken to the horizon), not (0.8 + 0.1) / 2;
+    its best accuracy and its time to a target reached before it broke stay as they were."""
+    (tmp_path / "metrics.csv").write_text(
+        "time,round,test_accuracy,accuracy_class_9\n0,0,0.1,0.0\n10,1,0.5,0.1\n20,2,0.7,0.2\n"
+        "30,3,0.8,0.4\n40,4,0.1,0.0\n"
+    )
+    summary = {"status": "diverged", "final_accuracy": 0.1, "best_accuracy": 0.8}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    measures = run_measures(tmp_path, [0.6], ["accuracy_class_9"])
+    assert measures["last-quarter accuracy"] == pytest.approx(0.1)
+    assert measures["last-quarter accuracy_class_9"] == pytest.approx(0.0)
+    assert measures["best accuracy"] == 0.8 and measures["time to 0.6 (virtual s)"] == 20.0
+    (tmp_path / "summary.json").write_text(json.dumps({**summary, "status": "finished"}))
+    assert run_measures(tmp_path, [])["last-quarter accuracy"] == pytest.approx((0.8 + 0.1) / 2)  # ended in time
 
 
 def test_a_claim_on_the_last_quarter_of_a_column(tmp_path):
