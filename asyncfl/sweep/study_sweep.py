@@ -46,7 +46,7 @@ from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord
 from asyncfl.study.spec import RunSpec, Study
 from asyncfl.study.tuning import TUNED_FILE, TuningRun, tuned_scenario, widen
-from asyncfl.study.tuning_results import write_choice
+from asyncfl.study.tuning_results import choose, write_choice
 from asyncfl.sweep.jobs import Job, run_locally
 from asyncfl.sweep.ray_executor import check_ray, run_on_ray
 
@@ -93,7 +93,7 @@ def _run_held(
             log("tuning runs failed: no evaluation runs until they finish (--resume)")
             return SweepResult(sweep_dir, len(jobs) - len(failures), skipped, failures)
         plan = study.tuning
-        chosen = write_choice(plan, sweep_dir)
+        chosen = choose(plan, sweep_dir)[0]  # written once the last widening round is in (below)
         for round_ in range(1, plan.spec.widen_max + 1 if plan.spec.widen else 1):
             wider = widen(plan, chosen, round_)  # a choice at a grid edge: one point beyond it, then choose again
             if wider is None:
@@ -106,7 +106,10 @@ def _run_held(
             if more:
                 log("tuning runs failed: no evaluation runs until they finish (--resume)")
                 return SweepResult(sweep_dir, len(jobs) - len(more), skipped, more)
-            chosen = write_choice(plan, sweep_dir)
+            chosen = choose(plan, sweep_dir)[0]
+        # Only now: a resume stopped between rounds would otherwise leave tuned.yaml at a first round's choice
+        # that the evaluation runs, made with the widened one, contradict.
+        chosen = write_choice(plan, sweep_dir)
         log(f"tuned ({TUNED_FILE}): {chosen}")
         study = replace(study, runs=tuple(
             RunSpec(r.variant, r.seed, tuned_scenario(plan, r.variant, r.seed, chosen))

@@ -15,6 +15,7 @@ from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.tuning import next_value
 from asyncfl.sweep import jobs as jobs_module
+from asyncfl.sweep import study_sweep
 from asyncfl.sweep.study_sweep import run_sweep
 from tests.study.test_tuning import configs, tiny
 
@@ -228,3 +229,26 @@ def test_widening_adds_points_beyond_the_edge_and_chooses_again(tmp_path, monkey
     once = sweep_of(tiny(tmp_path, {"grid": grid, "seeds": SEEDS, "widen": True, "widen_max": 1}, compare=one))
     assert set(rows_of(once, "plain")) == {"lr0.1", "lr0.3", "lr0.9"}
     assert "plain: training.lr = 0.9 is the largest value of its grid" in (once / "report.md").read_text()
+
+
+def test_a_resume_stopped_between_widening_rounds_leaves_the_last_complete_choice(tmp_path, monkeypatch):
+    """The widened sweep above, resumed and stopped (Ctrl-C, a kill) as it goes through widening round 1:
+    tuned.yaml and tuning.csv still say lr 0.9, the value its evaluation runs were made with, not round 0's
+    0.3 (the grid's edge) that a resume recomputes first."""
+    fake_training(monkeypatch, lambda s: ([0.1, 0.5 + s["training"]["lr"] if s["training"]["lr"] < 1 else 0.1], None))
+    raw = tiny(tmp_path, {"grid": {"training.lr": [0.1, 0.3]}, "seeds": SEEDS, "widen": True}, compare=[{"name": "p"}])
+    sweep = sweep_of(raw)
+    before = {name: (sweep / name).read_bytes() for name in ("tuned.yaml", "tuning.csv")}
+    assert yaml.safe_load(before["tuned.yaml"])["chosen"] == {"p": {"training.lr": 0.9}}
+    calls = []
+
+    def stopped_in_round_1(jobs, *args):
+        calls.append(len(jobs))
+        if len(calls) == 2:  # the first call runs the grid's runs (none left), the second widening round 1's
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(study_sweep, "_execute", stopped_in_round_1)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(build_study(raw), resume=sweep, quiet=True)
+    assert calls == [0, 0]
+    assert {name: (sweep / name).read_bytes() for name in before} == before
