@@ -8,6 +8,7 @@ tuning seeds disjoint from the evaluation seeds, and the evaluation runs use it:
       rule: mean                   # or mean_minus_se, worst (asyncfl.study.tuning_results)
       variants: [fedavg, fedbuff]  # optional; default every variant
       widen: false                 # true: a choice at a numeric grid edge adds a point beyond it
+      divergence_margin: 0         # 1: never choose a point next to one where a tuning run diverged
 
 Left out, ``tune.seeds`` is :data:`DEFAULT_SEEDS` seeds disjoint from the evaluation seeds
 (:func:`default_seeds`: the first integers from :data:`FIRST_DEFAULT_SEED` on that are not evaluation seeds):
@@ -42,6 +43,13 @@ variant's algorithm has is refused.
 point with that value moved one step further: geometric where the grid's values are positive with a
 near-constant ratio, which a two-value positive grid always has; arithmetic otherwise: :func:`next_value`)
 runs on the tuning seeds, and the choice is made again, up to ``widen_max`` times (:func:`widen`).
+
+``divergence_margin: m`` (default 0, off): a point is not chosen when a tuning run diverged (summary status
+``diverged``) at a point at most ``m`` steps from it along one grid key (the others equal; steps over that
+key's values sorted, widened ones included), itself included.  Four tuning seeds cannot see a divergence
+that strikes one run in ten (unseen with probability 0.9^4 = 0.66), so the best-scoring point right below a
+step where some seeds diverge is the likeliest to diverge on evaluation seeds; the margin keeps that step
+away.  Where every point is that close, the choice is made as without the margin (tuned.yaml says so).
 """
 
 from __future__ import annotations
@@ -113,6 +121,12 @@ class Tune(Section):
     variants: list[str] | None = Field(None, description="the variants to tune (default: every variant)")
     widen: bool = Field(False, description="a chosen numeric value at its grid's edge adds a point beyond it")
     widen_max: int = Field(2, ge=1, description="with widen: the most times a variant's grid is widened")
+    divergence_margin: int = Field(
+        0,
+        ge=0,
+        description="grid steps (along one key) kept between the chosen point and any point where a tuning run "
+        "diverged; 0: off",
+    )
 
 
 class TuneBlock(Section):

@@ -96,19 +96,19 @@ def choose(
     rule = plan.spec.rule if rule is None else rule
     measures = plan.measures if measures is None else measures
     widened = {(w.variant, w.point): w.round for w in plan.widened}
+    margin = plan.spec.divergence_margin
     chosen, rows = {}, []
     for name in plan.variants:
         measure = measures.get(name)
         lower = lower_is_better(measure or plan.spec.criterion)
         points, ids = plan.points_of(name), plan.ids_of(name)
-        best, best_score = 0, math.nan
+        dirs = [[sweep_dir / TUNING_DIR / name / pid / f"seed{s}" for s in plan.spec.seeds] for pid in ids]
+        near = near_divergence(points, [any(_diverged(d) for d in ds) for ds in dirs], margin) if margin else []
+        scores = []
         for i, (point, pid) in enumerate(zip(points, ids)):
-            dirs = [sweep_dir / TUNING_DIR / name / pid / f"seed{s}" for s in plan.spec.seeds]
-            values = [measure_value(measure, d) if measure else criterion_value(plan, d) for d in dirs]
+            values = [measure_value(measure, d) if measure else criterion_value(plan, d) for d in dirs[i]]
             mean, points_score = score(values, "mean", lower), score(values, rule, lower)
-            better = points_score < best_score if lower else points_score > best_score
-            if not math.isnan(points_score) and (math.isnan(best_score) or better):  # strict: ties keep the first
-                best, best_score = i, points_score
+            scores.append(points_score)
             row = {"variant": name, "point": pid, **{k: point.get(k, "") for k in plan.spec.grid},
                    **{f"seed{s}": v for s, v in zip(plan.spec.seeds, values)}}  # fmt: skip
             row = {**row, "mean": mean, **({"score": points_score} if rule != "mean" else {})}
@@ -116,11 +116,52 @@ def choose(
                 row["skipped"] = " ".join(plan.skipped.get(name, ()))
             if plan.widened:  # the widening round that added the point (0: the grid's own)
                 row["widened"] = widened.get((name, pid), 0)
+            if margin:
+                row["near_divergence"] = near[i]
             rows.append(row)
+        kept = [i for i in range(len(points)) if not (near and near[i])]
+        best = best_point(scores, kept or range(len(points)), lower)  # every point near one: as without margin
         chosen[name] = dict(points[best])
         for row, pid in zip(rows[-len(points) :], ids):
             row["chosen"] = pid == ids[best]
     return chosen, rows
+
+
+def best_point(scores: Sequence[float], among: Sequence[int], lower: bool) -> int:
+    """The index in ``among`` with the best score (NaN never wins; ties keep the first; ``among[0]`` when all
+    are NaN)."""
+    best, best_score = among[0], math.nan
+    for i in among:
+        better = scores[i] < best_score if lower else scores[i] > best_score
+        if not math.isnan(scores[i]) and (math.isnan(best_score) or better):  # strict: ties keep the first
+            best, best_score = i, scores[i]
+    return best
+
+
+def near_divergence(points: Sequence[Mapping[str, Any]], diverged: Sequence[bool], margin: int) -> list[bool]:
+    """Per point: whether a point where a tuning run diverged lies at most ``margin`` steps from it along one
+    grid key, the other keys equal (steps over that key's distinct values, sorted; the point itself counts)."""
+    keys = list(dict.fromkeys(k for p in points for k in p))
+    rank = {k: {v: i for i, v in enumerate(sorted({p[k] for p in points if k in p}, key=_order))} for k in keys}
+
+    def close(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+        differ = [k for k in keys if a.get(k) != b.get(k)]
+        if len(differ) != 1:
+            return not differ
+        key = differ[0]
+        return abs(rank[key][a[key]] - rank[key][b[key]]) <= margin
+
+    bad = [p for p, d in zip(points, diverged) if d]
+    return [any(close(p, q) for q in bad) for p in points]
+
+
+def _order(value: Any) -> tuple:
+    """Numbers by value, anything else after them by its text (a grid may mix them)."""
+    return (0, value, "") if _number(value) else (1, 0, str(value))
+
+
+def _diverged(run_dir: Path) -> bool:
+    return read_summary(run_dir, required=False).get("status") == "diverged"
 
 
 def claimed_measure(variant: str, claims: Sequence[Claim]) -> str | None:
@@ -152,6 +193,10 @@ def write_choice(
     if plan.widened:
         record["widened"] = [{"variant": w.variant, "key": w.key, "edge": w.edge, "value": w.value, "round": w.round}
                              for w in plan.widened]  # fmt: skip
+    if plan.spec.divergence_margin:
+        near = {r["variant"] for r in rows if r["chosen"] and r["near_divergence"]}
+        record["divergence_margin"] = plan.spec.divergence_margin
+        record["near_divergence_everywhere"] = sorted(near)  # chosen without the margin: no point kept it
     write_atomic(sweep_dir / TUNED_FILE, yaml.safe_dump(record, sort_keys=False))
     return chosen
 
@@ -232,6 +277,12 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = ()) -> str:
     if skipped_tuned:
         lines += [""] + [f"Not tuned for {v} (its algorithm has no such setting): {', '.join(keys)}." for v, keys
                          in skipped_tuned]  # fmt: skip
+    if record.get("divergence_margin"):
+        m = record["divergence_margin"]
+        lines += ["", f"Never chosen: a point at most {m} grid step(s) along one key from a point where a tuning run "
+                      f"diverged (`divergence_margin: {m}`; `near_divergence` in `{TUNING_CSV}`)."]  # fmt: skip
+        lines += [f"{v}: every point was that close; chosen as without the margin."
+                  for v in record.get("near_divergence_everywhere") or []]  # fmt: skip
     if record.get("widened"):
         lines += ["", "Widened beyond the grid's edge (`widen: true`), the choice made again each time:", ""]
         lines += [f"- {w['variant']}: {w['key']} = {w['edge']} at the edge, {w['value']} added (round {w['round']})"

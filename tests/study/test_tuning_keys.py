@@ -22,9 +22,10 @@ from tests.study.test_tuning import configs, tiny
 SEEDS = [100, 101, 102, 103]
 
 
-def fake_training(monkeypatch, curve_of):
+def fake_training(monkeypatch, curve_of, status_of=lambda scenario: "finished"):
     """Replace training: ``curve_of(scenario)`` -> (test accuracies at 10, 20 s, ..., accuracy_class_9 per
-    evaluation or None); the run directory is written at once, as a finished run leaves it."""
+    evaluation or None); the run directory is written at once, as a run that ended leaves it
+    (``status_of(scenario)``: its summary's status)."""
 
     def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
         curve, class9 = curve_of(scenario)
@@ -33,7 +34,7 @@ def fake_training(monkeypatch, curve_of):
         header = "time,round,test_accuracy" + (",accuracy_class_9" if class9 else "")
         rows = [f"{10 * (i + 1)},{i + 1},{a}" + (f",{class9[i]}" if class9 else "") for i, a in enumerate(curve)]
         (run_dir / "metrics.csv").write_text("\n".join([header, *rows]) + "\n")
-        summary = {"status": "finished", "final_accuracy": curve[-1], "best_accuracy": max(curve),
+        summary = {"status": status_of(scenario), "final_accuracy": curve[-1], "best_accuracy": max(curve),
                    "virtual_time_s": 10.0 * len(curve)}  # fmt: skip
         (run_dir / "summary.json").write_text(json.dumps(summary))
         return summary
@@ -252,3 +253,49 @@ def test_a_resume_stopped_between_widening_rounds_leaves_the_last_complete_choic
         run_sweep(build_study(raw), resume=sweep, quiet=True)
     assert calls == [0, 0]
     assert {name: (sweep / name).read_bytes() for name in before} == before
+
+
+def test_divergence_margin_keeps_the_choice_away_from_a_diverging_step(tmp_path, monkeypatch):
+    """Accuracy 0.5 + lr / 10 on every tuning seed, except that lr 2.7 diverges on seed 101 (0.1 there):
+    mean − SE scores 0.51, 0.53, 0.59 and 0.6025 − 0.1675 = 0.435, so without a margin lr 0.9 wins, the step
+    right below the divergence.  Margin 1 rules out 0.9 and 2.7 (0.3 wins), margin 2 also 0.3 (0.1 wins);
+    margin 3 rules out every point, and the choice is made as without it, which tuned.yaml and the report say."""
+
+    def diverges(s):
+        return s["training"]["lr"] == 2.7 and s["seed"] == 101
+
+    fake_training(
+        monkeypatch, lambda s: ([0.1, 0.1 if diverges(s) else 0.5 + s["training"]["lr"] / 10], None),
+        lambda s: "diverged" if diverges(s) else "finished",
+    )  # fmt: skip
+    chosen = {}
+    for margin in (0, 1, 2, 3):
+        tune = {"grid": {"training.lr": [0.1, 0.3, 0.9, 2.7]}, "seeds": SEEDS, "rule": "mean_minus_se",
+                "divergence_margin": margin}  # fmt: skip
+        sweep = sweep_of(tiny(tmp_path / f"m{margin}", tune, compare=[{"name": "p"}]))
+        chosen[margin] = yaml.safe_load((sweep / "tuned.yaml").read_text())["chosen"]["p"]["training.lr"]
+        rows = rows_of(sweep, "p")
+        if margin == 1:
+            assert float(rows["lr2.7"]["score"]) == pytest.approx(0.6025 - 0.1675, abs=1e-4)
+            assert [rows[p]["near_divergence"] for p in ("lr0.1", "lr0.3", "lr0.9", "lr2.7")] == [
+                "False", "False", "True", "True",
+            ]  # fmt: skip
+            assert {c["training"]["lr"] for k, c in configs(sweep).items() if not k.startswith("tuning/")} == {0.3}
+        report = (sweep / "report.md").read_text()
+    assert chosen == {0: 0.9, 1: 0.3, 2: 0.1, 3: 0.9}
+    off = sweep_of(tiny(tmp_path / "off", {"grid": {"training.lr": [0.1]}, "seeds": SEEDS}, compare=[{"name": "p"}]))
+    assert "near_divergence" not in rows_of(off, "p")["lr0.1"]  # no margin: tuning.csv as before
+    tuned = yaml.safe_load(next((tmp_path / "m3").rglob("tuned.yaml")).read_text())
+    assert tuned["divergence_margin"] == 3 and tuned["near_divergence_everywhere"] == ["p"]
+    assert "p: every point was that close; chosen as without the margin." in report
+
+
+def test_near_divergence_steps_along_one_key_by_hand():
+    from asyncfl.study.tuning_results import near_divergence
+
+    points = [{"lr": lr, "h": h} for lr in (0.1, 0.3, 0.9) for h in (5, 10)]
+    diverged = [p == {"lr": 0.9, "h": 5} for p in points]
+    # margin 1: (0.9, 5) itself, (0.3, 5) one lr step, (0.9, 10) one h step; not (0.3, 10), two keys apart
+    assert near_divergence(points, diverged, 1) == [False, False, True, False, True, True]
+    assert near_divergence(points, diverged, 2) == [True, False, True, False, True, True]
+    assert near_divergence(points, [False] * 6, 5) == [False] * 6
