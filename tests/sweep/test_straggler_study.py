@@ -93,3 +93,12 @@ def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
     script.write_docs(sweep, tmp_path / "docs", 6.0, 2, "uniform", [0.4], Load(), "ray", resumed=True)
     page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
     assert "(6 s; this session of a resumed sweep only)" in page  # not passed off as the study's wall time
+    overrides = ["tune.divergence_margin=1", "seeds=[30, 31]"]
+    script.write_docs(sweep, tmp_path / "docs", 6.0, 2, "uniform", [0.4], Load(), "ray", page="other",
+                      overrides=overrides)  # fmt: skip
+    other = (tmp_path / "docs" / "results" / "other.md").read_text()  # a follow-up: its own page, figure, pairs
+    assert other.startswith("# Straggler mitigation (2 seeds, tune.divergence_margin=1, seeds=[30, 31])")
+    assert "straggler_mitigation.py --page other --set tune.divergence_margin=1 --set 'seeds=[30, 31]'`" in other
+    assert "![accuracy against virtual time](../figures/other.png)" in other and "[other_claims_seeds.md]" in other
+    assert (tmp_path / "docs" / "figures" / "other.png").is_file()
+    assert (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text() == page  # left alone
