@@ -8,8 +8,10 @@
 from its finished sweep directory instead of running it again: its config must be the scenario file's, and its
 figure is redrawn by this code (``python -m asyncfl plot`` on a copy), so the picture is the current code's.
 
-Every scenario takes about 10 minutes on a quiet 2-core machine (the straggler_mitigation study, 110
-runs, is most of it: 4.7 min measured alone); 52 min measured at load 6-9.
+The straggler_mitigation study is most of the work: 342 runs with its tuning, 14.9 min on both cores of a
+quiet 2-core machine with ``straggler_mitigation.py --executor ray`` (issue 32); here they run one after the
+other, so draw it from that sweep with ``--from-sweep`` instead.  Every other scenario together took about
+5 minutes before issue 32 added that tuning (52 min for all of them at load 6-9).
 
 Covers: the shipped scenarios as a user runs them.  Each ``scenarios/<name>.yaml`` runs exactly like
 
@@ -111,8 +113,15 @@ def redraw_one(path: Path, sweep: Path, work: Path) -> tuple[str, float]:
     return status, 0.0
 
 
-def readme(rows: list[tuple[Path, str, float]], total: float) -> str:
+def readme(rows: list[tuple[Path, str, float]], total: float, ran: int = 0, drawn: int = 0) -> str:
+    """plots/README.md; ``ran`` scenarios were run now (``total`` seconds) and ``drawn`` redrawn from a sweep."""
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    made = "no scenario run then"
+    if ran:
+        made = f"{total / 60:.1f} min for the {ran} scenario(s) run then (wall time, figures on; other work on the "
+        made += "machine makes it longer)"
+    if drawn:
+        made += f"; {drawn} figure(s) redrawn from a finished sweep (its runs' minutes are in the table)"
     lines = [
         "# Accuracy against virtual seconds, one figure per shipped scenario",
         "",
@@ -130,8 +139,7 @@ def readme(rows: list[tuple[Path, str, float]], total: float) -> str:
         lines.append(f"| {figure} | `scenarios/{path.name}` | {what_it_shows(path)} | {status} |")
     lines += [
         "",
-        f"Last regenerated on {when} on {platform.machine()} with {_cpus()} CPU core(s): {total / 60:.1f} min for "
-        "the scenarios regenerated then (wall time, figures on; other work on the machine makes it longer).",
+        f"Last regenerated on {when} on {platform.machine()} with {_cpus()} CPU core(s): {made}.",
         "",
     ]
     return "\n".join(lines)
@@ -172,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not a shipped scenario: {', '.join(sorted(unknown))}; allowed: {allowed}")
     PLOTS.mkdir(exist_ok=True)
     previous = _previous_status()
-    rows, total = [], 0.0
+    rows, total, drawn = [], 0.0, 0
     with tempfile.TemporaryDirectory(prefix="make_plots_") as tmp:
         for path in paths:
             if args.only and path.stem not in args.only:
@@ -181,10 +189,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.relative_to(ROOT)} ...", flush=True)
             sweep = dict(args.from_sweep).get(path.stem)
             status, wall = redraw_one(path, Path(sweep), Path(tmp)) if sweep else make_one(path, Path(tmp))
-            total += wall
+            total, drawn = total + wall, drawn + bool(sweep)
             rows.append((path, status, wall))
             print(f"  {status}", flush=True)
-    (PLOTS / "README.md").write_text(readme(rows, total), encoding="utf-8")
+    ran = sum(1 for path, _, _ in rows if not args.only or path.stem in args.only) - drawn
+    (PLOTS / "README.md").write_text(readme(rows, total, ran, drawn), encoding="utf-8")
     print(f"{PLOTS / 'README.md'}: {total / 60:.1f} min in all")
     return 0
 

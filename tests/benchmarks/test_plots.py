@@ -49,3 +49,15 @@ def test_what_it_shows_reads_the_covers_sentence_across_lines(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("# Covers: one thing\n# and its | continuation.\n# Scenario: not this.\nname: s\n")
     assert make_plots.what_it_shows(path) == "one thing and its / continuation."
+
+
+def test_the_readme_footer_separates_runs_made_now_from_figures_redrawn_from_a_sweep():
+    def footer(*args):
+        return [line for line in make_plots.readme([], *args).splitlines() if line.startswith("Last regenerated")][0]
+
+    assert ": 2.0 min for the 2 scenario(s) run then" in footer(120.0, 2, 1)
+    redrawn = "; 1 figure(s) redrawn from a finished sweep (its runs' minutes are in the table)."
+    assert footer(120.0, 2, 1).endswith(redrawn)
+    assert ": no scenario run then; 1 figure(s) redrawn" in footer(0.0, 0, 1)  # not "0.0 min"
+    assert footer(600.0, 7, 0).endswith(": 10.0 min for the 7 scenario(s) run then (wall time, figures on; other work "
+                                        "on the machine makes it longer).")  # fmt: skip
