@@ -105,8 +105,10 @@ def write_docs(
         if (sweep_dir / "claims_seeds.md").is_file():  # every pair a p-value rests on, to recheck it by hand
             for suffix in (".md", ".csv"):
                 shutil.copyfile(sweep_dir / f"claims_seeds{suffix}", results / f"{page}_claims_seeds{suffix}")
-            claims[-1:-1] = [f"Every seed's pair behind these rows: [{page}_claims_seeds.md]({page}_claims_seeds.md)"
-                             f" (unrounded: `{page}_claims_seeds.csv`).", ""]  # fmt: skip
+            # ../results/ so that the link also resolves where docs_sync copies this block (docs/findings/)
+            pairs = f"{page}_claims_seeds"
+            claims[-1:-1] = [f"Every seed's pair behind these rows: [{pairs}.md](../results/{pairs}.md)"
+                             f" (unrounded: `{pairs}.csv`).", ""]  # fmt: skip
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     flags = "".join(f" --set {shlex.quote(o)}" for o in overrides)
     flags = (f" --page {page}" if page != NAME else "") + flags

@@ -85,7 +85,7 @@ def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
     script.write_docs(sweep, tmp_path / "docs", 60.0, 2, "uniform", [0.4], Load(), "ray")
     page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
     assert "| oort > online | supported |" in page
-    assert "[straggler_mitigation_claims_seeds.md](straggler_mitigation_claims_seeds.md)" in page
+    assert "[straggler_mitigation_claims_seeds.md](../results/straggler_mitigation_claims_seeds.md)" in page
     copied = tmp_path / "docs" / "results" / "straggler_mitigation_claims_seeds.csv"
     assert copied.read_text() == (sweep / "claims_seeds.csv").read_text()
     assert "| oort | final accuracy (%) | 2/2 | 60.0 ± 1.0 | +10.0 ± 2.0 | 2 | higher |" in page
