@@ -172,13 +172,18 @@ def claimed_measure(variant: str, claims: Sequence[Claim]) -> str | None:
 
 
 def write_choice(
-    plan: TuningPlan, sweep_dir: Path, rule: str | None = None, measures: Mapping[str, str] | None = None
+    plan: TuningPlan,
+    sweep_dir: Path,
+    rule: str | None = None,
+    measures: Mapping[str, str] | None = None,
+    choice: tuple[dict[str, dict[str, Any]], list[dict[str, Any]]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Write tuning.csv and tuned.yaml; return the chosen values per variant (``rule``, ``measures``: as
-    :func:`choose`)."""
+    :func:`choose`; ``choice``: what :func:`choose` returned for these, so that the tuning runs are not read
+    twice)."""
     rule = plan.spec.rule if rule is None else rule
     measures = plan.measures if measures is None else measures
-    chosen, rows = choose(plan, sweep_dir, rule, measures)
+    chosen, rows = choose(plan, sweep_dir, rule, measures) if choice is None else choice
     write_csv(sweep_dir / TUNING_CSV, rows, digits=None)
     criterion = plan.spec.criterion if isinstance(plan.spec.criterion, str) else "per variant"
     record = {

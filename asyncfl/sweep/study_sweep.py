@@ -93,9 +93,9 @@ def _run_held(
             log("tuning runs failed: no evaluation runs until they finish (--resume)")
             return SweepResult(sweep_dir, len(jobs) - len(failures), skipped, failures)
         plan = study.tuning
-        chosen = choose(plan, sweep_dir)[0]  # written once the last widening round is in (below)
+        choice = choose(plan, sweep_dir)  # written once the last widening round is in (below)
         for round_ in range(1, plan.spec.widen_max + 1 if plan.spec.widen else 1):
-            wider = widen(plan, chosen, round_)  # a choice at a grid edge: one point beyond it, then choose again
+            wider = widen(plan, choice[0], round_)  # a choice at a grid edge: one point beyond it, then choose again
             if wider is None:
                 break
             plan, extra = wider, wider.runs[len(plan.runs) :]
@@ -106,10 +106,10 @@ def _run_held(
             if more:
                 log("tuning runs failed: no evaluation runs until they finish (--resume)")
                 return SweepResult(sweep_dir, len(jobs) - len(more), skipped, more)
-            chosen = choose(plan, sweep_dir)[0]
+            choice = choose(plan, sweep_dir)
         # Only now: a resume stopped between rounds would otherwise leave tuned.yaml at a first round's choice
         # that the evaluation runs, made with the widened one, contradict.
-        chosen = write_choice(plan, sweep_dir)
+        chosen = write_choice(plan, sweep_dir, choice=choice)
         log(f"tuned ({TUNED_FILE}): {chosen}")
         study = replace(study, runs=tuple(
             RunSpec(r.variant, r.seed, tuned_scenario(plan, r.variant, r.seed, chosen))
