@@ -8,6 +8,8 @@ values, then report.md and claims.md) into runs/papers/<study>/ (a finished swee
 resumed), then writes
 
   docs/results/papers/<study>/report.md, report.csv, claims.csv, tuning.csv, tuned.yaml   copies of the sweep's
+  docs/results/papers/<study>/runs.tar.xz  what these tables read of the study's runs (ARCHIVED_*), so that
+                                           --tables-only rebuilds them where runs/papers/<study> is gone
   docs/results/papers/claims.csv           every claim of every study, full horizon and half horizon
   docs/results/papers/fedar_exclusions.csv FedAR's cutoff and its step scale per run
   docs/results/papers/fedhist_diagnostics.csv  FedHist's utility evaluations per run (when the runs record them)
@@ -26,7 +28,8 @@ Every claim is also tested on the same runs cut at HALF their horizon (virtual t
 then is censored at the cut, as a full run's miss at its end): a verdict that differs there is marked, since it
 depends on where the run stops.  Only complete studies (every planned run ended, nobody writing the sweep) are
 tabled, each sweep's report rewritten first with this code; a section waits for all of its studies, the tables
-over every study for all of them.
+over every study for all of them.  A study whose sweep is not in runs/papers is read from its published
+runs.tar.xz (when the study file is unchanged since): its tables are recomputed, its report is kept as published.
 
     python benchmarks/experiments/reproduce_papers.py                 # every study, then the tables
     python benchmarks/experiments/reproduce_papers.py --tables-only   # tables from the finished sweeps in runs/papers
@@ -39,12 +42,15 @@ over every study for all of them.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import multiprocessing
 import os
 import shutil
 import sys
+import tarfile
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -61,7 +67,7 @@ from asyncfl.config import read_yaml  # noqa: E402
 from asyncfl.output.lock import holder, writing  # noqa: E402
 from asyncfl.output.tables import markdown, write_csv  # noqa: E402
 from asyncfl.study.claim_tests import claim_markdown, claim_rows  # noqa: E402
-from asyncfl.study.claims import ALPHA, Claim  # noqa: E402
+from asyncfl.study.claims import ALPHA, DECLARED_FILE, Claim  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records  # noqa: E402
 from asyncfl.study.measures import column_label, column_of  # noqa: E402
 from asyncfl.study.report import (  # noqa: E402
@@ -116,6 +122,20 @@ COPIED = (
     TUNING_CSV,
     TUNED_FILE,
 )
+ARCHIVE = "runs.tar.xz"
+# What the tables read (study_claim_rows, run_seconds, fedar_rows, the diagnostics, tuning_table, the weight
+# tables), not the event logs (timeline_tasks.csv, offline_periods.csv, updates.csv: ~4 MB per run).
+ARCHIVED_SWEEP_FILES = (STUDY_FILE, DECLARED_FILE, TUNED_FILE, TUNING_CSV, "weight_shares.csv", WALL_FILE)
+ARCHIVED_RUN_FILES = (
+    "summary.json",
+    "config.yaml",
+    "metrics.csv",
+    "metrics.parquet",
+    "fedar_exclusions.csv",
+    "fedhist_diagnostics.csv",
+)
+ARCHIVED_TUNING_FILES = ("summary.json",)  # their real seconds (compute table); tuning.csv holds their scores
+_restored: dict[str, Path] = {}  # study -> where its archive was unpacked for this process
 
 
 def paper_of(study: str) -> str:
@@ -124,6 +144,43 @@ def paper_of(study: str) -> str:
 
 def study_file(name: str) -> Path:
     return ROOT / "scenarios" / "papers" / f"{name}.yaml"
+
+
+def sweep_dir_of(name: str) -> Path:
+    """runs/papers/<name>, or, where that holds no sweep, the study's published runs.tar.xz unpacked into a
+    temporary folder (once per process) when the study file is unchanged since those runs; else the former."""
+    own = RUNS / name
+    archive = RESULTS / name / ARCHIVE
+    if name in _restored or (own / STUDY_FILE).is_file() or not archive.is_file():
+        return _restored.get(name, own)
+    into = Path(tempfile.mkdtemp(prefix=f"asyncfl-{name}-"))
+    atexit.register(shutil.rmtree, into, True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    if read_yaml(into / STUDY_FILE) != read_yaml(study_file(name)):
+        shutil.rmtree(into)
+        print(f"{name}: its published {ARCHIVE} holds runs of an older {study_file(name).name}; not used")
+        return own
+    _restored[name] = into
+    return into
+
+
+def archive_study(sweep_dir: Path, records: list[RunRecord], archive: Path) -> None:
+    """Write ``archive`` (tar.xz) with the files the tables read of a complete study; the same runs give the same
+    bytes (sorted members, no times or owners), so regenerating the tables leaves git with nothing to commit."""
+    members = [sweep_dir / f for f in ARCHIVED_SWEEP_FILES]
+    members += [r.path / f for r in records for f in ARCHIVED_RUN_FILES]
+    members += [d / f for d in (sweep_dir / TUNING_DIR).glob("*/*/seed*") for f in ARCHIVED_TUNING_FILES]
+
+    def bare(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.mtime, info.uid, info.gid, info.uname, info.gname, info.mode = 0, 0, 0, "", "", 0o644
+        return info
+
+    partial = archive.with_name(archive.name + ".partial")  # a crash leaves the published archive whole
+    with tarfile.open(partial, "w:xz", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(m for m in members if m.is_file()):
+            tar.add(path, arcname=path.relative_to(sweep_dir).as_posix(), filter=bare)
+    os.replace(partial, archive)
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -244,9 +301,9 @@ def complete_records(name: str) -> tuple[list[RunRecord], str]:
     """The study's evaluation runs when every run its study file plans has ended and no process is writing the
     sweep, else ([], why): a study still running, or stopped part-way, is left out of the tables rather than
     tested on the seeds it happens to have so far."""
-    sweep_dir = RUNS / name
+    sweep_dir = sweep_dir_of(name)
     if not (sweep_dir / STUDY_FILE).is_file():
-        return [], f"not run yet (no {STUDY_FILE} in {sweep_dir})"
+        return [], f"not run yet (no {STUDY_FILE} in {sweep_dir}, no published {ARCHIVE} of this study file)"
     planned = len(load_study(study_file(name)).runs)
     finished = [r for r in sweep_records(sweep_dir) if is_finished(r.path)]
     running = holder(sweep_dir)
@@ -259,7 +316,7 @@ def complete_records(name: str) -> tuple[list[RunRecord], str]:
 def refresh_report(name: str, records: list[RunRecord]) -> None:
     """Rewrite the sweep's report and claims (report.md, claims.*) with this code, as `python -m asyncfl report`
     does, holding the sweep: a sweep run by older code would otherwise keep the verdicts of its rule."""
-    sweep_dir = RUNS / name
+    sweep_dir = sweep_dir_of(name)
     raw = read_yaml(sweep_dir / STUDY_FILE)
     with writing(sweep_dir, "sweep"):
         claims, note = sweep_claims(sweep_dir, raw)
@@ -270,7 +327,7 @@ def study_claim_rows(name: str, records: list[RunRecord]) -> tuple[list[Claim], 
     """The study's claims, tested as the study's own report tests them (a time to a target a run never
     reached censored at the run's end; the paper's effect tested only on the paper's data), on the full
     runs and on the runs cut at half their horizon (a miss censored at the cut)."""
-    sweep_dir = RUNS / name
+    sweep_dir = sweep_dir_of(name)
     raw = read_yaml(sweep_dir / STUDY_FILE)
     claims, _ = sweep_claims(sweep_dir, raw)  # those recorded at the sweep's start, as its report tests
     targets = [float(t) for t in raw.get("targets") or ()]
@@ -346,12 +403,12 @@ def tuning_table(studies: list[str]) -> str:
     """Per study: the grid, the tuning seeds, the criterion, and each variant's chosen values."""
     rows = []
     for name in studies:
-        path = RUNS / name / TUNED_FILE
+        path = sweep_dir_of(name) / TUNED_FILE
         if not path.is_file():
             rows.append({"study": name, "tuned on seeds": "—", "grid": "not tuned", "criterion": "—", "chosen": "—"})
             continue
         record = yaml.safe_load(path.read_text(encoding="utf-8"))
-        raw = read_yaml(RUNS / name / STUDY_FILE)
+        raw = read_yaml(sweep_dir_of(name) / STUDY_FILE)
         chosen = "; ".join(
             f"{variant}: " + ", ".join(f"{key.split('.')[-1]} {value}" for key, value in values.items())
             for variant, values in record["chosen"].items()
@@ -479,18 +536,24 @@ def write_tables(studies: list[str]) -> None:
             print(f"{name}: {why}; its tables are left as published")
             pending.append(name)
             continue
-        refresh_report(name, records)
+        restored = name in _restored
+        if restored:  # its report needs the event logs the archive leaves out: the published one stays
+            print(f"{name}: tables from its published {ARCHIVE}; its report left as published")
+        else:
+            refresh_report(name, records)
         done.append(name)
         claims, full, half, table = study_claim_rows(name, records)
         for claim, row, half_row in zip(claims, full, half):
             by_section.setdefault(section_of(name), []).append((name, claim, row, half_row, table))
             all_claims.append({"study": name, **row, "verdict_half_horizon": half_row["verdict"],
                                "diff_mean_half_horizon": half_row["diff_mean"]})  # fmt: skip
-        sweep_dir = RUNS / name
+        sweep_dir = sweep_dir_of(name)
         (RESULTS / name).mkdir(parents=True, exist_ok=True)
-        for file in COPIED:
+        for file in () if restored else COPIED:
             if (sweep_dir / file).is_file():
                 shutil.copyfile(sweep_dir / file, RESULTS / name / file)
+        if not restored:
+            archive_study(sweep_dir, records, RESULTS / name / ARCHIVE)
         if (sweep_dir / "weight_shares.csv").is_file():
             shares = pd.read_csv(sweep_dir / "weight_shares.csv").assign(study=name)
             weights.setdefault(section_of(name), []).append(shares)

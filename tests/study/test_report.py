@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -341,9 +343,11 @@ def test_a_paper_study_is_tabled_only_when_complete_and_nobody_writes_it(tmp_pat
 
     rp = _reproduce_papers()
     monkeypatch.setattr(rp, "RUNS", tmp_path)
+    monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")  # no published archive to fall back on
     assert rp.complete_records("fl_fdms_mnist1d_a03") == (
         [],
-        f"not run yet (no study.yaml in {tmp_path / 'fl_fdms_mnist1d_a03'})",
+        f"not run yet (no study.yaml in {tmp_path / 'fl_fdms_mnist1d_a03'}, no published runs.tar.xz of this "
+        "study file)",
     )
     sweep = tmp_path / "fl_fdms_mnist1d_a03"
     sweep.mkdir()
@@ -354,3 +358,47 @@ def test_a_paper_study_is_tabled_only_when_complete_and_nobody_writes_it(tmp_pat
     assert records == [] and why.startswith("0 of its 40 evaluation runs have ended; PID ") and "still running" in why
     studies = ("fedhist_nk10_mnist1d", "fedhist_fairness_nk25_study", "fl_fdms_mnist1d_a05")
     assert [rp.section_of(s) for s in studies] == ["fedhist", "fedhist_fairness", "fl_fdms"]
+
+
+def test_a_paper_study_archive_holds_what_the_tables_read_and_restores_them(tmp_path, monkeypatch, capsys):
+    """archive_study keeps the files the tables read (not the event logs, not the tuning runs' curves), the
+    same bytes twice; where runs/papers/<study> is gone, sweep_dir_of unpacks it and the tables read the same
+    measures; an archive of an older study file is not used."""
+    from asyncfl.study.report import measure_table, run_ends
+
+    rp = _reproduce_papers()
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    monkeypatch.setattr(rp, "RUNS", runs)
+    monkeypatch.setattr(rp, "RESULTS", results)
+    study = tmp_path / "s.yaml"
+    study.write_text("name: s\nseeds: [0, 1]\n")
+    monkeypatch.setattr(rp, "study_file", lambda name: study)
+    sweep = runs / "s"
+    sweep.mkdir(parents=True)
+    (sweep / "study.yaml").write_text("name: s\nseeds:\n- 0\n- 1\n")  # the sweep's copy: same content
+    (sweep / "tuned.yaml").write_text("chosen: {}\n")
+    records = [RunRecord(v, s, ended_run(sweep / v / f"seed{s}", [0.1 * s, 0.5, 0.6])) for v in "ab" for s in (0, 1)]
+    (records[0].path / "timeline_tasks.csv").write_text("an event log\n")
+    ended_run(sweep / "tuning" / "a" / "lr0.1" / "seed100", [0.2])
+    archive = results / "s" / "runs.tar.xz"
+    archive.parent.mkdir(parents=True)
+    rp.archive_study(sweep, records, archive)
+    first = archive.read_bytes()
+    os.utime(records[0].path / "metrics.csv", (1, 1))  # another time stamp, same content: same archive
+    rp.archive_study(sweep, records, archive)
+    assert archive.read_bytes() == first
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert "a/seed0/metrics.csv" in names and "a/seed0/summary.json" in names and "tuned.yaml" in names
+    assert "a/seed0/timeline_tasks.csv" not in names  # the event logs stay out
+    assert "tuning/a/lr0.1/seed100/summary.json" in names and "tuning/a/lr0.1/seed100/metrics.csv" not in names
+    before = repr((measure_table(records, [0.5]), run_ends(records)))  # repr: NaN (no best accuracy) == NaN
+    shutil.rmtree(sweep)
+    restored = rp.sweep_dir_of("s")
+    assert restored != sweep and (restored / "tuned.yaml").read_text() == "chosen: {}\n"
+    again = [RunRecord(r.label, r.seed, restored / r.label / f"seed{r.seed}") for r in records]
+    assert repr((measure_table(again, [0.5]), run_ends(again))) == before
+    rp._restored.clear()
+    study.write_text("name: s\nseeds: [0, 1, 2]\n")  # the study file changed since: the archive is stale
+    assert rp.sweep_dir_of("s") == sweep
+    assert "its published runs.tar.xz holds runs of an older s.yaml; not used" in capsys.readouterr().out
