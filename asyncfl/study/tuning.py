@@ -9,6 +9,7 @@ tuning seeds disjoint from the evaluation seeds, and the evaluation runs use it:
       variants: [fedavg, fedbuff]  # optional; default every variant
       widen: false                 # true: a choice at a numeric grid edge adds a point beyond it
       divergence_margin: 0         # 1: never choose a point next to one where a tuning run diverged
+      collapse_accuracy: null      # 0.15: with the margin, a run ending at most this accurate failed too
 
 Left out, ``tune.seeds`` is :data:`DEFAULT_SEEDS` seeds disjoint from the evaluation seeds
 (:func:`default_seeds`: the first integers from :data:`FIRST_DEFAULT_SEED` on that are not evaluation seeds):
@@ -50,6 +51,11 @@ key's values sorted, widened ones included), itself included.  Four tuning seeds
 that strikes one run in ten (unseen with probability 0.9^4 = 0.66), so the best-scoring point right below a
 step where some seeds diverge is the likeliest to diverge on evaluation seeds; the margin keeps that step
 away.  Where every point is that close, the choice is made as without the margin (tuned.yaml says so).
+
+``collapse_accuracy: a`` (with the margin; default null): a tuning run whose final accuracy is at most ``a``
+failed too.  A model can collapse to predicting one class (about 0.1 on ten classes) with finite parameters,
+so that its status stays ``finished`` and the margin alone does not see it: FedAU K -> infinity at eta_g 7 and
+local lr 0.2 (fedau_mnist1d_bernoulli's tuning) ended at 0.12 with status finished on 3 of its 4 seeds.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from asyncfl.config import ConfigError, Scenario, validate_scenario
 from asyncfl.config.problems import problems_message
@@ -127,6 +133,22 @@ class Tune(Section):
         description="grid steps (along one key) kept between the chosen point and any point where a tuning run "
         "diverged; 0: off",
     )
+    collapse_accuracy: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="with divergence_margin: a tuning run whose final accuracy is at most this failed too (a "
+        "model collapsed to chance with finite parameters, e.g. 0.15 for 10 classes); null: status diverged only",
+    )
+
+    @model_validator(mode="after")
+    def _collapse_needs_margin(self) -> Tune:
+        if self.collapse_accuracy is not None and not self.divergence_margin:
+            raise ConfigError(
+                "collapse_accuracy: counts a collapsed run for divergence_margin, which is 0 (off); set "
+                "divergence_margin: 1 (or more), or remove collapse_accuracy"
+            )
+        return self
 
 
 class TuneBlock(Section):

@@ -103,7 +103,8 @@ def choose(
         lower = lower_is_better(measure or plan.spec.criterion)
         points, ids = plan.points_of(name), plan.ids_of(name)
         dirs = [[sweep_dir / TUNING_DIR / name / pid / f"seed{s}" for s in plan.spec.seeds] for pid in ids]
-        near = near_divergence(points, [any(_diverged(d) for d in ds) for ds in dirs], margin) if margin else []
+        collapse = plan.spec.collapse_accuracy
+        near = near_divergence(points, [any(failed(d, collapse) for d in ds) for ds in dirs], margin) if margin else []
         scores = []
         for i, (point, pid) in enumerate(zip(points, ids)):
             values = [measure_value(measure, d) if measure else criterion_value(plan, d) for d in dirs[i]]
@@ -160,8 +161,14 @@ def _order(value: Any) -> tuple:
     return (0, value, "") if _number(value) else (1, 0, str(value))
 
 
-def _diverged(run_dir: Path) -> bool:
-    return read_summary(run_dir, required=False).get("status") == "diverged"
+def failed(run_dir: Path, collapse_accuracy: float | None = None) -> bool:
+    """Whether a tuning run diverged (summary status), or ended at a final accuracy of at most
+    ``collapse_accuracy`` (a model collapsed with finite parameters; None: not counted)."""
+    summary = read_summary(run_dir, required=False)
+    if summary.get("status") == "diverged":
+        return True
+    final = summary.get("final_accuracy")
+    return collapse_accuracy is not None and isinstance(final, (int, float)) and final <= collapse_accuracy
 
 
 def claimed_measure(variant: str, claims: Sequence[Claim]) -> str | None:
@@ -201,6 +208,8 @@ def write_choice(
     if plan.spec.divergence_margin:
         near = {r["variant"] for r in rows if r["chosen"] and r["near_divergence"]}
         record["divergence_margin"] = plan.spec.divergence_margin
+        if plan.spec.collapse_accuracy is not None:
+            record["collapse_accuracy"] = plan.spec.collapse_accuracy
         record["near_divergence_everywhere"] = sorted(near)  # chosen without the margin: no point kept it
     write_atomic(sweep_dir / TUNED_FILE, yaml.safe_dump(record, sort_keys=False))
     return chosen
@@ -284,8 +293,10 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = ()) -> str:
                          in skipped_tuned]  # fmt: skip
     if record.get("divergence_margin"):
         m = record["divergence_margin"]
+        a = record.get("collapse_accuracy")
+        how = "diverged" + (f" or ended at most {a:g} accurate (`collapse_accuracy: {a:g}`)" if a is not None else "")
         lines += ["", f"Never chosen: a point at most {m} grid step(s) along one key from a point where a tuning run "
-                      f"diverged (`divergence_margin: {m}`; `near_divergence` in `{TUNING_CSV}`)."]  # fmt: skip
+                      f"{how} (`divergence_margin: {m}`; `near_divergence` in `{TUNING_CSV}`)."]  # fmt: skip
         lines += [f"{v}: every point was that close; chosen as without the margin."
                   for v in record.get("near_divergence_everywhere") or []]  # fmt: skip
     if record.get("widened"):

@@ -73,7 +73,9 @@ def test_study_is_refused_with_the_reason(tmp_path):
     bad_value = problems(tiny(tmp_path, {"grid": {"training.lr": [0.1, -1.0]}, "seeds": TUNE_SEEDS}))
     assert "tune.grid.training.lr (plain, lr-1): training.lr:" in bad_value and "lr0.1)" not in bad_value
     unknown = problems(tiny(tmp_path, {"grid": {"training.lr": [0.1]}, "seeds": TUNE_SEEDS, "criterion_": 1}))
-    allowed = "Allowed here: criterion, divergence_margin, grid, rule, seeds, variants, widen, widen_max."
+    allowed = (
+        "Allowed here: collapse_accuracy, criterion, divergence_margin, grid, rule, seeds, variants, widen, widen_max."
+    )
     assert f"tune.criterion_: unknown key. Did you mean 'criterion'? {allowed}" in unknown
     criterion = problems(tiny(tmp_path, {"grid": {"training.lr": [0.1]}, "seeds": TUNE_SEEDS, "criterion": "loss"}))
     assert "tune.criterion:" in criterion and "time_to_target" in criterion

@@ -299,3 +299,29 @@ def test_near_divergence_steps_along_one_key_by_hand():
     assert near_divergence(points, diverged, 1) == [False, False, True, False, True, True]
     assert near_divergence(points, diverged, 2) == [True, False, True, False, True, True]
     assert near_divergence(points, [False] * 6, 5) == [False] * 6
+
+
+def test_collapse_accuracy_counts_a_model_collapsed_with_finite_parameters_as_failed(tmp_path, monkeypatch):
+    """The margin test's grid, but lr 2.7 collapses to 0.102 on seed 101 with status finished (finite
+    parameters): margin 1 alone does not see it and keeps lr 0.9, the step right below; with
+    collapse_accuracy 0.15 that run failed and lr 0.3 is chosen, which tuned.yaml and the report say.
+    collapse_accuracy without the margin would be ignored, so it is refused."""
+
+    def collapses(s):
+        return (s["training"]["lr"], s["seed"]) == (2.7, 101)
+
+    fake_training(monkeypatch, lambda s: ([0.1, 0.102 if collapses(s) else 0.5 + s["training"]["lr"] / 10], None))
+    grid = {"training.lr": [0.1, 0.3, 0.9, 2.7]}
+    chosen = {}
+    for name, extra in (("margin", {}), ("collapse", {"collapse_accuracy": 0.15})):
+        tune = {"grid": grid, "seeds": SEEDS, "rule": "mean_minus_se", "divergence_margin": 1, **extra}
+        sweep = sweep_of(tiny(tmp_path / name, tune, compare=[{"name": "p"}]))
+        chosen[name] = yaml.safe_load((sweep / "tuned.yaml").read_text())["chosen"]["p"]["training.lr"]
+    assert chosen == {"margin": 0.9, "collapse": 0.3}
+    assert yaml.safe_load((sweep / "tuned.yaml").read_text())["collapse_accuracy"] == 0.15
+    assert "diverged or ended at most 0.15 accurate (`collapse_accuracy: 0.15`)" in (sweep / "report.md").read_text()
+    alone = tiny(tmp_path / "alone", {"grid": grid, "seeds": SEEDS, "collapse_accuracy": 0.15})
+    with pytest.raises(
+        ConfigError, match="collapse_accuracy: counts a collapsed run for divergence_margin, which is 0"
+    ):
+        build_study(alone)
