@@ -42,7 +42,15 @@ from asyncfl.runner.callbacks.end_of_run import end_of_run
 from asyncfl.runner.callbacks.progress_bar import ProgressBar
 from asyncfl.runner.callbacks.round_log import RoundLog
 from asyncfl.runner.callbacks.stop_rules import StopRules
-from asyncfl.runner.parts import added_failure_reasons, clusters_of, run_directory, seconds_of_day, task_work, utc_time
+from asyncfl.runner.parts import (
+    added_failure_reasons,
+    clusters_of,
+    machine_description,
+    run_directory,
+    seconds_of_day,
+    task_work,
+    utc_time,
+)
 from asyncfl.runner.start import start_in_directory
 from asyncfl.sim.population import build_clients, participation_probabilities
 
@@ -136,8 +144,9 @@ class FlowerSession:
         # the ServerApp's strategy aggregates, not asyncfl's algorithm.name (which asyncfl cannot see inside it)
         rule = f"flower ServerApp {flower.server_app}" if flower.server_app else "flower ServerApp"
         ends = end_of_run(
-            s, self.out, self.clients, probabilities, self.learner, device, self.round_spans, reasons, rule
-        )
+            s, self.out, self.clients, probabilities, self.learner, device, self.round_spans, reasons, rule,
+            machine_description(),
+        )  # fmt: skip
         self.callbacks = [RoundLog(self.out, reasons), self.metrics, stop_rules, ProgressBar(s.stop.rounds, quiet)]
         self.ends = ends
         recorder = FlowerRecorder(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from asyncfl.runner.callbacks.base import Callback
 from asyncfl.runner.callbacks.checkpoint_cleanup import CheckpointCleanup
@@ -24,13 +24,14 @@ def end_of_run(
     round_spans: list[tuple[float, float, int]],
     reasons: list[str],
     algorithm: str | None = None,
+    machine: Mapping[str, str] | None = None,
 ) -> list[Callback]:
     """The tables' format (``output.format``), clients.csv, the strategy's tables, offline_periods.csv,
     summary.json, the figures (``output.plot``) and, for a run that ended, no checkpoint: for whatever
     has run (a finished, diverged or interrupted run alike).  ``round_spans``: (start, close, round) of
     every aggregation, filled in during the run; ``reasons``: the failure reasons
     ``population.eligibility`` adds; ``algorithm``: summary.json's name of the aggregation rule when it is not
-    the scenario's ``algorithm.name`` (a Flower ServerApp's strategy)."""
+    the scenario's ``algorithm.name`` (a Flower ServerApp's strategy); ``machine``: summary.json's processor."""
     clients_table = ClientsTable(scenario, out, clients, probabilities, learner, round_spans, reasons)
     return [
         SettleFormat(out),
@@ -38,7 +39,7 @@ def end_of_run(
         StrategyTables(out, learner),
         CloseLogs(out),
         OfflinePeriods(out, clients, round_spans),
-        SummaryJson(scenario, out, clients, learner, device, algorithm),
+        SummaryJson(scenario, out, clients, learner, device, algorithm, machine),
         *([RunFigures(out, clients_table)] if scenario.output.plot else []),
         CheckpointCleanup(out.path),
         DropConvertedLogs(out),

@@ -7,7 +7,7 @@ import math
 import platform
 import statistics
 from importlib import metadata
-from typing import Any
+from typing import Any, Mapping
 
 from asyncfl.runner.callbacks.base import Callback, RunState
 
@@ -15,13 +15,21 @@ from asyncfl.runner.callbacks.base import Callback, RunState
 class SummaryJson(Callback):
     """Writes summary.json in ``on_end`` (the timeline clients included, for the figures; with
     ``output.format`` parquet, ``format``: parquet, or csv for a run that can still resume).  ``algorithm``:
-    the aggregation rule's name when it is not the scenario's ``algorithm.name``."""
+    the aggregation rule's name when it is not the scenario's ``algorithm.name``; ``machine``: what computed it."""
 
     def __init__(
-        self, scenario: Any, out: Any, clients: Any, learner: Any, device: Any, algorithm: str | None = None
+        self,
+        scenario: Any,
+        out: Any,
+        clients: Any,
+        learner: Any,
+        device: Any,
+        algorithm: str | None = None,
+        machine: Mapping[str, str] | None = None,
     ) -> None:
         self.scenario, self.out, self.clients, self.learner, self.device = scenario, out, clients, learner, device
         self.algorithm = scenario.algorithm.name if algorithm is None else algorithm
+        self.machine = machine  # the processor (runner.parts.machine_description): this module needs no torch
 
     def on_end(self, state: RunState, now: float) -> None:
         summary = {**self.summary(state, now), "timeline_clients": sorted(self.out.timeline)}
@@ -52,6 +60,7 @@ class SummaryJson(Callback):
             "trainer": type(learner.jobs.trainer).__name__ if learner.jobs.trainer else None,
             "real_seconds": state.wall_seconds(),
             "versions": dict(_versions()),
+            "machine": None if self.machine is None else dict(self.machine),
             "warnings": self.warnings(state, now),
         }
 
