@@ -65,6 +65,7 @@ SKIPPED = (".png", ".log", ".pt")  # figures (compared by eye), command logs, ch
 def run_cases(tree: Path, out: Path, only: set[str]) -> list[str]:
     """Every case from ``tree``'s code into ``out/<tag>``; the tags that failed."""
     failed = []
+    out.mkdir(parents=True, exist_ok=True)  # a case that fails before writing its run still leaves its .log
     for tag, scenario, overrides in CASES:
         if only and tag not in only:
             continue
