@@ -123,8 +123,8 @@ COPIED = (
     TUNED_FILE,
 )
 ARCHIVE = "runs.tar.xz"
-# What the tables read (study_claim_rows, run_seconds, fedar_rows, the diagnostics, tuning_table, the weight
-# tables), not the event logs (timeline_tasks.csv, offline_periods.csv, updates.csv: ~4 MB per run).
+# What the tables read (study_claim_rows, run_seconds, fedar_rows, the diagnostics, the weight tables; tuned.yaml
+# and tuning.csv beside them), not the event logs (timeline_tasks.csv, offline_periods.csv, updates.csv: ~4 MB per run).
 ARCHIVED_SWEEP_FILES = (STUDY_FILE, DECLARED_FILE, TUNED_FILE, TUNING_CSV, "weight_shares.csv", WALL_FILE)
 ARCHIVED_RUN_FILES = (
     "summary.json",
@@ -400,15 +400,17 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
 
 
 def tuning_table(studies: list[str]) -> str:
-    """Per study: the grid, the tuning seeds, the criterion, and each variant's chosen values."""
+    """Per study: the grid (and the values widening added), the tuning seeds, the criterion and rule, and each
+    variant's chosen values, from the study's published tuned.yaml (docs/results/papers/<study>/): the choice
+    behind its published section, complete or not, whether or not its runs are still on this machine."""
     rows = []
     for name in studies:
-        path = sweep_dir_of(name) / TUNED_FILE
+        path = RESULTS / name / TUNED_FILE
         if not path.is_file():
             rows.append({"study": name, "tuned on seeds": "—", "grid": "not tuned", "criterion": "—", "chosen": "—"})
             continue
         record = yaml.safe_load(path.read_text(encoding="utf-8"))
-        raw = read_yaml(sweep_dir_of(name) / STUDY_FILE)
+        raw = read_yaml(study_file(name))
         chosen = "; ".join(
             f"{variant}: " + ", ".join(f"{key.split('.')[-1]} {value}" for key, value in values.items())
             for variant, values in record["chosen"].items()
@@ -416,11 +418,17 @@ def tuning_table(studies: list[str]) -> str:
         untuned = record.get("untuned") or []
         if untuned:
             chosen += f"; not tuned: {', '.join(untuned)}"
+        grid = "; ".join(f"`{k}` ∈ {v}" for k, v in record["grid"].items())
+        added: dict[str, list[str]] = {}
+        for w in record.get("widened") or []:
+            added.setdefault(w["variant"], []).append(f"{w['key'].split('.')[-1]} {w['value']}")
+        if added:
+            grid += "; widened: " + "; ".join(f"{v} {', '.join(values)}" for v, values in added.items())
+        rule = record.get("rule", "mean")
         rows.append({
             "study": name, "tuned on seeds": ", ".join(map(str, record["seeds"])),
-            "evaluated on seeds": ", ".join(map(str, raw.get("seeds") or [])),
-            "grid": "; ".join(f"`{k}` ∈ {v}" for k, v in record["grid"].items()),
-            "criterion": record["criterion"], "chosen": chosen,
+            "evaluated on seeds": ", ".join(map(str, raw.get("seeds") or [])), "grid": grid,
+            "criterion": record["criterion"] + (f" ({rule})" if rule != "mean" else ""), "chosen": chosen,
         })  # fmt: skip
     return markdown(rows)
 
@@ -525,7 +533,8 @@ def write_tables(studies: list[str]) -> None:
     exclusions, FedHist's diagnostics) are rewritten only when all of its studies are complete, and the tables
     over every study (tuning, compute, claims.csv) only when all are: a study still running leaves the
     published ones as they are (it says which), instead of a page that mixes a finished study's rows with
-    another's missing ones."""
+    another's missing ones.  The tuning table is always rewritten, from each study's published tuned.yaml: the
+    choices behind the sections as published."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     by_section: dict[str, list] = {}
     weights: dict[str, list] = {}
@@ -585,13 +594,13 @@ def write_tables(studies: list[str]) -> None:
             write_csv(RESULTS / f"{name}.csv", rows, digits=6)
             (PLOTS / f"papers_{name}.md").write_text(table(rows), encoding="utf-8")
             print(f"wrote docs/figures/papers_{name}.md")
+    (PLOTS / "papers_tuning.md").write_text(tuning_table(list(studies)), encoding="utf-8")  # published choices
     if pending:
-        print(f"the tables over every study (tuning, compute, claims.csv) left as published: "
+        print(f"the tables over every study (compute, claims.csv) left as published: "
               f"{len(pending)} of {len(studies)} studies are not complete ({', '.join(pending)})")  # fmt: skip
         return
     for file, rows in (("claims.csv", all_claims), ("compute.csv", compute)):
         write_csv(RESULTS / file, rows, digits=6)
-    (PLOTS / "papers_tuning.md").write_text(tuning_table(done), encoding="utf-8")
     central = central_table()
     if central:
         (PLOTS / "papers_central.md").write_text(central, encoding="utf-8")

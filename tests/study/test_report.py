@@ -402,3 +402,25 @@ def test_a_paper_study_archive_holds_what_the_tables_read_and_restores_them(tmp_
     study.write_text("name: s\nseeds: [0, 1, 2]\n")  # the study file changed since: the archive is stale
     assert rp.sweep_dir_of("s") == sweep
     assert "its published runs.tar.xz holds runs of an older s.yaml; not used" in capsys.readouterr().out
+
+
+def test_the_tuning_table_reads_each_studys_published_choice(tmp_path, monkeypatch):
+    """The tuning table is built from docs/results/papers/<study>/tuned.yaml (no runs needed): the grid with the
+    values widening added, the rule beside the criterion, and a study never tabled says so."""
+    rp = _reproduce_papers()
+    monkeypatch.setattr(rp, "RESULTS", tmp_path)
+    study = tmp_path / "s.yaml"
+    study.write_text("seeds: [0, 1]\n")
+    monkeypatch.setattr(rp, "study_file", lambda name: study)
+    (tmp_path / "s").mkdir()
+    record = {"criterion": "last_quarter_accuracy", "seeds": [100, 101], "grid": {"training.lr": [0.1, 0.2]},
+              "chosen": {"a": {"training.lr": 0.4}}, "untuned": ["b"], "rule": "mean_minus_se",
+              "widened": [{"variant": "a", "key": "training.lr", "edge": 0.2, "value": 0.4, "round": 1}]}  # fmt: skip
+    (tmp_path / "s" / "tuned.yaml").write_text(yaml.safe_dump(record))
+    header, _, row, missing = rp.tuning_table(["s", "never"]).splitlines()
+    assert header == "| study | tuned on seeds | evaluated on seeds | grid | criterion | chosen |"
+    assert row == (
+        "| s | 100, 101 | 0, 1 | `training.lr` ∈ [0.1, 0.2]; widened: a lr 0.4 | last_quarter_accuracy (mean_minus_se) "
+        "| a: lr 0.4; not tuned: b |"
+    )
+    assert missing.startswith("| never | — |")
