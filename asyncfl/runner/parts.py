@@ -4,6 +4,7 @@ the population, the work a task asks of a client, the run directory and the call
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import platform
 from dataclasses import dataclass, field, replace
@@ -219,14 +220,11 @@ def seconds_of_day(start: datetime | None) -> float:
 @functools.cache
 def machine_description() -> dict[str, str]:
     """The processor a run computes on, for summary.json: the same scenario and seed give the same metrics on one
-    machine, but another CPU may round differently (a FedAU tuning run's accuracy moved by up to 0.2 points of
-    accuracy between two machines), so a reader comparing runs needs to know whether they shared one."""
+    machine, but another CPU may round differently (a FedAU tuning run's accuracy moved by up to 0.2, 20 points,
+    between two machines), so a reader comparing runs needs to know whether they shared one."""
     cpu = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:  # Linux: the model name; elsewhere platform's
-            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:  # Linux; else platform's
+        cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
     return {
         "cpu": cpu or platform.processor() or "unknown",
         "arch": platform.machine(),
