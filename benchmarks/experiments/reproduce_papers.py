@@ -13,7 +13,8 @@ resumed), then writes
   docs/results/papers/claims.csv           every claim of every study, full horizon and half horizon
   docs/results/papers/fedar_exclusions.csv FedAR's cutoff and its step scale per run
   docs/results/papers/fedhist_diagnostics.csv  FedHist's utility evaluations per run (when the runs record them)
-  docs/results/papers/compute.csv          per study: runs (tuning + evaluation), summed run seconds, wall time
+  docs/results/papers/compute.csv          per study: runs (tuning + evaluation), summed run seconds, wall time,
+                                           load at its start, the CPUs its runs name
   docs/results/papers/central_baselines.csv  MNIST-1D central baselines (--central)
   docs/figures/papers_<section>.md         the claim table of each paper (FedHist's fairness experiment on its own:
                                            papers_fedhist_fairness.md), included by docs/findings/papers.md
@@ -108,7 +109,6 @@ STUDIES = (  # in the order they are run: the headline comparisons first
     "fedhist_fairness_nk25_study",
 )
 PAPERS = {"fedar": "FedAR", "fedau": "FedAU", "fl_fdms": "FL-FDMS", "fedhist": "FedHist"}
-LOAD_FILE = "load.json"  # the machine's load when the studies were started (benchmarks/tools/quiet_machine.py)
 WALL_FILE = "wall_seconds.json"  # written by run_study when it ran a whole study in one process
 HALF = 0.5
 COPIED = (
@@ -193,6 +193,7 @@ def run_study(name: str, runs: Path, executor: str = "local") -> None:
     study = load_study(study_file(name))
     sweep_dir = runs / name
     resume = sweep_dir if (sweep_dir / STUDY_FILE).is_file() else None
+    load = check_load(True, name)  # this study's own: studies run one after another, over sessions and machines
     started = time.perf_counter()
     quiet = executor == "local"  # with ray one study at a time: its progress lines ([k/n] run) go to the log
     result = run_sweep(study, resume=resume, out=None if resume else sweep_dir, executor=executor, quiet=quiet)
@@ -201,7 +202,8 @@ def run_study(name: str, runs: Path, executor: str = "local") -> None:
     if result.failures:
         raise SystemExit(f"{name}: {len(result.failures)} run(s) failed; see {sweep_dir}")
     if result.skipped == 0:  # the whole study in one go: its wall time means something
-        (sweep_dir / WALL_FILE).write_text(json.dumps({"wall_seconds": wall, "runs": result.ran}))
+        record = {"wall_seconds": wall, "runs": result.ran, "load": load.fields()}  # forced: it was busy
+        (sweep_dir / WALL_FILE).write_text(json.dumps(record))
 
 
 def run_studies(names: list[str], runs: Path, jobs: int, executor: str = "local") -> None:
@@ -433,14 +435,17 @@ def tuning_table(studies: list[str]) -> str:
     return markdown(rows)
 
 
-def run_seconds(records: list[RunRecord], sweep_dir: Path) -> tuple[int, float, float]:
-    """(runs, summed run seconds, longest run) over the evaluation and the tuning runs."""
+def run_seconds(records: list[RunRecord], sweep_dir: Path) -> tuple[int, float, float, set[str]]:
+    """(runs, summed run seconds, longest run, the CPUs they ran on) over the evaluation and the tuning runs;
+    a run from before summary.json recorded its machine counts as "not recorded"."""
     dirs = [r.path for r in records] + sorted((sweep_dir / TUNING_DIR).glob("*/*/seed*"))
-    seconds = []
+    seconds, cpus = [], set()
     for d in dirs:
         if (d / "summary.json").is_file():
-            seconds.append(float(read_summary(d).get("real_seconds") or 0.0))
-    return len(seconds), sum(seconds), max(seconds, default=0.0)
+            summary = read_summary(d)
+            seconds.append(float(summary.get("real_seconds") or 0.0))
+            cpus.add((summary.get("machine") or {}).get("cpu", "not recorded"))
+    return len(seconds), sum(seconds), max(seconds, default=0.0), cpus
 
 
 def fedar_rows(name: str, records: list[RunRecord]) -> list[dict]:
@@ -566,11 +571,12 @@ def write_tables(studies: list[str]) -> None:
         if (sweep_dir / "weight_shares.csv").is_file():
             shares = pd.read_csv(sweep_dir / "weight_shares.csv").assign(study=name)
             weights.setdefault(section_of(name), []).append(shares)
-        runs, total, longest = run_seconds(records, sweep_dir)
+        runs, total, longest, cpus = run_seconds(records, sweep_dir)
         wall_file = sweep_dir / WALL_FILE
-        wall = json.loads(wall_file.read_text())["wall_seconds"] if wall_file.is_file() else math.nan
-        compute.append({"study": name, "runs": runs, "wall_seconds": wall, "run_seconds_total": total,
-                        "run_seconds_max": longest})  # fmt: skip
+        wall = json.loads(wall_file.read_text()) if wall_file.is_file() else {}
+        compute.append({"study": name, "runs": runs, "wall_seconds": wall.get("wall_seconds", math.nan),
+                        "run_seconds_total": total, "run_seconds_max": longest, "load": _load(wall.get("load")),
+                        "cpu": "; ".join(sorted(cpus))})  # fmt: skip
         excl += fedar_rows(name, records)
         for r in records:
             path = r.path / "fedhist_diagnostics.csv"
@@ -609,20 +615,36 @@ def write_tables(studies: list[str]) -> None:
         rows = [{"study": c["study"], "runs (tuning + evaluation)": str(c["runs"]),
                  "wall time of the study (s)": _seconds(c["wall_seconds"]),
                  "run seconds, total": f"{c['run_seconds_total']:,.0f}",
-                 "longest run (s)": f"{c['run_seconds_max']:.0f}"} for c in compute]  # fmt: skip
+                 "longest run (s)": f"{c['run_seconds_max']:.0f}",
+                 "load at its start (1 min, per core)": c["load"], "CPU": c["cpu"]}
+                for c in compute]  # fmt: skip
         rows.append({"study": "**all**", "runs (tuning + evaluation)": str(sum(c["runs"] for c in compute)),
                      "wall time of the study (s)": f"{total_wall:,.0f}",
                      "run seconds, total": f"{sum(c['run_seconds_total'] for c in compute):,.0f}",
-                     "longest run (s)": f"{max(c['run_seconds_max'] for c in compute):.0f}"})  # fmt: skip
-        load_file = RUNS / LOAD_FILE
-        note = json.loads(load_file.read_text())["note"] if load_file.is_file() else "\nMachine: load not recorded.\n"
-        (PLOTS / "papers_compute.md").write_text(markdown(rows) + note, encoding="utf-8")
+                     "longest run (s)": f"{max(c['run_seconds_max'] for c in compute):.0f}",
+                     "load at its start (1 min, per core)": "", "CPU": ""})  # fmt: skip
+        (PLOTS / "papers_compute.md").write_text(markdown(rows) + COMPUTE_NOTE, encoding="utf-8")
     changed = [c for c in all_claims if c["verdict"] != c["verdict_half_horizon"]]
     print(f"{len(all_claims)} claims; {len(changed)} with another verdict at half the horizon")
 
 
 def _seconds(value: float) -> str:
     return f"{value:,.0f}" if math.isfinite(value) else "— (not recorded)"
+
+
+def _load(fields: dict[str, str] | None) -> str:
+    """A study's load at its start, from :meth:`Load.fields` (forced: it started on a busy machine)."""
+    if not fields:
+        return "not recorded"
+    per_core = float(fields["load_1min"]) / int(fields["cores"])
+    return f"{per_core:.2f}" + (" (busy)" if fields["forced"] == "true" else "")
+
+
+COMPUTE_NOTE = (
+    "\nMachine: each study's load is the 1-minute load average per core when it started (busy: above the "
+    "threshold of benchmarks/tools/quiet_machine.py, often with the study before it); the CPU is what its runs' "
+    "summary.json record. A study's wall time is recorded only where it ran in one command from start to end.\n"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -651,9 +673,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     started = time.perf_counter()
     if not args.tables_only:  # the tables of --tables-only quote the load their runs were measured at
-        load = check_load(args.force, "docs/results/papers/ and docs/figures/papers_*.md")
+        check_load(args.force, "docs/results/papers/ and docs/figures/papers_*.md")  # each study records its own
         RUNS.mkdir(parents=True, exist_ok=True)
-        (RUNS / LOAD_FILE).write_text(json.dumps({"note": load.note()}))
         run_studies(args.only if args.only is not None else list(STUDIES), RUNS, args.jobs, args.executor)
         if args.central:
             write_csv(RESULTS / "central_baselines.csv", central_baselines(), digits=6)

@@ -424,3 +424,21 @@ def test_the_tuning_table_reads_each_studys_published_choice(tmp_path, monkeypat
         "| a: lr 0.4; not tuned: b |"
     )
     assert missing.startswith("| never | — |")
+
+
+def test_the_compute_table_names_each_studys_cpus_and_its_load(tmp_path):
+    """Studies are rerun over sessions and machines: the compute row sums the runs' real seconds and lists the CPUs
+    their summary.json name (a run from before summary.json recorded one says so), and a study's load is its own,
+    marked busy above the per-core threshold."""
+    rp = _reproduce_papers()
+    records = [RunRecord("a", s, ended_run(tmp_path / "a" / f"seed{s}", [0.5])) for s in (0, 1)]
+    tuning = ended_run(tmp_path / "tuning" / "a" / "lr0.1" / "seed100", [0.4])
+    for path, seconds, cpu in ((records[0].path, 3.0, "AMD EPYC"), (tuning, 5.5, "Intel Xeon")):
+        summary = json.loads((path / "summary.json").read_text())
+        summary |= {"real_seconds": seconds, "machine": {"cpu": cpu}}
+        (path / "summary.json").write_text(json.dumps(summary))
+    runs, total, longest, cpus = rp.run_seconds(records, tmp_path)
+    assert (runs, total, longest) == (3, 8.5, 5.5)
+    assert cpus == {"AMD EPYC", "Intel Xeon", "not recorded"}
+    quiet, busy = ({"load_1min": f"{x:.2f}", "cores": "2", "forced": f} for x, f in ((0.52, "false"), (1.5, "true")))
+    assert [rp._load(x) for x in (quiet, busy, None)] == ["0.26", "0.75 (busy)", "not recorded"]
