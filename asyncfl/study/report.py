@@ -235,6 +235,11 @@ def write_report(
         )
     else:
         intro += " No baseline, so no paired verdicts: name one with `baseline:` or `report --baseline VARIANT`."
+    if claims:  # the two can disagree near 0.05: a t-interval per measure against a Holm-corrected permutation test
+        intro += (
+            " This table describes (each row a two-sided t-interval, uncorrected); the declared claims below are"
+            " the tested verdicts (sign-flip test, Holm-corrected), and where the two differ the claims hold."
+        )
     written = [write_csv(out_dir / "report.csv", rows)]
     report_md = write_markdown(out_dir / "report.md", markdown_rows(rows), intro)
     written.append(report_md)

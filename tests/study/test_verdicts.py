@@ -167,6 +167,23 @@ def test_report_writes_the_pairs_beside_claims_md(tmp_path):
     assert row["paper_comparison"] == "tested" and row["pairs"] == "3"
 
 
+def test_the_report_says_its_t_intervals_describe_and_the_claims_decide(tmp_path):
+    """The same three pairs (+5, +7, +6 points): the report's paired t-interval, 6 ± t_{0.975,2} · 1/√3 =
+    6 ± 2.48, excludes 0 ("higher"), while 3 pairs cannot give a one-sided sign-flip p below 1/8: the claim is
+    inconclusive.  The report says which one to quote; without claims it has nothing to point at."""
+    records = [finished(tmp_path, "a", s, 0.60 + s / 100 if s != 2 else 0.61) for s in range(3)]
+    records += [finished(tmp_path, "b", s, 0.55) for s in range(3)]
+    write_report(tmp_path, records, "b", (), [claim()])
+    final = next(
+        r for r in read_csv(tmp_path / "report.csv") if r["variant"] == "a" and r["measure"] == "final accuracy"
+    )
+    assert final["vs_baseline"] == "higher" and read_csv(tmp_path / "claims.csv")[0]["verdict"] == "inconclusive"
+    said = "the declared claims below are the tested verdicts (sign-flip test, Holm-corrected)"
+    assert said in (tmp_path / "report.md").read_text()
+    write_report(tmp_path, records, "b")
+    assert said not in (tmp_path / "report.md").read_text()
+
+
 def test_report_censors_a_miss_at_the_runs_end(tmp_path):
     """write_finished_run's metrics: 0.1 at 0 s, the final accuracy at 10 s; summary.json gets the run's
     end.  Target 0.5: a (0.6) reaches it at 10 s on both seeds, b (0.3 on seed 1) misses it there, censored
