@@ -247,6 +247,8 @@ def write_report(
         ends = run_ends(records)
         tested = claim_rows(claims, table, ends, run_datasets(records))
         intro = (f"**Note:** {claims_note}\n\n" if claims_note else "") + CLAIMS_INTRO
+        if any(claim.measure.startswith("time_to:") for claim in claims):
+            intro += TIME_RESOLUTION
         claims_md = write_markdown(out_dir / "claims.md", claim_markdown(tested), intro)
         append_section(report_md, "## Declared claims\n\n" + claims_md.read_text("utf-8"))
         pairs = seed_rows(claims, table, ends)
@@ -259,6 +261,13 @@ def write_report(
         append_section(report_md, weight_section(shares))
     append_section(report_md, tuning_section(out_dir, claims))  # tune: what was tuned, on which seeds, the choice
     return written
+
+
+# an FL-FDMS verdict once rested on 43 s steps: +30 s "contradicted", +1.6 s evaluated every round
+TIME_RESOLUTION = (
+    " A time to a target is that of the first evaluation at or above it, so it is known only to the evaluation"
+    " interval (`eval.every_rounds`): a difference smaller than that interval cannot be resolved."
+)
 
 
 SEEDS_INTRO = (

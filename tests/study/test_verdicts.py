@@ -165,6 +165,7 @@ def test_report_writes_the_pairs_beside_claims_md(tmp_path):
     assert "| study | a vs b | final_accuracy (points) | 1 | 61.00 | 55.00 | +6.00 | — |" in md
     (row,) = read_csv(tmp_path / "claims.csv")
     assert row["paper_comparison"] == "tested" and row["pairs"] == "3"
+    assert "evaluation interval" not in (tmp_path / "claims.md").read_text()  # no time claim, nothing to resolve
 
 
 def test_the_report_says_its_t_intervals_describe_and_the_claims_decide(tmp_path):
@@ -198,6 +199,7 @@ def test_report_censors_a_miss_at_the_runs_end(tmp_path):
     assert (row["pairs"], row["variant_reached"], row["versus_reached"]) == ("2", "2/2", "1/2")
     assert float(row["diff_mean"]) == -15.0
     assert [r["censored"] for r in read_csv(tmp_path / "claims_seeds.csv")] == ["", "versus"]
+    assert "known only to the evaluation interval" in (tmp_path / "claims.md").read_text()  # 10 s steps here
 
 
 AXIS = {"axis": "history", "variants": ["fast"], "values": {"h1": {"training.lr": 0.1}, "h2": {"training.lr": 0.2}}}
