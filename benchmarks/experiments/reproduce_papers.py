@@ -401,6 +401,27 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
     return markdown(cells)
 
 
+def merge_section(published: Path, complete: str, studies: list[str]) -> str | None:
+    """A section's claims table while some of its studies still run: the rows of its complete studies as
+    ``complete`` (claim_table) has them, every other study's rows as ``published`` has them, in the order of
+    ``studies`` (so a study's per-seed link never shows other numbers than its row).  None where the two
+    tables' columns differ or nothing is published: the published table then stays whole."""
+    if not published.is_file():
+        return None
+    old, new = published.read_text(encoding="utf-8").splitlines(), complete.splitlines()
+    if len(old) < 2 or old[:2] != new[:2]:
+        return None
+
+    def study_of(line: str) -> str:
+        return line.split("|")[1].strip()
+
+    fresh = {study_of(line) for line in new[2:]}
+    rows = [line for line in old[2:] if study_of(line) not in fresh] + new[2:]
+    order = {name: i for i, name in enumerate(studies)}
+    rows.sort(key=lambda line: order.get(study_of(line), len(order)))  # stable: each study's own order kept
+    return "\n".join(new[:2] + rows) + "\n"
+
+
 def tuning_table(studies: list[str]) -> str:
     """Per study: the grid (and the values widening added), the tuning seeds, the criterion and rule, and each
     variant's chosen values, from the study's published tuned.yaml (docs/results/papers/<study>/): the choice
@@ -538,8 +559,10 @@ def write_tables(studies: list[str]) -> None:
     exclusions, FedHist's diagnostics) are rewritten only when all of its studies are complete, and the tables
     over every study (tuning, compute, claims.csv) only when all are: a study still running leaves the
     published ones as they are (it says which), instead of a page that mixes a finished study's rows with
-    another's missing ones.  The tuning table is always rewritten, from each study's published tuned.yaml: the
-    choices behind the sections as published."""
+    another's missing ones.  The one exception is a section's claims table, where a complete study's rows
+    replace its published ones beside the others' published rows (:func:`merge_section`): its per-seed pairs,
+    already rewritten, must match its rows.  The tuning table is always rewritten, from each study's published
+    tuned.yaml: the choices behind the sections as published."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     by_section: dict[str, list] = {}
     weights: dict[str, list] = {}
@@ -586,7 +609,12 @@ def write_tables(studies: list[str]) -> None:
     waiting = {section_of(name) for name in pending}
     for section, entries in by_section.items():
         if section in waiting:
-            print(f"docs/figures/papers_{section}.md left as published: not every study of it is complete")
+            merged = merge_section(PLOTS / f"papers_{section}.md", claim_table(entries), studies)
+            if merged is None:
+                print(f"docs/figures/papers_{section}.md left as published: not every study of it is complete")
+                continue
+            (PLOTS / f"papers_{section}.md").write_text(merged, encoding="utf-8")
+            print(f"wrote docs/figures/papers_{section}.md: its complete studies' rows, the others' as published")
             continue
         (PLOTS / f"papers_{section}.md").write_text(claim_table(entries), encoding="utf-8")
         print(f"wrote docs/figures/papers_{section}.md")

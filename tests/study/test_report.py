@@ -442,3 +442,24 @@ def test_the_compute_table_names_each_studys_cpus_and_its_load(tmp_path):
     assert cpus == {"AMD EPYC", "Intel Xeon", "not recorded"}
     quiet, busy = ({"load_1min": f"{x:.2f}", "cores": "2", "forced": f} for x, f in ((0.52, "false"), (1.5, "true")))
     assert [rp._load(x) for x in (quiet, busy, None)] == ["0.26", "0.75 (busy)", "not recorded"]
+
+
+def test_a_section_table_takes_a_complete_studys_rows_and_keeps_the_others_published(tmp_path):
+    """Studies a and b share a section; b was rerun: its rows (and its per-seed files) are new, a's stay as
+    published, in the studies' order; a table with other columns, or none published, is left whole."""
+    rp = _reproduce_papers()
+    head = "| study | claim | verdict |\n|---|---|---|\n"
+    published = tmp_path / "papers_x.md"
+    published.write_text(
+        head + "| a | a1 > z | old |\n| b | b1 > z | old |\n| b | b2 > z | old |\n| a | a2 > z | old |\n"
+    )
+    complete = head + "| b | b1 > z | new |\n| b | b2 > z | new |\n"
+    assert rp.merge_section(published, complete, ["a", "b"]) == (
+        head + "| a | a1 > z | old |\n| a | a2 > z | old |\n| b | b1 > z | new |\n| b | b2 > z | new |\n"
+    )
+    assert rp.merge_section(published, complete, ["b", "a"]).splitlines()[2:4] == [
+        "| b | b1 > z | new |",
+        "| b | b2 > z | new |",
+    ]
+    assert rp.merge_section(published, "| study | claim | verdict | axis |\n|---|---|---|---|\n", ["a", "b"]) is None
+    assert rp.merge_section(tmp_path / "none.md", complete, ["a", "b"]) is None
