@@ -559,7 +559,7 @@ def write_tables(studies: list[str]) -> None:
     exclusions, FedHist's diagnostics) are rewritten only when all of its studies are complete, and the tables
     over every study (tuning, compute, claims.csv) only when all are: a study still running leaves the
     published ones as they are (it says which), instead of a page that mixes a finished study's rows with
-    another's missing ones.  The one exception is a section's claims table, where a complete study's rows
+    another's missing ones.  The exception is a section's claims and weight-share tables, where a complete study's rows
     replace its published ones beside the others' published rows (:func:`merge_section`): its per-seed pairs,
     already rewritten, must match its rows.  The tuning table is always rewritten, from each study's published
     tuned.yaml: the choices behind the sections as published."""
@@ -608,20 +608,20 @@ def write_tables(studies: list[str]) -> None:
                     diagnostics.append({"study": name, "variant": r.label, "seed": r.seed, **row})
     waiting = {section_of(name) for name in pending}
     for section, entries in by_section.items():
-        if section in waiting:
-            merged = merge_section(PLOTS / f"papers_{section}.md", claim_table(entries), studies)
-            if merged is None:
-                print(f"docs/figures/papers_{section}.md left as published: not every study of it is complete")
-                continue
-            (PLOTS / f"papers_{section}.md").write_text(merged, encoding="utf-8")
-            print(f"wrote docs/figures/papers_{section}.md: its complete studies' rows, the others' as published")
-            continue
-        (PLOTS / f"papers_{section}.md").write_text(claim_table(entries), encoding="utf-8")
-        print(f"wrote docs/figures/papers_{section}.md")
+        tables = {f"papers_{section}.md": claim_table(entries)}
         if section in weights:
-            table = weights_table(pd.concat(weights[section], ignore_index=True))
-            (PLOTS / f"papers_{section}_weights.md").write_text(table, encoding="utf-8")
-            print(f"wrote docs/figures/papers_{section}_weights.md")
+            tables[f"papers_{section}_weights.md"] = weights_table(pd.concat(weights[section], ignore_index=True))
+        for file, table in tables.items():
+            if section in waiting:  # a complete study's rows beside the others' published ones
+                table = merge_section(PLOTS / file, table, studies)
+                if table is None:
+                    print(f"docs/figures/{file} left as published: not every study of it is complete")
+                    continue
+            (PLOTS / file).write_text(table, encoding="utf-8")
+            print(
+                f"wrote docs/figures/{file}"
+                + (": complete studies' rows, others' as published" if section in waiting else "")
+            )
     for paper, name, rows, table in (("fedar", "fedar_exclusions", excl, exclusions_table),
                                      ("fedhist", "fedhist_diagnostics", diagnostics, diagnostics_table)):  # fmt: skip
         if rows and not {section_of(s) for s in studies if paper_of(s) == paper} & waiting:  # its paper's sections
