@@ -157,12 +157,26 @@ def sweep_dir_of(name: str) -> Path:
     atexit.register(shutil.rmtree, into, True)
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
-    if read_yaml(into / STUDY_FILE) != read_yaml(study_file(name)):
+    if not same_study(read_yaml(into / STUDY_FILE), read_yaml(study_file(name)), study_file(name).parent):
         shutil.rmtree(into)
         print(f"{name}: its published {ARCHIVE} holds runs of an older {study_file(name).name}; not used")
         return own
     _restored[name] = into
     return into
+
+
+def same_study(archived: object, current: object, folder: Path) -> bool:
+    """Whether a sweep's study.yaml (``archived``) holds the study file's content (``current``, in ``folder``).
+    A sweep writes a file the study names relative to its folder (a device trace) as the absolute path it read,
+    under whichever checkout ran it, so such a path matches the relative name at the same place in the repo."""
+    if isinstance(archived, dict) and isinstance(current, dict):
+        return archived.keys() == current.keys() and all(same_study(archived[k], current[k], folder) for k in current)
+    if isinstance(archived, list) and isinstance(current, list):
+        return len(archived) == len(current) and all(same_study(a, c, folder) for a, c in zip(archived, current))
+    if isinstance(archived, str) and isinstance(current, str) and Path(archived).is_absolute():
+        place = (folder.resolve().relative_to(ROOT) / current).as_posix()
+        return archived == current or archived.endswith("/" + place)
+    return archived == current
 
 
 def archive_study(sweep_dir: Path, records: list[RunRecord], archive: Path) -> None:

@@ -463,3 +463,19 @@ def test_a_section_table_takes_a_complete_studys_rows_and_keeps_the_others_publi
     ]
     assert rp.merge_section(published, "| study | claim | verdict | axis |\n|---|---|---|---|\n", ["a", "b"]) is None
     assert rp.merge_section(tmp_path / "none.md", complete, ["a", "b"]) is None
+
+
+def test_an_archived_study_yaml_matches_its_study_file_through_resolved_trace_paths():
+    """A sweep writes the device trace its study names relative to scenarios/papers/ as the absolute path it
+    read (here from another checkout): the same study; another file name, folder or value is not."""
+    rp = _reproduce_papers()
+    folder = rp.ROOT / "scenarios" / "papers"
+    current = {"population": {"device_trace": "trace.csv"}, "seeds": [0, 1]}
+    elsewhere = {"population": {"device_trace": "/other/checkout/scenarios/papers/trace.csv"}, "seeds": [0, 1]}
+    assert rp.same_study(elsewhere, current, folder)
+    assert not rp.same_study(
+        {**elsewhere, "population": {"device_trace": "/x/scenarios/papers/other.csv"}}, current, folder
+    )
+    assert not rp.same_study({**elsewhere, "population": {"device_trace": "/x/scenarios/trace.csv"}}, current, folder)
+    assert not rp.same_study({**elsewhere, "seeds": [0, 2]}, current, folder)
+    assert not rp.same_study({**elsewhere, "extra": 1}, current, folder)
