@@ -52,6 +52,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -88,6 +89,7 @@ from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from asyncfl.output.reading import read_summary  # noqa: E402
+from asyncfl.output.writing import write_atomic  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
 
 RUNS = ROOT / "runs" / "papers"
@@ -109,7 +111,8 @@ STUDIES = (  # in the order they are run: the headline comparisons first
     "fedhist_fairness_nk25_study",
 )
 PAPERS = {"fedar": "FedAR", "fedau": "FedAU", "fl_fdms": "FL-FDMS", "fedhist": "FedHist"}
-WALL_FILE = "wall_seconds.json"  # written by run_study when it ran a whole study in one process
+WALL_FILE = "wall_seconds.json"  # a study's wall time over the commands that ran it (StudyWallClock)
+HEARTBEAT_SECONDS = 10.0  # how often a running command rewrites its segment: what a stop from outside loses
 HALF = 0.5
 COPIED = (
     "report.md",
@@ -208,16 +211,62 @@ def run_study(name: str, runs: Path, executor: str = "local") -> None:
     sweep_dir = runs / name
     resume = sweep_dir if (sweep_dir / STUDY_FILE).is_file() else None
     load = check_load(True, name)  # this study's own: studies run one after another, over sessions and machines
-    started = time.perf_counter()
     quiet = executor == "local"  # with ray one study at a time: its progress lines ([k/n] run) go to the log
-    result = run_sweep(study, resume=resume, out=None if resume else sweep_dir, executor=executor, quiet=quiet)
-    wall = time.perf_counter() - started
-    print(f"{name}: {result.ran} run(s) in {wall:.0f} s, {result.skipped} reused", flush=True)
+    with StudyWallClock(sweep_dir, fresh=resume is None, load=load.fields()) as clock:
+        result = run_sweep(study, resume=resume, out=None if resume else sweep_dir, executor=executor, quiet=quiet)
+    print(f"{name}: {result.ran} run(s) in {clock.seconds():.0f} s, {result.skipped} reused", flush=True)
     if result.failures:
         raise SystemExit(f"{name}: {len(result.failures)} run(s) failed; see {sweep_dir}")
-    if result.skipped == 0:  # the whole study in one go: its wall time means something
-        record = {"wall_seconds": wall, "runs": result.ran, "load": load.fields()}  # forced: it was busy
-        (sweep_dir / WALL_FILE).write_text(json.dumps(record))
+
+
+class StudyWallClock:
+    """A study's wall time over the commands that ran it, in ``<sweep>/wall_seconds.json``.
+
+    A long study runs over sessions: each command is one segment (its wall time and the load when it started),
+    rewritten every ``HEARTBEAT_SECONDS`` while it runs, so a command stopped from outside (a session's end)
+    keeps its time up to its last beat.  The record's ``wall_seconds`` is the sum of the segments (runs a stop
+    cut short count, and so do their reruns: it is what the study cost) and its ``load`` the first segment's.  A
+    study resumed without a record (its first command predates segments) gets none: part of its time is unknown.
+    """
+
+    def __init__(self, sweep_dir: Path, fresh: bool, load: dict[str, str]):
+        self.path, self.load = sweep_dir / WALL_FILE, load
+        if fresh:
+            self.earlier: list[dict] | None = []
+        elif self.path.is_file():
+            self.earlier = json.loads(self.path.read_text()).get("segments")  # None: from before segments
+        else:
+            self.earlier = None
+        self.started = time.perf_counter()
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._beat_until_stopped, daemon=True)
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def __enter__(self) -> StudyWallClock:
+        self.started = time.perf_counter()
+        self._beat.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._beat.join()
+        self.write(finished=exc[0] is None)
+
+    def _beat_until_stopped(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            self.write(finished=False)
+
+    def write(self, finished: bool) -> None:
+        # The sweep makes its folder (and holds it) first: a fresh study has nowhere to write until then.
+        if self.earlier is None or not (self.path.parent / STUDY_FILE).is_file():
+            return
+        segment = {"wall_seconds": self.seconds(), "load": self.load, "finished": finished}
+        segments = [*self.earlier, segment]
+        record = {"wall_seconds": sum(s["wall_seconds"] for s in segments), "commands": len(segments),
+                  "load": segments[0]["load"], "segments": segments}  # fmt: skip
+        write_atomic(self.path, json.dumps(record))
 
 
 def run_studies(names: list[str], runs: Path, jobs: int, executor: str = "local") -> None:
@@ -612,7 +661,8 @@ def write_tables(studies: list[str]) -> None:
         wall_file = sweep_dir / WALL_FILE
         wall = json.loads(wall_file.read_text()) if wall_file.is_file() else {}
         compute.append({"study": name, "runs": runs, "wall_seconds": wall.get("wall_seconds", math.nan),
-                        "run_seconds_total": total, "run_seconds_max": longest, "load": _load(wall.get("load")),
+                        "commands": wall.get("commands", 1), "run_seconds_total": total,
+                        "run_seconds_max": longest, "load": _load(wall.get("load")),
                         "cpu": "; ".join(sorted(cpus))})  # fmt: skip
         excl += fedar_rows(name, records)
         for r in records:
@@ -655,7 +705,7 @@ def write_tables(studies: list[str]) -> None:
     if compute:
         total_wall = sum(c["wall_seconds"] for c in compute if math.isfinite(c["wall_seconds"]))
         rows = [{"study": c["study"], "runs (tuning + evaluation)": str(c["runs"]),
-                 "wall time of the study (s)": _seconds(c["wall_seconds"]),
+                 "wall time of the study (s)": _seconds(c["wall_seconds"], c["commands"]),
                  "run seconds, total": f"{c['run_seconds_total']:,.0f}",
                  "longest run (s)": f"{c['run_seconds_max']:.0f}",
                  "load at its start (1 min, per core)": c["load"], "CPU": c["cpu"]}
@@ -670,8 +720,10 @@ def write_tables(studies: list[str]) -> None:
     print(f"{len(all_claims)} claims; {len(changed)} with another verdict at half the horizon")
 
 
-def _seconds(value: float) -> str:
-    return f"{value:,.0f}" if math.isfinite(value) else "— (not recorded)"
+def _seconds(value: float, commands: int = 1) -> str:
+    if not math.isfinite(value):
+        return "— (not recorded)"
+    return f"{value:,.0f}" + (f" ({commands} commands)" if commands > 1 else "")
 
 
 def _load(fields: dict[str, str] | None) -> str:
@@ -685,7 +737,8 @@ def _load(fields: dict[str, str] | None) -> str:
 COMPUTE_NOTE = (
     "\nMachine: each study's load is the 1-minute load average per core when it started (busy: above the "
     "threshold of benchmarks/tools/quiet_machine.py, often with the study before it); the CPU is what its runs' "
-    "summary.json record. A study's wall time is recorded only where it ran in one command from start to end.\n"
+    "summary.json record. A study run over several commands (stopped, then resumed) has the sum of theirs, the runs a "
+    "stop cut short and their reruns included; one resumed from before this was recorded has none.\n"
 )
 
 

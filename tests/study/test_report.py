@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -479,3 +480,43 @@ def test_an_archived_study_yaml_matches_its_study_file_through_resolved_trace_pa
     assert not rp.same_study({**elsewhere, "population": {"device_trace": "/x/scenarios/trace.csv"}}, current, folder)
     assert not rp.same_study({**elsewhere, "seeds": [0, 2]}, current, folder)
     assert not rp.same_study({**elsewhere, "extra": 1}, current, folder)
+
+
+def test_a_studys_wall_time_sums_its_commands_and_a_stopped_one_keeps_its_last_beat(tmp_path, monkeypatch):
+    """A long study runs over sessions: each command's segment is rewritten while it runs (a stop from outside
+    keeps its time up to then), the study's wall time is their sum and its load the first command's; a study
+    resumed without a record, or with one from before segments, gets no new one."""
+    rp = _reproduce_papers()
+    monkeypatch.setattr(rp, "HEARTBEAT_SECONDS", 0.02)
+    sweep = tmp_path / "study"
+    sweep.mkdir()
+    (sweep / rp.STUDY_FILE).write_text("name: x\n")
+    first, second = ({"load_1min": x, "cores": "2", "forced": "false"} for x in ("0.20", "1.40"))
+    clock = rp.StudyWallClock(sweep, fresh=True, load=first)
+    with clock:
+        time.sleep(0.3)
+        stopped = json.loads((sweep / rp.WALL_FILE).read_text())  # what a stop from outside would leave
+    assert stopped["commands"] == 1 and stopped["segments"][0]["finished"] is False
+    assert 0.1 < stopped["wall_seconds"] <= clock.seconds()
+    with rp.StudyWallClock(sweep, fresh=False, load=second):
+        time.sleep(0.05)
+    record = json.loads((sweep / rp.WALL_FILE).read_text())
+    segments = record["segments"]
+    assert record["commands"] == 2 and [s["finished"] for s in segments] == [True, True]
+    assert record["wall_seconds"] == pytest.approx(sum(s["wall_seconds"] for s in segments))
+    assert segments[1]["wall_seconds"] < segments[0]["wall_seconds"] and record["load"] == first
+    assert rp._seconds(record["wall_seconds"], 2).endswith(" (2 commands)")
+    assert rp._seconds(1234.4) == "1,234" and rp._seconds(math.nan) == "— (not recorded)"
+    flat = {"wall_seconds": 5.0, "runs": 3, "load": first}  # a command from before segments
+    (sweep / rp.WALL_FILE).write_text(json.dumps(flat))
+    with rp.StudyWallClock(sweep, fresh=False, load=second):
+        time.sleep(0.05)
+    assert json.loads((sweep / rp.WALL_FILE).read_text()) == flat
+    (sweep / rp.WALL_FILE).unlink()
+    with rp.StudyWallClock(sweep, fresh=False, load=second):
+        time.sleep(0.05)
+    assert not (sweep / rp.WALL_FILE).exists()
+    (sweep / rp.STUDY_FILE).unlink()  # a fresh sweep not yet made: nowhere to write
+    with rp.StudyWallClock(sweep, fresh=True, load=first):
+        time.sleep(0.05)
+    assert not (sweep / rp.WALL_FILE).exists()
