@@ -362,9 +362,9 @@ def test_a_paper_study_is_tabled_only_when_complete_and_nobody_writes_it(tmp_pat
 
 
 def test_a_paper_study_archive_holds_what_the_tables_read_and_restores_them(tmp_path, monkeypatch, capsys):
-    """archive_study keeps the files the tables read (not the event logs, not the tuning runs' curves), the
-    same bytes twice; where runs/papers/<study> is gone, sweep_dir_of unpacks it and the tables read the same
-    measures; an archive of an older study file is not used."""
+    """archive_study keeps the files the tables read (not the event logs, not the tuning runs' curves, not the
+    metrics rows without an evaluation), the same bytes twice; where runs/papers/<study> is gone, sweep_dir_of
+    unpacks it and the tables read the same measures; an archive of an older study file is not used."""
     from asyncfl.study.report import measure_table, run_ends
 
     rp = _reproduce_papers()
@@ -380,6 +380,9 @@ def test_a_paper_study_archive_holds_what_the_tables_read_and_restores_them(tmp_
     (sweep / "tuned.yaml").write_text("chosen: {}\n")
     records = [RunRecord(v, s, ended_run(sweep / v / f"seed{s}", [0.1 * s, 0.5, 0.6])) for v in "ab" for s in (0, 1)]
     (records[0].path / "timeline_tasks.csv").write_text("an event log\n")
+    evaluated = (records[1].path / "metrics.csv").read_text()
+    lines = evaluated.splitlines(keepends=True)  # aggregations between evaluations, as a K-async run writes
+    (records[1].path / "metrics.csv").write_text("".join([*lines[:2], "12,2,\n", *lines[2:], "31,4,\n"]))
     ended_run(sweep / "tuning" / "a" / "lr0.1" / "seed100", [0.2])
     archive = results / "s" / "runs.tar.xz"
     archive.parent.mkdir(parents=True)
@@ -390,6 +393,8 @@ def test_a_paper_study_archive_holds_what_the_tables_read_and_restores_them(tmp_
     assert archive.read_bytes() == first
     with tarfile.open(archive) as tar:
         names = tar.getnames()
+        archived_metrics = tar.extractfile("a/seed1/metrics.csv").read().decode()
+    assert archived_metrics == evaluated  # the evaluation rows only
     assert "a/seed0/metrics.csv" in names and "a/seed0/summary.json" in names and "tuned.yaml" in names
     assert "a/seed0/timeline_tasks.csv" not in names  # the event logs stay out
     assert "tuning/a/lr0.1/seed100/summary.json" in names and "tuning/a/lr0.1/seed100/metrics.csv" not in names
