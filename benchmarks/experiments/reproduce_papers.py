@@ -68,6 +68,7 @@ import yaml  # noqa: E402
 
 from asyncfl.cli.study import sweep_claims  # noqa: E402
 from asyncfl.config import read_yaml  # noqa: E402
+from asyncfl.errors import ConfigError  # noqa: E402
 from asyncfl.output.lock import holder, writing  # noqa: E402
 from asyncfl.output.tables import markdown, write_csv  # noqa: E402
 from asyncfl.study.claim_tests import claim_markdown, claim_rows  # noqa: E402
@@ -270,14 +271,18 @@ class StudyWallClock:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._beat.join()
-        self.write(finished=exc[0] is None)
+        try:  # the sweep has let go of its folder: hold it for the last write, unless another command has it
+            with writing(self.path.parent, "sweep"):
+                self.write(finished=exc[0] is None)
+        except (ConfigError, FileNotFoundError):
+            pass
 
     def _beat_until_stopped(self) -> None:
         while not self._stop.wait(HEARTBEAT_SECONDS):
-            self.write(finished=False)
+            if holder(self.path.parent) == f"PID {os.getpid()}":  # only while this command's sweep holds it
+                self.write(finished=False)
 
     def write(self, finished: bool) -> None:
-        # The sweep makes its folder (and holds it) first: a fresh study has nowhere to write until then.
         if self.earlier is None or not (self.path.parent / STUDY_FILE).is_file():
             return
         segment = {"wall_seconds": self.seconds(), "load": self.load, "finished": finished}

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from asyncfl.config import ConfigError
+from asyncfl.output.lock import writing
 from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.compare import write_comparison
@@ -490,7 +491,8 @@ def test_an_archived_study_yaml_matches_its_study_file_through_resolved_trace_pa
 def test_a_studys_wall_time_sums_its_commands_and_a_stopped_one_keeps_its_last_beat(tmp_path, monkeypatch):
     """A long study runs over sessions: each command's segment is rewritten while it runs (a stop from outside
     keeps its time up to then), the study's wall time is their sum and its load the first command's; a study
-    resumed without a record, or with one from before segments, gets no new one."""
+    resumed without a record, or with one from before segments, gets no new one, and one refused because another
+    command holds the study writes nothing."""
     rp = _reproduce_papers()
     monkeypatch.setattr(rp, "HEARTBEAT_SECONDS", 0.02)
     sweep = tmp_path / "study"
@@ -498,7 +500,7 @@ def test_a_studys_wall_time_sums_its_commands_and_a_stopped_one_keeps_its_last_b
     (sweep / rp.STUDY_FILE).write_text("name: x\n")
     first, second = ({"load_1min": x, "cores": "2", "forced": "false"} for x in ("0.20", "1.40"))
     clock = rp.StudyWallClock(sweep, fresh=True, load=first)
-    with clock:
+    with clock, writing(sweep, "sweep"):  # the sweep holds its folder while it runs
         time.sleep(0.3)
         stopped = json.loads((sweep / rp.WALL_FILE).read_text())  # what a stop from outside would leave
     assert stopped["commands"] == 1 and stopped["segments"][0]["finished"] is False
@@ -512,6 +514,20 @@ def test_a_studys_wall_time_sums_its_commands_and_a_stopped_one_keeps_its_last_b
     assert segments[1]["wall_seconds"] < segments[0]["wall_seconds"] and record["load"] == first
     assert rp._seconds(record["wall_seconds"], 2).endswith(" (2 commands)")
     assert rp._seconds(1234.4) == "1,234" and rp._seconds(math.nan) == "— (not recorded)"
+    held = subprocess.Popen(  # another command running this study: this one (refused by its sweep) writes nothing
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from asyncfl.output.lock import writing\n"
+         "with writing(Path(sys.argv[1]), 'sweep'):\n    print('held', flush=True); time.sleep(30)", str(sweep)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert held.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError), rp.StudyWallClock(sweep, fresh=False, load=second):
+            with writing(sweep, "sweep"):
+                pass
+    finally:
+        held.kill()
+        held.wait()
+    assert json.loads((sweep / rp.WALL_FILE).read_text()) == record
     flat = {"wall_seconds": 5.0, "runs": 3, "load": first}  # a command from before segments
     (sweep / rp.WALL_FILE).write_text(json.dumps(flat))
     with rp.StudyWallClock(sweep, fresh=False, load=second):
