@@ -54,7 +54,6 @@ import shutil
 import sys
 import tarfile
 import tempfile
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -68,7 +67,6 @@ import yaml  # noqa: E402
 
 from asyncfl.cli.study import sweep_claims  # noqa: E402
 from asyncfl.config import read_yaml  # noqa: E402
-from asyncfl.errors import ConfigError  # noqa: E402
 from asyncfl.output.lock import holder, writing  # noqa: E402
 from asyncfl.output.tables import markdown, write_csv  # noqa: E402
 from asyncfl.study.claim_tests import claim_markdown, claim_rows  # noqa: E402
@@ -92,8 +90,8 @@ from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from asyncfl.output.reading import read_summary  # noqa: E402
-from asyncfl.output.writing import write_atomic  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+from benchmarks.tools.study_wall_clock import WALL_FILE, StudyWallClock  # noqa: E402
 
 RUNS = ROOT / "runs" / "papers"
 RESULTS = ROOT / "docs" / "results" / "papers"
@@ -114,8 +112,6 @@ STUDIES = (  # in the order they are run: the headline comparisons first
     "fedhist_fairness_nk25_study",
 )
 PAPERS = {"fedar": "FedAR", "fedau": "FedAU", "fl_fdms": "FL-FDMS", "fedhist": "FedHist"}
-WALL_FILE = "wall_seconds.json"  # a study's wall time over the commands that ran it (StudyWallClock)
-HEARTBEAT_SECONDS = 10.0  # how often a running command rewrites its segment: what a stop from outside loses
 HALF = 0.5
 COPIED = (
     "report.md",
@@ -236,60 +232,6 @@ def run_study(name: str, runs: Path, executor: str = "local") -> None:
     print(f"{name}: {result.ran} run(s) in {clock.seconds():.0f} s, {result.skipped} reused", flush=True)
     if result.failures:
         raise SystemExit(f"{name}: {len(result.failures)} run(s) failed; see {sweep_dir}")
-
-
-class StudyWallClock:
-    """A study's wall time over the commands that ran it, in ``<sweep>/wall_seconds.json``.
-
-    A long study runs over sessions: each command is one segment (its wall time and the load when it started),
-    rewritten every ``HEARTBEAT_SECONDS`` while it runs, so a command stopped from outside (a session's end)
-    keeps its time up to its last beat.  The record's ``wall_seconds`` is the sum of the segments (runs a stop
-    cut short count, and so do their reruns: it is what the study cost) and its ``load`` the first segment's.  A
-    study resumed without a record (its first command predates segments) gets none: part of its time is unknown.
-    """
-
-    def __init__(self, sweep_dir: Path, fresh: bool, load: dict[str, str]):
-        self.path, self.load = sweep_dir / WALL_FILE, load
-        if fresh:
-            self.earlier: list[dict] | None = []
-        elif self.path.is_file():
-            self.earlier = json.loads(self.path.read_text()).get("segments")  # None: from before segments
-        else:
-            self.earlier = None
-        self.started = time.perf_counter()
-        self._stop = threading.Event()
-        self._beat = threading.Thread(target=self._beat_until_stopped, daemon=True)
-
-    def seconds(self) -> float:
-        return time.perf_counter() - self.started
-
-    def __enter__(self) -> StudyWallClock:
-        self.started = time.perf_counter()
-        self._beat.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._beat.join()
-        try:  # the sweep has let go of its folder: hold it for the last write, unless another command has it
-            with writing(self.path.parent, "sweep"):
-                self.write(finished=exc[0] is None)
-        except (ConfigError, FileNotFoundError):
-            pass
-
-    def _beat_until_stopped(self) -> None:
-        while not self._stop.wait(HEARTBEAT_SECONDS):
-            if holder(self.path.parent) == f"PID {os.getpid()}":  # only while this command's sweep holds it
-                self.write(finished=False)
-
-    def write(self, finished: bool) -> None:
-        if self.earlier is None or not (self.path.parent / STUDY_FILE).is_file():
-            return
-        segment = {"wall_seconds": self.seconds(), "load": self.load, "finished": finished}
-        segments = [*self.earlier, segment]
-        record = {"wall_seconds": sum(s["wall_seconds"] for s in segments), "commands": len(segments),
-                  "load": segments[0]["load"], "segments": segments}  # fmt: skip
-        write_atomic(self.path, json.dumps(record))
 
 
 def run_studies(names: list[str], runs: Path, jobs: int, executor: str = "local") -> None:

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
@@ -341,7 +340,6 @@ def test_report_without_a_baseline_promises_no_verdict(tmp_path):
 def test_a_paper_study_is_tabled_only_when_complete_and_nobody_writes_it(tmp_path, monkeypatch):
     """An FL-FDMS study plans 4 variants x 10 seeds: a sweep with none of them ended is left out with how many
     have, and one whose sweep another writer holds says so; FedHist's fairness studies have their own section."""
-    from asyncfl.output.lock import writing
 
     rp = _reproduce_papers()
     monkeypatch.setattr(rp, "RUNS", tmp_path)
@@ -449,6 +447,8 @@ def test_the_compute_table_names_each_studys_cpus_and_its_load(tmp_path):
     assert cpus == {"AMD EPYC", "Intel Xeon", "not recorded"}
     quiet, busy = ({"load_1min": f"{x:.2f}", "cores": "2", "forced": f} for x, f in ((0.52, "false"), (1.5, "true")))
     assert [rp._load(x) for x in (quiet, busy, None)] == ["0.26", "0.75 (busy)", "not recorded"]
+    assert rp._seconds(3725.4, 2) == "3,725 (2 commands)"  # a study run over two commands: their sum
+    assert rp._seconds(1234.4) == "1,234" and rp._seconds(math.nan) == "— (not recorded)"
 
 
 def test_a_section_table_takes_a_complete_studys_rows_and_keeps_the_others_published(tmp_path):
@@ -486,58 +486,3 @@ def test_an_archived_study_yaml_matches_its_study_file_through_resolved_trace_pa
     assert not rp.same_study({**elsewhere, "population": {"device_trace": "/x/scenarios/trace.csv"}}, current, folder)
     assert not rp.same_study({**elsewhere, "seeds": [0, 2]}, current, folder)
     assert not rp.same_study({**elsewhere, "extra": 1}, current, folder)
-
-
-def test_a_studys_wall_time_sums_its_commands_and_a_stopped_one_keeps_its_last_beat(tmp_path, monkeypatch):
-    """A long study runs over sessions: each command's segment is rewritten while it runs (a stop from outside
-    keeps its time up to then), the study's wall time is their sum and its load the first command's; a study
-    resumed without a record, or with one from before segments, gets no new one, and one refused because another
-    command holds the study writes nothing."""
-    rp = _reproduce_papers()
-    monkeypatch.setattr(rp, "HEARTBEAT_SECONDS", 0.02)
-    sweep = tmp_path / "study"
-    sweep.mkdir()
-    (sweep / rp.STUDY_FILE).write_text("name: x\n")
-    first, second = ({"load_1min": x, "cores": "2", "forced": "false"} for x in ("0.20", "1.40"))
-    clock = rp.StudyWallClock(sweep, fresh=True, load=first)
-    with clock, writing(sweep, "sweep"):  # the sweep holds its folder while it runs
-        time.sleep(0.3)
-        stopped = json.loads((sweep / rp.WALL_FILE).read_text())  # what a stop from outside would leave
-    assert stopped["commands"] == 1 and stopped["segments"][0]["finished"] is False
-    assert 0.1 < stopped["wall_seconds"] <= clock.seconds()
-    with rp.StudyWallClock(sweep, fresh=False, load=second):
-        time.sleep(0.05)
-    record = json.loads((sweep / rp.WALL_FILE).read_text())
-    segments = record["segments"]
-    assert record["commands"] == 2 and [s["finished"] for s in segments] == [True, True]
-    assert record["wall_seconds"] == pytest.approx(sum(s["wall_seconds"] for s in segments))
-    assert segments[1]["wall_seconds"] < segments[0]["wall_seconds"] and record["load"] == first
-    assert rp._seconds(record["wall_seconds"], 2).endswith(" (2 commands)")
-    assert rp._seconds(1234.4) == "1,234" and rp._seconds(math.nan) == "— (not recorded)"
-    held = subprocess.Popen(  # another command running this study: this one (refused by its sweep) writes nothing
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from asyncfl.output.lock import writing\n"
-         "with writing(Path(sys.argv[1]), 'sweep'):\n    print('held', flush=True); time.sleep(30)", str(sweep)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert held.stdout.readline().strip() == "held"
-        with pytest.raises(ConfigError), rp.StudyWallClock(sweep, fresh=False, load=second):
-            with writing(sweep, "sweep"):
-                pass
-    finally:
-        held.kill()
-        held.wait()
-    assert json.loads((sweep / rp.WALL_FILE).read_text()) == record
-    flat = {"wall_seconds": 5.0, "runs": 3, "load": first}  # a command from before segments
-    (sweep / rp.WALL_FILE).write_text(json.dumps(flat))
-    with rp.StudyWallClock(sweep, fresh=False, load=second):
-        time.sleep(0.05)
-    assert json.loads((sweep / rp.WALL_FILE).read_text()) == flat
-    (sweep / rp.WALL_FILE).unlink()
-    with rp.StudyWallClock(sweep, fresh=False, load=second):
-        time.sleep(0.05)
-    assert not (sweep / rp.WALL_FILE).exists()
-    (sweep / rp.STUDY_FILE).unlink()  # a fresh sweep not yet made: nowhere to write
-    with rp.StudyWallClock(sweep, fresh=True, load=first):
-        time.sleep(0.05)
-    assert not (sweep / rp.WALL_FILE).exists()

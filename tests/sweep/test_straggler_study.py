@@ -62,7 +62,8 @@ def test_write_base_gives_the_scenario_advise_ran_on(tmp_path):
 
 def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
     """write_docs on a finished sweep's files: the page has the claims table, and the per-seed pairs behind
-    it are copied beside the page and linked (issue 32: every published claim row has its per-seed values)."""
+    it are copied beside the page and linked (issue 32: every published claim row has its per-seed values), and
+    so are the tuning choices the verdicts rest on; its wall time is the study's over every command that ran it."""
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     (sweep / "accuracy_vs_time.png").write_bytes(b"png")
@@ -90,9 +91,20 @@ def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
     assert copied.read_text() == (sweep / "claims_seeds.csv").read_text()
     assert "| oort | final accuracy (%) | 2/2 | 60.0 ± 1.0 | +10.0 ± 2.0 | 2 | higher |" in page
     assert "**1.0 min** (60 s) with the ray executor" in page  # a study run in one go: its whole wall time
-    script.write_docs(sweep, tmp_path / "docs", 6.0, 2, "uniform", [0.4], Load(), "ray", resumed=True)
+    assert "## Tuning" not in page  # nothing tuned: no section
+    (sweep / "tuned.yaml").write_text(yaml.safe_dump({
+        "criterion": "final_accuracy", "target": None, "seeds": [100, 101], "grid": {"training.lr": [0.1, 0.3]},
+        "chosen": {"oort": {"training.lr": 0.3}}, "untuned": ["uniform"], "rule": "mean_minus_se"}))  # fmt: skip
+    (sweep / "tuning.csv").write_text("variant,point,training.lr,seed100,seed101\noort,lr0.3,0.3,0.6,0.5\n")
+    script.write_docs(sweep, tmp_path / "docs", 130.0, 2, "uniform", [0.4], Load(), "ray", commands=2)
     page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
-    assert "(6 s; this session of a resumed sweep only)" in page  # not passed off as the study's wall time
+    assert "(130 s over 2 commands, each stopped and resumed)" in page  # their sum, said to be one
+    assert "| oort | training.lr = 0.3 |" in page and "`docs/results/straggler_mitigation_tuning.csv`" in page
+    tuning_copy = tmp_path / "docs" / "results" / "straggler_mitigation_tuning.csv"
+    assert tuning_copy.read_text() == (sweep / "tuning.csv").read_text()
+    script.write_docs(sweep, tmp_path / "docs", 6.0, 2, "uniform", [0.4], Load(), "ray", commands=None)
+    page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
+    assert "(6 s; this command of a resumed sweep only)" in page  # not passed off as the study's wall time
     overrides = ["tune.divergence_margin=1", "seeds=[30, 31]"]
     script.write_docs(sweep, tmp_path / "docs", 6.0, 2, "uniform", [0.4], Load(), "ray", page="other",
                       overrides=overrides)  # fmt: skip
