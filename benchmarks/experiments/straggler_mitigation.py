@@ -160,7 +160,7 @@ def write_docs(
 def _over(commands: int | None) -> str:
     if commands is None:
         return "; this command of a resumed sweep only"
-    return f" over {commands} commands, each stopped and resumed" if commands > 1 else ""
+    return f" over {commands} commands: a resumed sweep" if commands > 1 else ""
 
 
 def _cores() -> int:

@@ -98,7 +98,7 @@ def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
     (sweep / "tuning.csv").write_text("variant,point,training.lr,seed100,seed101\noort,lr0.3,0.3,0.6,0.5\n")
     script.write_docs(sweep, tmp_path / "docs", 130.0, 2, "uniform", [0.4], Load(), "ray", commands=2)
     page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
-    assert "(130 s over 2 commands, each stopped and resumed)" in page  # their sum, said to be one
+    assert "(130 s over 2 commands: a resumed sweep)" in page  # their sum, said to be one
     assert "| oort | training.lr = 0.3 |" in page and "`docs/results/straggler_mitigation_tuning.csv`" in page
     tuning_copy = tmp_path / "docs" / "results" / "straggler_mitigation_tuning.csv"
     assert tuning_copy.read_text() == (sweep / "tuning.csv").read_text()
