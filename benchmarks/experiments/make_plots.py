@@ -8,7 +8,7 @@
 from its finished sweep directory instead of running it again: its config must be the scenario file's, and its
 figure is redrawn by this code (``python -m asyncfl plot`` on a copy), so the picture is the current code's.
 
-The straggler_mitigation study is most of the work: 342 runs with its tuning, 14.9 min on both cores of a
+The straggler_mitigation study is most of the work: 346 runs with its tuning, 10.8 min on both cores of a
 quiet 2-core machine with ``straggler_mitigation.py --executor ray`` (issue 32); here they run one after the
 other, so draw it from that sweep with ``--from-sweep`` instead.  Every other scenario together took about
 5 minutes before issue 32 added that tuning (52 min for all of them at load 6-9).
