@@ -210,9 +210,10 @@ def evaluation_lines(metrics_csv: Path) -> bytes:
     """metrics.csv's header and its evaluation rows (a test accuracy), byte for byte: every table reads only
     those (:func:`asyncfl.study.seed_statistics.evaluations`), and a K-async run writes a row per aggregation,
     ~16 times as many (the FedHist fairness archive: 8.8 MB with them)."""
-    lines = metrics_csv.read_bytes().splitlines(keepends=True)
-    column = next(csv.reader([lines[0].decode()])).index("test_accuracy")
-    return b"".join([lines[0], *(line for line in lines[1:] if next(csv.reader([line.decode()]))[column])])
+    lines = metrics_csv.read_text(encoding="utf-8").splitlines(keepends=True)
+    rows = csv.reader(lines)
+    column = next(rows).index("test_accuracy")
+    return "".join([lines[0], *(line for line, row in zip(lines[1:], rows) if row[column])]).encode()
 
 
 # --- running ---------------------------------------------------------------------------------------

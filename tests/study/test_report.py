@@ -340,7 +340,6 @@ def test_report_without_a_baseline_promises_no_verdict(tmp_path):
 def test_a_paper_study_is_tabled_only_when_complete_and_nobody_writes_it(tmp_path, monkeypatch):
     """An FL-FDMS study plans 4 variants x 10 seeds: a sweep with none of them ended is left out with how many
     have, and one whose sweep another writer holds says so; FedHist's fairness studies have their own section."""
-
     rp = _reproduce_papers()
     monkeypatch.setattr(rp, "RUNS", tmp_path)
     monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")  # no published archive to fall back on
