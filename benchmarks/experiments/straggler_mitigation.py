@@ -114,7 +114,7 @@ def write_docs(
             # ../results/ so that the link also resolves where docs_sync copies this block (docs/findings/)
             pairs = f"{page}_claims_seeds"
             claim_lines[-1:-1] = [f"Every seed's pair behind these rows: [{pairs}.md](../results/{pairs}.md)"
-                             f" (unrounded: `{pairs}.csv`).", ""]  # fmt: skip
+                             f" (unrounded: `{pairs}.csv`)."]  # fmt: skip
     tuning = []
     if (sweep_dir / TUNING_CSV).is_file():  # which step size each variant got decides some verdicts: publish it
         shutil.copyfile(sweep_dir / TUNING_CSV, results / f"{page}_tuning.csv")

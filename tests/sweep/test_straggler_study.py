@@ -100,6 +100,7 @@ def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
     page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
     assert "(130 s over 2 commands: a resumed sweep)" in page  # their sum, said to be one
     assert "| oort | training.lr = 0.3 |" in page and "`docs/results/straggler_mitigation_tuning.csv`" in page
+    assert "csv`).\n\n## Tuning\n" in page  # one blank line between the pairs' link and the next section
     tuning_copy = tmp_path / "docs" / "results" / "straggler_mitigation_tuning.csv"
     assert tuning_copy.read_text() == (sweep / "tuning.csv").read_text()
     script.write_docs(sweep, tmp_path / "docs", 6.0, 2, "uniform", [0.4], Load(), "ray", commands=None)
