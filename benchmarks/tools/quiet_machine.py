@@ -6,7 +6,7 @@ Before it measures anything, a script calls :func:`check_load`: the 1-minute loa
 machine (its other processes: the script has not started yet) above :data:`LOAD_PER_CORE` per core
 means busy, and the script stops with exit status 1 and one message, unless ``--force`` was given.
 What it writes then carries :meth:`Load.note` (markdown) or :meth:`Load.fields` (CSV columns): the
-load average, the cores, and whether the table was forced on a busy machine.
+load average, the cores, and whether the table was forced on a busy machine; the note also names the CPU.
 
     from benchmarks.tools.quiet_machine import add_force_argument, check_load
     add_force_argument(parser)
@@ -22,7 +22,14 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from asyncfl.runner.parts import machine_description
+
 LOAD_PER_CORE = 0.5  # 1-minute load average per core above which the machine is busy
+
+
+def processor() -> str:
+    """The CPU's name, as every run's summary.json records it."""
+    return machine_description()["cpu"]
 
 
 def cores() -> int:
@@ -36,6 +43,7 @@ class Load:
     five_minutes: float
     cores: int
     forced: bool  # written with --force on a busy machine
+    cpu: str = ""  # the processor: another CPU gives other timings (and may round differently)
 
     @property
     def busy(self) -> bool:
@@ -56,8 +64,8 @@ class Load:
         return f"{self.reading()}: quiet (at most {LOAD_PER_CORE} per core)"
 
     def note(self) -> str:
-        """A paragraph to end a markdown table with (a blank line first)."""
-        return f"\nMachine: {self.summary()}.\n"
+        """A paragraph to end a markdown table with (a blank line first): the load and, where known, the CPU."""
+        return f"\nMachine: {self.summary()}." + (f" CPU: {self.cpu}." if self.cpu else "") + "\n"
 
     def fields(self) -> dict[str, str]:
         """The same as CSV columns, for tables that are CSV files."""
@@ -78,11 +86,12 @@ def check_load(
     writes: str,
     loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg,
     core_count: Callable[[], int] = cores,
+    cpu_name: Callable[[], str] = processor,
 ) -> Load:
     """The machine's load now; a busy machine stops the script (SystemExit, status 1, one message
     naming what it would have written) unless ``force``."""
     one, five, _ = loadavg()
-    load = Load(one, five, core_count(), forced=False)
+    load = Load(one, five, core_count(), forced=False, cpu=cpu_name())
     if not load.busy:
         return load
     if not force:
@@ -91,4 +100,4 @@ def check_load(
             f"for {writes}, whose numbers would not be those of a quiet machine. Wait until it is quiet "
             f"(`cat /proc/loadavg`), or give --force to write it anyway, marked as forced."
         )
-    return Load(one, five, load.cores, forced=True)
+    return Load(one, five, load.cores, forced=True, cpu=load.cpu)

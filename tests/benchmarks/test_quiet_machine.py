@@ -1,6 +1,6 @@
 """The load check of every benchmark that writes into docs/ (issue 29, item 14): a busy machine stops
 the script before it measures (exit 1, one message) unless --force, and then the table says it was
-forced and at which load; a quiet machine's table says its load too.  Every script that writes
+forced and at which load; a quiet machine's table says its load too, and each names its CPU.  Every script that writes
 docs/results/ uses this one helper (checked by reading them)."""
 
 from __future__ import annotations
@@ -50,23 +50,25 @@ def test_a_busy_machine_refuses_with_one_message():
 
 
 def test_force_writes_and_the_table_says_it_was_forced_and_at_which_load(tmp_path):
-    load = check_load(_parse(["--force"]).force, "x", loadavg=lambda: (6.0, 4.0, 2.0), core_count=lambda: 2)
+    load = check_load(_parse(["--force"]).force, "x", loadavg=lambda: (6.0, 4.0, 2.0), core_count=lambda: 2,
+                      cpu_name=lambda: "Some CPU @ 2.20GHz")  # fmt: skip
     assert load.forced and load.busy
     table = tmp_path / "x.md"
     table.write_text("| a |\n| --- |\n| 1 |\n" + load.note())
     note = table.read_text().splitlines()[-1]
     assert note.startswith("Machine: FORCED on a busy machine (--force): load average 6.00 (1 min)")
-    assert "on 2 cores (3.00 per core)" in note
+    assert "on 2 cores (3.00 per core)" in note and note.endswith(". CPU: Some CPU @ 2.20GHz.")
     assert load.fields() == {"load_1min": "6.00", "cores": "2", "forced": "true"}
 
 
 def test_a_quiet_machine_writes_its_load_and_the_threshold_is_per_core():
-    at_threshold = check_load(False, "x", loadavg=lambda: (LOAD_PER_CORE * 4, 0.1, 0.1), core_count=lambda: 4)
+    at_threshold = check_load(False, "x", loadavg=lambda: (LOAD_PER_CORE * 4, 0.1, 0.1), core_count=lambda: 4,
+                              cpu_name=lambda: "")  # fmt: skip
     assert not at_threshold.forced and not at_threshold.busy
     assert at_threshold.note().strip() == (
         "Machine: load average 2.00 (1 min), 0.10 (5 min) on 4 cores (0.50 per core) before measuring: "
         "quiet (at most 0.5 per core)."
-    )
+    )  # a CPU whose name is unknown: no CPU sentence
     assert at_threshold.fields()["forced"] == "false"
     with pytest.raises(SystemExit):  # the same load on 2 cores is busy
         check_load(False, "x", loadavg=lambda: (2.0, 0.1, 0.1), core_count=lambda: 2)
