@@ -46,7 +46,6 @@ import argparse
 import atexit
 import csv
 import io
-import json
 import math
 import multiprocessing
 import os
@@ -91,7 +90,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
-from benchmarks.tools.study_wall_clock import WALL_FILE, StudyWallClock  # noqa: E402
+from benchmarks.tools.study_wall_clock import WALL_FILE, StudyWallClock, read_record  # noqa: E402
 
 RUNS = ROOT / "runs" / "papers"
 RESULTS = ROOT / "docs" / "results" / "papers"
@@ -624,8 +623,7 @@ def write_tables(studies: list[str]) -> None:
             shares = pd.read_csv(sweep_dir / "weight_shares.csv").assign(study=name)
             weights.setdefault(section_of(name), []).append(shares)
         runs, total, longest, cpus = run_seconds(records, sweep_dir)
-        wall_file = sweep_dir / WALL_FILE
-        wall = json.loads(wall_file.read_text()) if wall_file.is_file() else {}
+        wall = read_record(sweep_dir) or {}
         compute.append({"study": name, "runs": runs, "wall_seconds": wall.get("wall_seconds", math.nan),
                         "commands": wall.get("commands", 1), "run_seconds_total": total,
                         "run_seconds_max": longest, "load": _load(wall.get("load")),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from asyncfl.runner.parts import machine_description
@@ -100,4 +100,4 @@ def check_load(
             f"for {writes}, whose numbers would not be those of a quiet machine. Wait until it is quiet "
             f"(`cat /proc/loadavg`), or give --force to write it anyway, marked as forced."
         )
-    return Load(one, five, load.cores, forced=True, cpu=load.cpu)
+    return replace(load, forced=True)

@@ -79,4 +79,10 @@ class StudyWallClock:
 
     def record(self) -> dict | None:
         """The study's record as last written (None: none is kept, e.g. resumed from before records)."""
-        return json.loads(self.path.read_text()) if self.earlier is not None and self.path.is_file() else None
+        return read_record(self.path.parent) if self.earlier is not None else None
+
+
+def read_record(sweep_dir: Path) -> dict | None:
+    """A sweep's wall-time record, as a command last wrote it (None: it has none)."""
+    path = sweep_dir / WALL_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
