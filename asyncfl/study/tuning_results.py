@@ -12,12 +12,15 @@ worst           the worst seed (the lowest accuracy, the longest time)
 
 The criterion may be any claim measure (:func:`measure_value`), so that a variant is tuned on what its
 claims test (a per-class accuracy, a time to target); the report warns where it is not, where fewer than
-:data:`ROBUST_SEEDS` tuning seeds were used, and where a chosen value sits at the edge of its grid.
+:data:`ROBUST_SEEDS` tuning seeds were used, and where a chosen value sits at the edge of its grid; it lists
+the choices that beat their runner-up by a near tie (:func:`near_ties`).
 """
 
 from __future__ import annotations
 
+import csv
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -245,6 +248,82 @@ def tuning_warnings(record: Mapping[str, Any], claims: Sequence[Claim] = ()) -> 
     return out
 
 
+@dataclass(frozen=True)
+class NearTie:
+    """A choice that beats its runner-up by at most one standard error (:func:`near_ties`)."""
+
+    variant: str
+    chosen: dict[str, str]  # grid key -> value, as tuning.csv writes it
+    runner_up: dict[str, str]
+    advantage: float  # mean over the tuning seeds of (chosen − runner-up), in the criterion's better direction
+    se: float  # its standard error
+    measure: str
+
+    def line(self) -> str:
+        def point(values: Mapping[str, str]) -> str:
+            return ", ".join(f"{k} = {v}" for k, v in values.items())
+
+        return (
+            f"{self.variant}: {point(self.chosen)} over {point(self.runner_up)}, "
+            f"{self.advantage:+.3g} ± {self.se:.3g} on {self.measure}"
+        )
+
+
+def near_ties(record: Mapping[str, Any], rows: Sequence[Mapping[str, str]]) -> list[NearTie]:
+    """Each tuned variant whose choice is a near tie.  The runner-up is the other point with the best
+    score among the points the choice was made from (not those ``divergence_margin`` kept out); the choice
+    is a near tie when its paired advantage over the runner-up, the mean over the tuning seeds of
+    (chosen − runner-up) in the criterion's better direction, is at most one standard error of those
+    per-seed differences (std ddof=1 / √n).  Other tuning seeds may then choose the runner-up: a verdict
+    about the variant may turn on the tuning seeds (FedHist at N/K = 100 chose lr 0.01 over 0.03 with an
+    advantage of −0.003 ± 0.018, and three verdicts moved with that choice).  A flat optimum gives near
+    ties too, where the choice matters little; the line says which, not how much it matters.
+    ``rows``: tuning.csv's rows as read (text); a variant with fewer than two tuning seeds, or with a value
+    that is not finite (a target never reached), is left out."""
+    seeds = [f"seed{s}" for s in record.get("seeds") or []]
+    criterion = record.get("criterion")
+    criterion = f"{TIME_TO}{record['target']:g}" if criterion == "time_to_target" else criterion
+    tuned_on = record.get("measures") or {}
+    out = []
+    for variant in record.get("chosen") or {}:
+        own = [r for r in rows if r.get("variant") == variant]
+        chosen = [r for r in own if r.get("chosen") == "True"]
+        if len(seeds) < 2 or len(chosen) != 1:
+            continue
+        pool = [r for r in own if r is not chosen[0] and r.get("near_divergence") == chosen[0].get("near_divergence")]
+        on = tuned_on.get(variant, criterion)
+        lower = lower_is_better(on)
+        ranked = sorted((r for r in pool if math.isfinite(_value(r, "score"))), key=lambda r: _value(r, "score"),
+                        reverse=not lower)  # fmt: skip
+        if not ranked:
+            continue
+        a = np.array([_value(chosen[0], s) for s in seeds])
+        b = np.array([_value(ranked[0], s) for s in seeds])
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            continue
+        advantage = b - a if lower else a - b
+        se = float(np.std(advantage, ddof=1)) / math.sqrt(len(seeds))
+        if advantage.mean() <= se:
+            grid = list(record.get("grid") or {})
+            points = _point(grid, chosen[0]), _point(grid, ranked[0])
+            out.append(NearTie(variant, *points, float(advantage.mean()), se, on))
+    return out
+
+
+def _value(row: Mapping[str, str], column: str) -> float:
+    """A number of a tuning.csv row as read; NaN where empty (``score`` falls back to ``mean``)."""
+    text = row.get(column) or (row.get("mean") if column == "score" else "")
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _point(keys: Sequence[str], row: Mapping[str, str]) -> dict[str, str]:
+    """A tuning.csv row's grid values (a key the variant's algorithm lacks is empty there: left out)."""
+    return {k: row[k] for k in keys if row.get(k) not in (None, "")}
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -303,6 +382,17 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = ()) -> str:
         lines += ["", "Widened beyond the grid's edge (`widen: true`), the choice made again each time:", ""]
         lines += [f"- {w['variant']}: {w['key']} = {w['edge']} at the edge, {w['value']} added (round {w['round']})"
                   for w in record["widened"]]  # fmt: skip
+    rows = []
+    if (sweep_dir / TUNING_CSV).is_file():
+        with open(sweep_dir / TUNING_CSV, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    ties = near_ties(record, rows)
+    if ties:
+        lines += ["", "Near ties: the chosen point beats the runner-up by at most one standard error of their "
+                      "paired difference over the tuning seeds (mean ± standard error, in the criterion's unit). "
+                      "Other tuning seeds may choose the runner-up, so a verdict about these variants may turn "
+                      "on the tuning seeds (where the optimum is flat, it matters little):", ""]  # fmt: skip
+        lines += [f"- {t.line()}" for t in ties]
     warnings = tuning_warnings(record, claims)
     if warnings:
         lines += ["", "Warnings:", ""] + [f"- {w}" for w in warnings]

@@ -83,6 +83,7 @@ from asyncfl.study.report import (  # noqa: E402
 from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_interval  # noqa: E402
 from asyncfl.study.spec import load_study  # noqa: E402
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E402
+from asyncfl.study.tuning_results import near_ties  # noqa: E402
 from asyncfl.study.weight_shares import ISOLATED_CLASS  # noqa: E402
 from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
 
@@ -450,10 +451,16 @@ def merge_section(published: Path, complete: str, studies: list[str]) -> str | N
     return "\n".join(new[:2] + rows) + "\n"
 
 
+def short(values: dict) -> str:
+    """A grid point in a table cell: each key's last part and its value (lr 0.1, server_lr 5.0)."""
+    return ", ".join(f"{key.split('.')[-1]} {value}" for key, value in values.items())
+
+
 def tuning_table(studies: list[str]) -> str:
-    """Per study: the grid (and the values widening added), the tuning seeds, the criterion and rule, and each
-    variant's chosen values, from the study's published tuned.yaml (docs/results/papers/<study>/): the choice
-    behind its published section, complete or not, whether or not its runs are still on this machine."""
+    """Per study: the grid (and the values widening added), the tuning seeds, the criterion and rule, each
+    variant's chosen values and the choices that were near ties (asyncfl.study.tuning_results.near_ties), from
+    the study's published tuned.yaml and tuning.csv (docs/results/papers/<study>/): the choice behind its
+    published section, complete or not, whether or not its runs are still on this machine."""
     rows = []
     for name in studies:
         path = RESULTS / name / TUNED_FILE
@@ -462,10 +469,7 @@ def tuning_table(studies: list[str]) -> str:
             continue
         record = yaml.safe_load(path.read_text(encoding="utf-8"))
         raw = read_yaml(study_file(name))
-        chosen = "; ".join(
-            f"{variant}: " + ", ".join(f"{key.split('.')[-1]} {value}" for key, value in values.items())
-            for variant, values in record["chosen"].items()
-        )
+        chosen = "; ".join(f"{variant}: {short(values)}" for variant, values in record["chosen"].items())
         untuned = record.get("untuned") or []
         if untuned:
             chosen += f"; not tuned: {', '.join(untuned)}"
@@ -476,10 +480,17 @@ def tuning_table(studies: list[str]) -> str:
         if added:
             grid += "; widened: " + "; ".join(f"{v} {', '.join(values)}" for v, values in added.items())
         rule = record.get("rule", "mean")
+        points = RESULTS / name / TUNING_CSV
+        with open(points, encoding="utf-8", newline="") if points.is_file() else io.StringIO() as f:
+            ties = near_ties(record, list(csv.DictReader(f)))
         rows.append({
             "study": name, "tuned on seeds": ", ".join(map(str, record["seeds"])),
             "evaluated on seeds": ", ".join(map(str, raw.get("seeds") or [])), "grid": grid,
             "criterion": record["criterion"] + (f" ({rule})" if rule != "mean" else ""), "chosen": chosen,
+            "near ties (advantage ± SE)": "; ".join(
+                f"{t.variant}: {short(t.chosen)} over {short(t.runner_up)} ({t.advantage:+.3g} ± {t.se:.2g})"
+                for t in ties
+            ) or "none",
         })  # fmt: skip
     return markdown(rows)
 

@@ -422,11 +422,19 @@ def test_the_tuning_table_reads_each_studys_published_choice(tmp_path, monkeypat
               "widened": [{"variant": "a", "key": "training.lr", "edge": 0.2, "value": 0.4, "round": 1}]}  # fmt: skip
     (tmp_path / "s" / "tuned.yaml").write_text(yaml.safe_dump(record))
     header, _, row, missing = rp.tuning_table(["s", "never"]).splitlines()
-    assert header == "| study | tuned on seeds | evaluated on seeds | grid | criterion | chosen |"
+    columns = "study | tuned on seeds | evaluated on seeds | grid | criterion | chosen | near ties (advantage ± SE)"
+    assert header == f"| {columns} |"
     assert row == (
         "| s | 100, 101 | 0, 1 | `training.lr` ∈ [0.1, 0.2]; widened: a lr 0.4 | last_quarter_accuracy (mean_minus_se) "
-        "| a: lr 0.4; not tuned: b |"
+        "| a: lr 0.4; not tuned: b | none |"
     )
+    # lr 0.4 over lr 0.2 per seed: +0.02, -0.01, mean 0.005, SE |0.02 - (-0.01)| / 2 = 0.015: a near tie
+    (tmp_path / "s" / "tuning.csv").write_text(
+        "variant,point,training.lr,seed100,seed101,mean,score,chosen\n"
+        "a,lr0.2,0.2,0.50,0.52,0.51,0.50,False\na,lr0.4,0.4,0.52,0.51,0.515,0.51,True\n"
+        "a,lr0.1,0.1,0.30,0.30,0.30,0.30,False\n"
+    )
+    assert rp.tuning_table(["s"]).splitlines()[2].endswith("| a: lr 0.4 over lr 0.2 (+0.005 ± 0.015) |")
     assert missing.startswith("| never | — |")
 
 

@@ -17,6 +17,7 @@ from asyncfl.study.tuning_results import (
     choose,
     claimed_measure,
     measure_value,
+    near_ties,
     score,
     tuning_section,
     tuning_warnings,
@@ -173,3 +174,50 @@ def test_the_default_seeds_choose_by_each_rule_on_a_hand_built_table(tmp_path):
     write_choice(plan, sweep, "mean_minus_se")
     record = yaml.safe_load((sweep / TUNED_FILE).read_text())
     assert record["seeds"] == SEEDS and not any("fewer than" in w for w in tuning_warnings(record, []))
+
+
+def test_a_near_tie_is_listed_under_the_tuning_table(tmp_path):
+    """Final accuracies per tuning seed (100-103), rule mean:
+        lr 0.03: 0.50 0.52 0.48 0.50   mean 0.500  (the runner-up)
+        lr 0.1:  0.55 0.47 0.53 0.49   mean 0.510  (chosen)
+        lr 0.3:  0.20 0.20 0.20 0.20   mean 0.200
+    Paired advantage of lr 0.1 over lr 0.03: 0.05, −0.05, 0.05, −0.01, mean 0.01; deviations 0.04, −0.06,
+    0.04, −0.02, std (ddof=1) sqrt(0.0072 / 3) = 0.04899, SE 0.04899 / 2 = 0.02449 ≥ 0.01: a near tie.
+    With lr 0.1 at 0.60 0.62 0.58 0.61 the advantage is 0.10, 0.10, 0.10, 0.11 (mean 0.1025, SE 0.0025):
+    no line."""
+    study = build_study(tiny(tmp_path, {"grid": {"training.lr": [0.03, 0.1, 0.3]}}, compare=[{"name": "plain"}]))
+    table = {"lr0.03": [0.50, 0.52, 0.48, 0.50], "lr0.1": [0.55, 0.47, 0.53, 0.49], "lr0.3": [0.20] * 4}
+    for name, lr01 in (("tie", table["lr0.1"]), ("clear", [0.60, 0.62, 0.58, 0.61])):
+        sweep = tmp_path / name
+        for pid, finals in {**table, "lr0.1": lr01}.items():
+            for seed, final in zip(SEEDS, finals):
+                write_run(sweep / TUNING_DIR / "plain" / pid / f"seed{seed}", [final])
+        assert write_choice(study.tuning, sweep, "mean") == {"plain": {"training.lr": 0.1}}
+    section = tuning_section(tmp_path / "tie")
+    tie = "- plain: training.lr = 0.1 over training.lr = 0.03, +0.01 ± 0.0245 on final_accuracy\n"
+    assert "Near ties:" in section and tie in section
+    assert "Near ties" not in tuning_section(tmp_path / "clear")
+
+
+def test_near_ties_by_hand_for_a_time_lower_being_better():
+    """Times to target per seed: chosen 100, 110, 90, 100 (mean 100); runner-up 105, 100, 95, 104 (mean 101);
+    a third point 99 on every seed but kept out by the divergence margin (it may not be the runner-up).
+    Advantage (runner-up − chosen): 5, −10, 5, 4, mean 1.0; deviations 4, −11, 4, 3, std sqrt(162 / 3) =
+    7.348, SE 3.674.  A value that is not finite (a target never reached, +inf) leaves the variant out."""
+    record = {"criterion": "time_to_target", "target": 0.8, "seeds": SEEDS, "grid": {"training.lr": [0.1, 0.3, 1.0]},
+              "chosen": {"plain": {"training.lr": 0.1}}}  # fmt: skip
+
+    def row(lr, times, chosen=False, near="False"):
+        seeds = {f"seed{s}": str(t) for s, t in zip(SEEDS, times)}
+        return {"variant": "plain", "training.lr": str(lr), **seeds, "mean": str(sum(times) / 4),
+                "chosen": str(chosen), "near_divergence": near}  # fmt: skip
+
+    rows = [row(0.1, [100, 110, 90, 100], True), row(0.3, [105, 100, 95, 104]), row(1.0, [99] * 4, near="True")]
+    (tie,) = near_ties(record, rows)
+    assert (tie.variant, tie.measure) == ("plain", "time_to:0.8")
+    assert (tie.chosen, tie.runner_up) == ({"training.lr": "0.1"}, {"training.lr": "0.3"})
+    assert (tie.advantage, tie.se) == pytest.approx((1.0, math.sqrt(54) / 2))
+    assert tie.line() == "plain: training.lr = 0.1 over training.lr = 0.3, +1 ± 3.67 on time_to:0.8"
+    rows[1]["seed101"] = "inf"
+    assert near_ties(record, rows) == []
+    assert near_ties({**record, "seeds": SEEDS[:1]}, rows) == []  # one seed shows no spread
