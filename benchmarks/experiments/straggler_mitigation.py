@@ -30,7 +30,7 @@ import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import yaml
 
@@ -95,9 +95,12 @@ def write_docs(
     page: str = NAME,
     overrides: Sequence[str] = (),
     claims: Sequence[Claim] = (),
+    first_load: Mapping[str, str] | None = None,
 ) -> None:
     """The page: ``wall_s`` over ``commands`` commands (None: a sweep resumed from before its wall time was
-    kept, ``wall_s`` this command's alone); the tuning choices beside the verdicts that rest on them."""
+    kept, ``wall_s`` this command's alone); the tuning choices beside the verdicts that rest on them.  ``load``:
+    the machine's load before this command; ``first_load``: before the study's first command (the wall-time
+    record's ``load``), said apart from this command's where the study took several."""
     results, figures = docs / "results", docs / "figures"
     results.mkdir(parents=True, exist_ok=True)
     figures.mkdir(parents=True, exist_ok=True)
@@ -134,8 +137,8 @@ def write_docs(
         f"`scenarios/straggler_mitigation.yaml` (its header says how the population, the deadline and the "
         f"targets {', '.join(f'{t:g}' for t in targets)} were chosen). Wall time of the whole study: "
         f"**{wall_s / 60:.1f} min** ({wall_s:,.0f} s{_over(commands)}) "
-        f"with the {executor} executor, figures on, on {platform.machine()} with {_cores()} CPU core(s) (the "
-        f"machine's load before it started is at the end of this page).",
+        f"with the {executor} executor, figures on, on {platform.machine()} with {_cores()} CPU core(s) "
+        f"{_load_where(commands, first_load)}.",
         "",
         f"![accuracy against virtual time](../figures/{page}.png)",
         "",
@@ -155,6 +158,21 @@ def write_docs(
         cost,
     ]) + load.note()  # fmt: skip
     (results / f"{page}.md").write_text(text, encoding="utf-8")
+
+
+def _load_where(commands: int | None, first_load: Mapping[str, str] | None) -> str:
+    """Where the page gives the machine's load: a study run by one command, at the end; one resumed, the
+    first command's load here (its 1-minute average, as the wall-time record keeps it) and the last's at the
+    end, since the last command only wrote this page."""
+    if not commands or commands == 1 or not first_load:
+        return "(the machine's load before it started is at the end of this page)"
+    one, cores = float(first_load["load_1min"]), int(first_load["cores"])
+    forced = ", forced on a busy machine" if first_load.get("forced") == "true" else ""
+    return (
+        f"(the machine's 1-minute load average before its first command: {one:.2f} on {cores} cores "
+        f"({one / cores:.2f} per core){forced}; before the last of the {commands}, which wrote this page, at the "
+        "end of this page)"
+    )
 
 
 def _over(commands: int | None) -> str:
@@ -198,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     write_docs(
         result.sweep_dir, args.docs, wall_s, len(study.seeds), study.baseline, list(study.targets), load,
         args.executor, commands=commands, page=args.page, overrides=overrides, claims=study.claims,
+        first_load=(record or {}).get("load"),
     )  # fmt: skip
     print(f"{NAME}: {len(study.runs)} runs ({len(study.variants)} variants x {len(study.seeds)} seeds), "
           f"wall time {wall_s:,.0f} s ({wall_s / 60:.1f} min); sweep {result.sweep_dir}")  # fmt: skip

@@ -99,6 +99,15 @@ def test_the_published_page_holds_the_claims_and_links_every_pair(tmp_path):
     script.write_docs(sweep, tmp_path / "docs", 130.0, 2, "uniform", [0.4], Load(), "ray", commands=2)
     page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
     assert "(130 s over 2 commands: a resumed sweep)" in page  # their sum, said to be one
+    assert "(the machine's load before it started is at the end of this page)" in page  # no first load given
+    first = {"load_1min": "0.35", "cores": "2", "forced": "false"}
+    script.write_docs(sweep, tmp_path / "docs", 130.0, 2, "uniform", [0.4], Load(), "ray", commands=2,
+                      first_load=first)  # fmt: skip
+    page = (tmp_path / "docs" / "results" / "straggler_mitigation.md").read_text()
+    assert (  # the study's load is its first command's, not that of the command that last wrote the page
+        "(the machine's 1-minute load average before its first command: 0.35 on 2 cores (0.17 per core); before "
+        "the last of the 2, which wrote this page, at the end of this page)." in page
+    )
     assert "| oort | training.lr = 0.3 |" in page and "`docs/results/straggler_mitigation_tuning.csv`" in page
     assert "csv`).\n\n## Tuning\n" in page  # one blank line between the pairs' link and the next section
     tuning_copy = tmp_path / "docs" / "results" / "straggler_mitigation_tuning.csv"
