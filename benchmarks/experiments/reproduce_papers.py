@@ -26,8 +26,9 @@ Verdicts are those of ``claims:`` (asyncfl.study.claim_tests): paired sign-flip 
 study's families in both directions, "supported" / "contradicted" / "inconclusive" at 0.05, and whether the
 paper's effect size lies inside our 90 % sign-flip interval (tested only on the paper's data set, paper_data:).
 Every claim is also tested on the same runs cut at HALF their horizon (virtual time; a target not reached by
-then is censored at the cut, as a full run's miss at its end): a verdict that differs there is marked, since it
-depends on where the run stops.  Only complete studies (every planned run ended, nobody writing the sweep) are
+then is censored at the cut, as a full run's miss at its end; a run that diverged is cut at half the horizon
+it was given, and counts as broken there if it had broken by then): a verdict that differs there is marked,
+since it depends on where the run stops.  Only complete studies (every planned run ended, nobody writing the sweep) are
 tabled, each sweep's report rewritten first with this code; a section waits for all of its studies, the tables
 over every study for all of them.  A study whose sweep is not in runs/papers is read from its published
 runs.tar.xz (when the study file is unchanged since): its tables are recomputed, its report is kept as published.
@@ -282,42 +283,68 @@ def central_baselines() -> list[dict]:
 
 
 def cut_measures(
-    run_dir: Path, targets: list[float], fraction: float, columns: list[str] = ()
+    run_dir: Path, targets: list[float], fraction: float, columns: list[str] = (), horizon: float | None = None
 ) -> tuple[dict[str, float], float]:
-    """The accuracy measures of one run as if it had stopped at ``fraction`` of its horizon (the virtual
-    time of its last evaluation), and that cut: final accuracy = the last evaluation at or before the cut,
-    last-quarter accuracy = the mean of the evaluations in the last quarter before the cut, time to a target =
-    the first evaluation at or above it, if that is before the cut (else NaN: the claim tests censor it at
-    the cut, as a full run's miss at its end); ``columns``: other metrics.csv columns a claim names
-    (``last_quarter:<column>``), averaged over the same last quarter."""
+    """The accuracy measures of one run as if it had stopped at ``fraction`` of its horizon (``horizon``, by
+    default the virtual time of its last evaluation), and that cut: final accuracy = the last evaluation at or
+    before the cut, last-quarter accuracy = the mean of the evaluations in the last quarter before the cut, time
+    to a target = the first evaluation at or above it, if that is before the cut (else NaN: the claim tests
+    censor it at the cut, as a full run's miss at its end); ``columns``: other metrics.csv columns a claim names
+    (``last_quarter:<column>``), averaged over the same last quarter.  A run that diverged stopped before its
+    horizon (:func:`planned_horizon` gives it): where it had already broken by the cut, it counts as broken there,
+    as at its end (its last evaluation is both its final and its last-quarter accuracy), not as the model it
+    had at half of the time it broke."""
     rows = evaluations(run_dir)
     if not len(rows):
         return {}, math.nan
-    cut = fraction * float(rows["time"].iloc[-1])
+    end = float(rows["time"].iloc[-1])
+    cut = fraction * (end if horizon is None else horizon)
     kept = rows[rows["time"] <= cut + 1e-9]
     if not len(kept):
         return {}, cut
+    broken = horizon is not None and cut >= end - 1e-9  # diverged at or before the cut
     x, y = kept["time"].to_numpy(np.float64), kept["test_accuracy"].to_numpy(np.float64)
-    out = {"final accuracy": float(y[-1]), "last-quarter accuracy": float(np.mean(y[x >= (1 - TAIL_SHARE) * x[-1]]))}
+    tail = x >= x[-1] if broken else x >= (1 - TAIL_SHARE) * x[-1]
+    out = {"final accuracy": float(y[-1]), "last-quarter accuracy": float(np.mean(y[tail]))}
     for target in targets:
         hit = kept[kept["test_accuracy"] >= target].head(1)
         out[f"time to {target:g} (virtual s)"] = float(hit["time"].iloc[0]) if len(hit) else math.nan
     for column in columns:
-        values = kept[column].to_numpy(np.float64)[x >= (1 - TAIL_SHARE) * x[-1]]
+        values = kept[column].to_numpy(np.float64)[tail]
         out[column_label(column)] = float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
     return out, cut
+
+
+def planned_horizon(run_dir: Path, peers: list[float]) -> float | None:
+    """Where a run that diverged would have stopped: its ``stop.virtual_time_s``, else the median horizon
+    (last evaluation) of ``peers``, the same variant's runs that did not diverge (a study stopped by rounds);
+    None for a run that did not diverge, or when neither is known (it is then cut at half its own end)."""
+    if read_summary(run_dir, required=False).get("status") != "diverged":
+        return None
+    config = run_dir / "config.yaml"
+    limit = (read_yaml(config).get("stop") or {}).get("virtual_time_s") if config.is_file() else None
+    if isinstance(limit, (int, float)) and limit > 0:
+        return float(limit)
+    return float(np.median(peers)) if peers else None
 
 
 def cut_table(
     records: list[RunRecord], targets: list[float], fraction: float, columns: list[str], ends: dict
 ) -> tuple[dict, dict]:
     """(variant -> measure -> seed -> value, variant -> seed -> the cut) with every run cut at ``fraction`` of
-    its horizon; a run has a cut (where a target it has not reached by then is censored) only where it has
-    an end in ``ends`` (:func:`asyncfl.study.report.run_ends`: it ended, it did not fail)."""
+    its horizon (a diverged run's: :func:`planned_horizon`); a run has a cut (where a target it has not reached
+    by then is censored) only where it has an end in ``ends`` (:func:`asyncfl.study.report.run_ends`: it ended,
+    it did not fail)."""
     table: dict[str, dict[str, dict[int, float]]] = {}
     cuts: dict[str, dict[int, float]] = {}
+    horizons: dict[str, list[float]] = {}
     for r in records:
-        measures, cut = cut_measures(r.path, targets, fraction, columns)
+        rows = evaluations(r.path)
+        if len(rows) and read_summary(r.path, required=False).get("status") != "diverged":
+            horizons.setdefault(r.label, []).append(float(rows["time"].iloc[-1]))
+    for r in records:
+        horizon = planned_horizon(r.path, horizons.get(r.label, []))
+        measures, cut = cut_measures(r.path, targets, fraction, columns, horizon)
         for measure, value in measures.items():
             table.setdefault(r.label, {}).setdefault(measure, {})[r.seed] = value
         if r.seed in ends.get(r.label, {}) and math.isfinite(cut):

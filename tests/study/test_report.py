@@ -188,6 +188,39 @@ def test_paper_runs_cut_at_half_their_horizon(tmp_path):
     assert whole["last-quarter accuracy"] == pytest.approx((0.6 + 0.7 + 0.7) / 3)  # x >= 60 s
 
 
+def test_a_diverged_run_is_cut_at_half_the_horizon_it_was_given(tmp_path):
+    """A run given 80 s that diverged at 40 s (its last evaluation, 0.1: the broken model) is cut at 40 s, half of
+    80, not at 20 s, half of its own end: broken there, its final and last-quarter accuracy are both 0.1 (as at
+    its end), and 0.6, reached at 30 s before it broke, still counts.  One that diverged at 60 s is cut at 40 s
+    like a run that did not.  Without stop.virtual_time_s (a study stopped by rounds) the horizon is the median
+    of the same variant's runs that did not diverge."""
+    rp = _reproduce_papers()
+
+    def diverged(path: Path, accuracies: list[float], limit: float | None) -> Path:
+        ended_run(path, accuracies)
+        summary = json.loads((path / "summary.json").read_text())
+        (path / "summary.json").write_text(json.dumps({**summary, "status": "diverged"}))
+        (path / "config.yaml").write_text(yaml.safe_dump({"stop": {"virtual_time_s": limit, "rounds": None}}))
+        return path
+
+    early = diverged(tmp_path / "early", [0.3, 0.5, 0.6, 0.1], 80.0)
+    assert rp.planned_horizon(early, []) == 80.0
+    cut, at = rp.cut_measures(early, [0.6], 0.5, [], horizon=80.0)
+    assert at == 40.0 and cut["final accuracy"] == 0.1 and cut["last-quarter accuracy"] == 0.1
+    assert cut["time to 0.6 (virtual s)"] == 30.0
+    own, at = rp.cut_measures(early, [0.6], 0.5)  # what the cut was before: half its own end, a healthy model
+    assert at == 20.0 and own["final accuracy"] == 0.5
+    late = diverged(tmp_path / "late", [0.3, 0.5, 0.6, 0.6, 0.7, 0.1], 80.0)
+    cut, at = rp.cut_measures(late, [0.6], 0.5, [], horizon=rp.planned_horizon(late, []))
+    assert at == 40.0 and cut["final accuracy"] == 0.6 and cut["last-quarter accuracy"] == pytest.approx(0.6)
+    by_rounds = diverged(tmp_path / "rounds", [0.3, 0.1], None)
+    assert rp.planned_horizon(by_rounds, [80.0, 90.0, 80.0]) == 80.0 and rp.planned_horizon(by_rounds, []) is None
+    assert rp.planned_horizon(ended_run(tmp_path / "fine", [0.5]), [80.0]) is None  # did not diverge
+    records = [RunRecord("a", 0, early), RunRecord("a", 1, ended_run(tmp_path / "a1", [0.5] * 8))]
+    table, cuts = rp.cut_table(records, [0.6], 0.5, [], {"a": {0: 40.0, 1: 80.0}})
+    assert cuts == {"a": {0: 40.0, 1: 40.0}} and table["a"]["final accuracy"] == {0: 0.1, 1: 0.5}
+
+
 def test_every_paper_study_declares_claims_and_tunes_on_other_seeds():
     rp = _reproduce_papers()
     for name in rp.STUDIES:
