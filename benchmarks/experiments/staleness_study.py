@@ -16,8 +16,9 @@ and ``server`` replaced:
     python benchmarks/experiments/staleness_study.py --fairness       # Fig. 5: the isolated class over time
 
 Prints a Markdown table (mean over seeds; a dash = target not reached in the horizon) and writes
-runs under --out (default runs/staleness_study) plus study.csv and accuracy_vs_time.png there; the
-full grid also goes to docs/figures/staleness_study.png, the fairness figure to docs/figures/fedhist_fairness.png.
+runs under --out (default runs/staleness_study) plus study.csv and accuracy_vs_time.png there (--fairness:
+class9_vs_time.png).  It is an early, untuned pilot (no tuning, no declared claims): the docs publish the
+tuned reproductions of benchmarks/experiments/reproduce_papers.py instead, and none of its figures.
 Finished runs are reused (delete the run directory to recompute).
 """
 
@@ -207,7 +208,6 @@ def fairness_study(seeds: list[int], out: Path) -> str:
                 "curve": [(float(m["time"]), float(m["accuracy_class_9"])) for m in metrics],
             })  # fmt: skip
     _plot_fairness(rows, out / "class9_vs_time.png")
-    _plot_fairness(rows, ROOT / "docs" / "figures" / "fedhist_fairness.png")
     lines = [
         "| algorithm | class-9 accuracy, mean over the last quarter | class-9 accuracy, final "
         "| overall accuracy, final |",
@@ -270,8 +270,6 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         writer.writerows(rows)
     plot(rows, args.out / "accuracy_vs_time.png")
-    if (args.settings, args.betas, args.algorithms) == (list(SETTINGS), list(BETAS), list(ALGORITHMS)):
-        plot(rows, ROOT / "docs" / "figures" / "staleness_study.png")  # the whole grid: the figure the docs show
     print(table(rows))
     return 0
 
