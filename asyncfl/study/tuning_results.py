@@ -335,9 +335,10 @@ def _same_time(on: str, claimed: Sequence[str]) -> bool:
     return float(on[len(TIME_TO) :]) == float(claimed[0][len(TIME_TO) :])
 
 
-def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = ()) -> str:
+def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = (), points: str = f"Every point: `{TUNING_CSV}`") -> str:
     """The report's "Tuning" section from tuned.yaml ('' when the study tuned nothing), with
-    :func:`tuning_warnings` against the study's ``claims``."""
+    :func:`tuning_warnings` against the study's ``claims``; ``points``: the sentence that says where every
+    tuning point is (a page that publishes tuning.csv elsewhere names that copy)."""
     path = sweep_dir / TUNED_FILE
     if not path.is_file():
         return ""
@@ -353,7 +354,7 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = ()) -> str:
         "## Tuning",
         "",
         f"Tuned per variant on seeds {record['seeds']} (disjoint from the evaluation seeds): {grid}. Criterion: "
-        f"{how} over the tuning seeds; ties go to the first grid point. Every point: `{TUNING_CSV}`.",
+        f"{how} over the tuning seeds; ties go to the first grid point. {points}.",
         "",
         "| variant | chosen |",
         "|---|---|",
