@@ -161,7 +161,7 @@ def write_docs(
 def _load_where(commands: int | None, first_load: Mapping[str, str] | None) -> str:
     """Where the page gives the machine's load: a study run by one command, at the end; one resumed, the
     first command's load here (its 1-minute average, as the wall-time record keeps it) and the last's at the
-    end, since the last command only wrote this page."""
+    end (the last may have run no more than the page itself)."""
     if not commands or commands == 1 or not first_load:
         return "(the machine's load before it started is at the end of this page)"
     one, cores = float(first_load["load_1min"]), int(first_load["cores"])
