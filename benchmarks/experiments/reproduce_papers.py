@@ -21,6 +21,8 @@ resumed), then writes
   docs/figures/papers_<section>_weights.md the aggregation weight per client group, where its runs record weights
   docs/figures/papers_tuning.md            what was tuned, on which seeds, and the chosen values
   docs/figures/papers_compute.md, papers_central.md, papers_fedar_exclusions.md, papers_fedhist_diagnostics.md
+  docs/figures/papers_followup_<name>.md   a follow-up's claims table (FOLLOWUPS: ours, a study rerun with
+                                           overrides on new seeds), its files in docs/results/papers/followups/
 
 Verdicts are those of ``claims:`` (asyncfl.study.claim_tests): paired sign-flip p, Holm-adjusted within each
 study's families in both directions, "supported" / "contradicted" / "inconclusive" at 0.05, and whether the
@@ -50,6 +52,7 @@ import io
 import math
 import multiprocessing
 import os
+import shlex
 import shutil
 import sys
 import tarfile
@@ -113,6 +116,15 @@ STUDIES = (  # in the order they are run: the headline comparisons first
     "fedhist_fairness_nk25_study",
 )
 PAPERS = {"fedar": "FedAR", "fedau": "FedAU", "fl_fdms": "FL-FDMS", "fedhist": "FedHist"}
+# Follow-ups (ours): a study of STUDIES run again with --set overrides on evaluation seeds never run before, its
+# claims unchanged and the command declared in a commit before its runs.  Each runs as
+#   python -m asyncfl scenarios/papers/<study>.yaml --executor ray --set ... --out runs/papers_followups/<name>
+# and, once complete, is tabled on its own (docs/figures/papers_followup_<name>.md), never in claims.csv.
+FOLLOWUPS = {
+    "fedhist_nk10_margin": ("fedhist_nk10_mnist1d", (
+        "tune.divergence_margin=1", "tune.collapse_accuracy=0.15", f"seeds={list(range(30, 45))}")),
+}  # fmt: skip
+FOLLOWUP_RESULTS = "followups"  # docs/results/papers/followups/<name>/
 HALF = 0.5
 COPIED = (
     "report.md",
@@ -371,21 +383,25 @@ def complete_records(name: str) -> tuple[list[RunRecord], str]:
     return finished, ""
 
 
-def refresh_report(name: str, records: list[RunRecord]) -> None:
+def refresh_report(name: str, records: list[RunRecord], sweep_dir: Path | None = None) -> None:
     """Rewrite the sweep's report and claims (report.md, claims.*) with this code, as `python -m asyncfl report`
-    does, holding the sweep: a sweep run by older code would otherwise keep the verdicts of its rule."""
-    sweep_dir = sweep_dir_of(name)
+    does, holding the sweep: a sweep run by older code would otherwise keep the verdicts of its rule.
+    ``sweep_dir``: the sweep (default the study's, :func:`sweep_dir_of`)."""
+    sweep_dir = sweep_dir or sweep_dir_of(name)
     raw = read_yaml(sweep_dir / STUDY_FILE)
     with writing(sweep_dir, "sweep"):
         claims, note = sweep_claims(sweep_dir, raw)
         write_report(sweep_dir, records, raw.get("baseline"), raw.get("targets") or (), claims, note)
 
 
-def study_claim_rows(name: str, records: list[RunRecord]) -> tuple[list[Claim], list[dict], list[dict], dict]:
+def study_claim_rows(
+    name: str, records: list[RunRecord], sweep_dir: Path | None = None
+) -> tuple[list[Claim], list[dict], list[dict], dict]:
     """The study's claims, tested as the study's own report tests them (a time to a target a run never
     reached censored at the run's end; the paper's effect tested only on the paper's data), on the full
-    runs and on the runs cut at half their horizon (a miss censored at the cut)."""
-    sweep_dir = sweep_dir_of(name)
+    runs and on the runs cut at half their horizon (a miss censored at the cut).  ``sweep_dir``: as
+    :func:`refresh_report`."""
+    sweep_dir = sweep_dir or sweep_dir_of(name)
     raw = read_yaml(sweep_dir / STUDY_FILE)
     claims, _ = sweep_claims(sweep_dir, raw)  # those recorded at the sweep's start, as its report tests
     targets = [float(t) for t in raw.get("targets") or ()]
@@ -722,6 +738,46 @@ def write_tables(studies: list[str]) -> None:
     print(f"{len(all_claims)} claims; {len(changed)} with another verdict at half the horizon")
 
 
+def followup_command(name: str) -> str:
+    """The command that runs follow-up ``name`` (the one its declaring commit names)."""
+    study, overrides = FOLLOWUPS[name]
+    sets = " ".join(f"--set {shlex.quote(o)}" for o in overrides)
+    return (f"python -m asyncfl scenarios/papers/{study}.yaml --executor ray {sets} "
+            f"--out runs/papers_followups/{name}")  # fmt: skip
+
+
+def write_followups() -> None:
+    """Each complete follow-up (:data:`FOLLOWUPS`): its report rewritten with this code, its files copied to
+    docs/results/papers/followups/<name>/, and its claims table, in the papers' format, with its tuning
+    choices and its compute to docs/figures/papers_followup_<name>.md.  An incomplete one is left as
+    published (it says so)."""
+    for name, (study, overrides) in FOLLOWUPS.items():
+        sweep_dir = RUNS.parent / "papers_followups" / name
+        planned = len(load_study(study_file(study), list(overrides)).runs)
+        records = [r for r in sweep_records(sweep_dir) if is_finished(r.path)] if sweep_dir.is_dir() else []
+        if len(records) < planned or holder(sweep_dir) is not None:
+            print(f"follow-up {name}: {len(records)} of its {planned} evaluation runs have ended; left as published")
+            continue
+        refresh_report(name, records, sweep_dir)
+        claims, full, half, table = study_claim_rows(name, records, sweep_dir)
+        label = f"{FOLLOWUP_RESULTS}/{name}"  # the study column, and where its per-seed pairs are
+        results = RESULTS / label
+        results.mkdir(parents=True, exist_ok=True)
+        for file in COPIED:
+            if (sweep_dir / file).is_file():
+                shutil.copyfile(sweep_dir / file, results / file)
+        record = yaml.safe_load((sweep_dir / TUNED_FILE).read_text(encoding="utf-8"))
+        chosen = "; ".join(f"{variant}: {short(values)}" for variant, values in record["chosen"].items())
+        runs, total, _, cpus = run_seconds(records, sweep_dir)
+        text = (
+            f"Run by `{followup_command(name)}`. Chosen (tuning seeds {', '.join(map(str, record['seeds']))}): "
+            f"{chosen}. {runs} runs (tuning + evaluation), {total:,.0f} run-seconds, on {'; '.join(sorted(cpus))}."
+            "\n\n" + claim_table([(label, c, r, h, table) for c, r, h in zip(claims, full, half)])
+        )
+        (PLOTS / f"papers_followup_{name}.md").write_text(text, encoding="utf-8")
+        print(f"wrote docs/figures/papers_followup_{name}.md")
+
+
 def _seconds(value: float, commands: int = 1) -> str:
     if not math.isfinite(value):
         return "— (not recorded)"
@@ -776,6 +832,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.central:
             write_csv(RESULTS / "central_baselines.csv", central_baselines(), digits=6)
     write_tables(list(STUDIES))
+    write_followups()
     print(f"reproduce_papers: {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -221,6 +221,25 @@ def test_a_diverged_run_is_cut_at_half_the_horizon_it_was_given(tmp_path):
     assert cuts == {"a": {0: 40.0, 1: 40.0}} and table["a"]["final accuracy"] == {0: 0.1, 1: 0.5}
 
 
+def test_every_follow_up_tests_its_studys_claims_on_seeds_never_run_before():
+    """A follow-up (ours) reruns a published study with overrides: the same claims, tested on evaluation seeds
+    that neither the study nor its tuning used, as many as the study's; its command names every override."""
+    rp = _reproduce_papers()
+    for name, (study, overrides) in rp.FOLLOWUPS.items():
+        assert study in rp.STUDIES, name
+        main, followup = load_study(rp.study_file(study)), load_study(rp.study_file(study), list(overrides))
+        assert followup.claims == main.claims, name
+        assert not set(followup.seeds) & (set(main.seeds) | set(main.tuning.spec.seeds)), name
+        assert len(followup.seeds) >= len(main.seeds), name
+        assert followup.tuning.spec.seeds == main.tuning.spec.seeds, name  # tuned as the study was
+        command = rp.followup_command(name)
+        assert command.startswith(f"python -m asyncfl scenarios/papers/{study}.yaml --executor ray --set ")
+        assert all(o in command for o in overrides[:-1]) and command.endswith(f"--out runs/papers_followups/{name}")
+    margin = load_study(rp.study_file("fedhist_nk10_mnist1d"), list(rp.FOLLOWUPS["fedhist_nk10_margin"][1]))
+    assert (margin.tuning.spec.divergence_margin, margin.tuning.spec.collapse_accuracy) == (1, 0.15)
+    assert list(margin.seeds) == list(range(30, 45))
+
+
 def test_every_paper_study_declares_claims_and_tunes_on_other_seeds():
     rp = _reproduce_papers()
     for name in rp.STUDIES:
