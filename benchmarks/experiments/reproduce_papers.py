@@ -22,7 +22,8 @@ resumed), then writes
   docs/figures/papers_tuning.md            what was tuned, on which seeds, and the chosen values
   docs/figures/papers_compute.md, papers_central.md, papers_fedar_exclusions.md, papers_fedhist_diagnostics.md
   docs/figures/papers_followup_<name>.md   a follow-up's claims table (FOLLOWUPS: ours, a study rerun with
-                                           overrides on new seeds), its files in docs/results/papers/followups/
+                                           overrides on new seeds), its files and runs.tar.xz in
+                                           docs/results/papers/followups/<name>/
 
 Verdicts are those of ``claims:`` (asyncfl.study.claim_tests): paired sign-flip p, Holm-adjusted within each
 study's families in both directions, "supported" / "contradicted" / "inconclusive" at 0.05, and whether the
@@ -69,7 +70,7 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 
 from asyncfl.cli.study import sweep_claims  # noqa: E402
-from asyncfl.config import read_yaml  # noqa: E402
+from asyncfl.config import apply_override, read_yaml  # noqa: E402
 from asyncfl.output.lock import holder, writing  # noqa: E402
 from asyncfl.output.tables import markdown, write_csv  # noqa: E402
 from asyncfl.study.claim_tests import claim_markdown, claim_rows  # noqa: E402
@@ -746,26 +747,54 @@ def followup_command(name: str) -> str:
             f"--out runs/papers_followups/{name}")  # fmt: skip
 
 
+def followup_sweep_dir(name: str) -> tuple[Path, bool]:
+    """(the follow-up's sweep, whether it was restored): runs/papers_followups/<name>, or, where that holds no
+    sweep, its published runs.tar.xz unpacked into a temporary folder when it holds runs of the study file
+    with the same overrides (as :func:`sweep_dir_of` does for a study)."""
+    study, overrides = FOLLOWUPS[name]
+    own = RUNS.parent / "papers_followups" / name
+    archive = RESULTS / FOLLOWUP_RESULTS / name / ARCHIVE
+    if (own / STUDY_FILE).is_file() or not archive.is_file():
+        return own, False
+    into = Path(tempfile.mkdtemp(prefix=f"asyncfl-{name}-"))
+    atexit.register(shutil.rmtree, into, True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    current = read_yaml(study_file(study))
+    for item in overrides:
+        apply_override(current, item)
+    if not same_study(read_yaml(into / STUDY_FILE), current, study_file(study).parent):
+        print(
+            f"follow-up {name}: its published {ARCHIVE} holds runs of another {study}.yaml or other overrides; not used"
+        )
+        return own, False
+    return into, True
+
+
 def write_followups() -> None:
-    """Each complete follow-up (:data:`FOLLOWUPS`): its report rewritten with this code, its files copied to
-    docs/results/papers/followups/<name>/, and its claims table, in the papers' format, with its tuning
-    choices and its compute to docs/figures/papers_followup_<name>.md.  An incomplete one is left as
-    published (it says so)."""
+    """Each complete follow-up (:data:`FOLLOWUPS`): its report rewritten with this code, its files and its
+    runs.tar.xz (:func:`archive_study`) written to docs/results/papers/followups/<name>/, and its claims table,
+    in the papers' format, with its tuning choices and its compute to docs/figures/papers_followup_<name>.md.
+    One read from its published archive keeps its report as published; an incomplete one is left as published
+    (it says so)."""
     for name, (study, overrides) in FOLLOWUPS.items():
-        sweep_dir = RUNS.parent / "papers_followups" / name
+        sweep_dir, restored = followup_sweep_dir(name)
         planned = len(load_study(study_file(study), list(overrides)).runs)
         records = [r for r in sweep_records(sweep_dir) if is_finished(r.path)] if sweep_dir.is_dir() else []
         if len(records) < planned or holder(sweep_dir) is not None:
             print(f"follow-up {name}: {len(records)} of its {planned} evaluation runs have ended; left as published")
             continue
-        refresh_report(name, records, sweep_dir)
+        if not restored:  # a restored sweep lacks the event logs its report reads: the published one stays
+            refresh_report(name, records, sweep_dir)
         claims, full, half, table = study_claim_rows(name, records, sweep_dir)
         label = f"{FOLLOWUP_RESULTS}/{name}"  # the study column, and where its per-seed pairs are
         results = RESULTS / label
         results.mkdir(parents=True, exist_ok=True)
-        for file in COPIED:
+        for file in () if restored else COPIED:
             if (sweep_dir / file).is_file():
                 shutil.copyfile(sweep_dir / file, results / file)
+        if not restored:
+            archive_study(sweep_dir, records, results / ARCHIVE)
         record = yaml.safe_load((sweep_dir / TUNED_FILE).read_text(encoding="utf-8"))
         chosen = "; ".join(f"{variant}: {short(values)}" for variant, values in record["chosen"].items())
         runs, total, _, cpus = run_seconds(records, sweep_dir)

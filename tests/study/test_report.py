@@ -531,6 +531,36 @@ def test_a_section_table_takes_a_complete_studys_rows_and_keeps_the_others_publi
     assert rp.merge_section(tmp_path / "none.md", complete, ["a", "b"]) is None
 
 
+def test_a_follow_up_is_restored_from_its_archive_only_for_the_same_overrides(tmp_path, monkeypatch, capsys):
+    """A follow-up whose sweep is gone is read from docs/results/papers/followups/<name>/runs.tar.xz when the
+    archived study.yaml is the study file with the follow-up's overrides applied; with other overrides (or
+    an edited study file) the archive is not used."""
+    rp = _reproduce_papers()
+    runs, results = tmp_path / "runs" / "papers", tmp_path / "results"
+    monkeypatch.setattr(rp, "RUNS", runs)
+    monkeypatch.setattr(rp, "RESULTS", results)
+    study = tmp_path / "s.yaml"
+    study.write_text("name: s\nseeds: [0, 1]\ntune: {grid: {training.lr: [0.1]}}\n")
+    monkeypatch.setattr(rp, "study_file", lambda name: study)
+    monkeypatch.setattr(rp, "FOLLOWUPS", {"f": ("s", ("seeds=[30, 31]", "tune.divergence_margin=1"))})
+    sweep = runs.parent / "papers_followups" / "f"
+    sweep.mkdir(parents=True)
+    (sweep / "study.yaml").write_text(
+        "name: s\nseeds: [30, 31]\ntune: {grid: {training.lr: [0.1]}, divergence_margin: 1}\n"
+    )
+    records = [RunRecord("a", s, ended_run(sweep / "a" / f"seed{s}", [0.5])) for s in (30, 31)]
+    assert rp.followup_sweep_dir("f") == (sweep, False)
+    archive = results / "followups" / "f" / "runs.tar.xz"
+    archive.parent.mkdir(parents=True)
+    rp.archive_study(sweep, records, archive)
+    shutil.rmtree(sweep)
+    restored, was = rp.followup_sweep_dir("f")
+    assert was and (restored / "a" / "seed31" / "summary.json").is_file()
+    monkeypatch.setattr(rp, "FOLLOWUPS", {"f": ("s", ("seeds=[30, 31]", "tune.divergence_margin=2"))})
+    assert rp.followup_sweep_dir("f") == (sweep, False)
+    assert "holds runs of another s.yaml or other overrides; not used" in capsys.readouterr().out
+
+
 def test_an_archived_study_yaml_matches_its_study_file_through_resolved_trace_paths():
     """A sweep writes the device trace its study names relative to scenarios/papers/ as the absolute path it
     read (here from another checkout): the same study; another file name, folder or value is not."""
