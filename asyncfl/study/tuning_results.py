@@ -310,6 +310,15 @@ def near_ties(record: Mapping[str, Any], rows: Sequence[Mapping[str, str]]) -> l
     return out
 
 
+def tuning_rows(folder: Path) -> list[dict[str, str]]:
+    """The rows of ``folder``/tuning.csv as text, as :func:`near_ties` reads them ([] where there is none)."""
+    path = folder / TUNING_CSV
+    if not path.is_file():
+        return []
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def _value(row: Mapping[str, str], column: str) -> float:
     """A number of a tuning.csv row as read; NaN where empty (``score`` falls back to ``mean``)."""
     text = row.get(column) or (row.get("mean") if column == "score" else "")
@@ -383,11 +392,7 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = (), points: str = 
         lines += ["", "Widened beyond the grid's edge (`widen: true`), the choice made again each time:", ""]
         lines += [f"- {w['variant']}: {w['key']} = {w['edge']} at the edge, {w['value']} added (round {w['round']})"
                   for w in record["widened"]]  # fmt: skip
-    rows = []
-    if (sweep_dir / TUNING_CSV).is_file():
-        with open(sweep_dir / TUNING_CSV, encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-    ties = near_ties(record, rows)
+    ties = near_ties(record, tuning_rows(sweep_dir))
     if ties:
         lines += ["", "Near ties: the chosen point beats the runner-up by at most one standard error of their "
                       "paired difference over the tuning seeds (mean ± standard error, in the criterion's unit). "

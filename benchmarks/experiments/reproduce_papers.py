@@ -88,7 +88,7 @@ from asyncfl.study.report import (  # noqa: E402
 from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_interval  # noqa: E402
 from asyncfl.study.spec import load_study  # noqa: E402
 from asyncfl.study.tuning import TUNED_FILE, TUNING_CSV, TUNING_DIR  # noqa: E402
-from asyncfl.study.tuning_results import near_ties  # noqa: E402
+from asyncfl.study.tuning_results import near_ties, tuning_rows  # noqa: E402
 from asyncfl.study.weight_shares import ISOLATED_CLASS  # noqa: E402
 from asyncfl.sweep.study_sweep import run_sweep  # noqa: E402
 
@@ -169,16 +169,25 @@ def sweep_dir_of(name: str) -> Path:
     archive = RESULTS / name / ARCHIVE
     if name in _restored or (own / STUDY_FILE).is_file() or not archive.is_file():
         return _restored.get(name, own)
-    into = Path(tempfile.mkdtemp(prefix=f"asyncfl-{name}-"))
-    atexit.register(shutil.rmtree, into, True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    if not same_study(read_yaml(into / STUDY_FILE), read_yaml(study_file(name)), study_file(name).parent):
-        shutil.rmtree(into)
+    into = unpacked(archive, read_yaml(study_file(name)), study_file(name).parent, name)
+    if into is None:
         print(f"{name}: its published {ARCHIVE} holds runs of an older {study_file(name).name}; not used")
         return own
     _restored[name] = into
     return into
+
+
+def unpacked(archive: Path, current: dict, folder: Path, name: str) -> Path | None:
+    """``archive`` unpacked into a temporary folder (removed when the process ends) when its study.yaml holds
+    ``current`` (the study file's content, in ``folder``: :func:`same_study`), else None."""
+    into = Path(tempfile.mkdtemp(prefix=f"asyncfl-{name}-"))
+    atexit.register(shutil.rmtree, into, True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    if same_study(read_yaml(into / STUDY_FILE), current, folder):
+        return into
+    shutil.rmtree(into)
+    return None
 
 
 def same_study(archived: object, current: object, folder: Path) -> bool:
@@ -500,6 +509,11 @@ def short(values: dict) -> str:
     return ", ".join(f"{key.split('.')[-1]} {value}" for key, value in values.items())
 
 
+def chosen_cell(record: dict) -> str:
+    """Each tuned variant's chosen point (tuned.yaml's ``record``), in a table cell."""
+    return "; ".join(f"{variant}: {short(values)}" for variant, values in record["chosen"].items())
+
+
 def tuning_table(studies: list[str]) -> str:
     """Per study: the grid (and the values widening added), the tuning seeds, the criterion and rule, each
     variant's chosen values and the choices that were near ties (asyncfl.study.tuning_results.near_ties), from
@@ -513,7 +527,7 @@ def tuning_table(studies: list[str]) -> str:
             continue
         record = yaml.safe_load(path.read_text(encoding="utf-8"))
         raw = read_yaml(study_file(name))
-        chosen = "; ".join(f"{variant}: {short(values)}" for variant, values in record["chosen"].items())
+        chosen = chosen_cell(record)
         untuned = record.get("untuned") or []
         if untuned:
             chosen += f"; not tuned: {', '.join(untuned)}"
@@ -524,9 +538,7 @@ def tuning_table(studies: list[str]) -> str:
         if added:
             grid += "; widened: " + "; ".join(f"{v} {', '.join(values)}" for v, values in added.items())
         rule = record.get("rule", "mean")
-        points = RESULTS / name / TUNING_CSV
-        with open(points, encoding="utf-8", newline="") if points.is_file() else io.StringIO() as f:
-            ties = near_ties(record, list(csv.DictReader(f)))
+        ties = near_ties(record, tuning_rows(RESULTS / name))
         rows.append({
             "study": name, "tuned on seeds": ", ".join(map(str, record["seeds"])),
             "evaluated on seeds": ", ".join(map(str, raw.get("seeds") or [])), "grid": grid,
@@ -756,14 +768,11 @@ def followup_sweep_dir(name: str) -> tuple[Path, bool]:
     archive = RESULTS / FOLLOWUP_RESULTS / name / ARCHIVE
     if (own / STUDY_FILE).is_file() or not archive.is_file():
         return own, False
-    into = Path(tempfile.mkdtemp(prefix=f"asyncfl-{name}-"))
-    atexit.register(shutil.rmtree, into, True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
     current = read_yaml(study_file(study))
     for item in overrides:
         apply_override(current, item)
-    if not same_study(read_yaml(into / STUDY_FILE), current, study_file(study).parent):
+    into = unpacked(archive, current, study_file(study).parent, name)
+    if into is None:
         print(
             f"follow-up {name}: its published {ARCHIVE} holds runs of another {study}.yaml or other overrides; not used"
         )
@@ -796,7 +805,7 @@ def write_followups() -> None:
         if not restored:
             archive_study(sweep_dir, records, results / ARCHIVE)
         record = yaml.safe_load((sweep_dir / TUNED_FILE).read_text(encoding="utf-8"))
-        chosen = "; ".join(f"{variant}: {short(values)}" for variant, values in record["chosen"].items())
+        chosen = chosen_cell(record)
         runs, total, _, cpus = run_seconds(records, sweep_dir)
         text = (
             f"Run by `{followup_command(name)}`. Chosen (tuning seeds {', '.join(map(str, record['seeds']))}): "
