@@ -1,17 +1,22 @@
 """The training work a scenario implies, in client-steps (one local SGD step of one client), which
-``validate`` and a run's start state, with two bounds (docs/reference/scenario-keys.md, "Training work"):
+``validate`` and a run's start state, with two bounds (docs/reference/cli.md, ``validate``):
 
     client-steps = tasks x local steps per task
     tasks        = stop.rounds x the clients a sync round asks (server.clients_per_round, or every client;
                    ceil((1 + o) M) with over-selection), or stop.rounds x server.k updates for K-async
 
-Local steps per task, averaged over clients: ``training.local_steps``; for ``epochs`` E,
-ceil(E n / min(batch_size, n)) with n the mean training samples per client (the training pool x
-(1 - data.test_fraction) / data.clients, nothing loaded; for ``synthetic`` the mean of
-``samples_per_client``); for a ``time_budget`` of T seconds, max(1, floor(T s / batch_size)) over 1,000
-speeds s drawn from ``population.compute.samples_per_s`` (capped by ``max_steps``).  It is an estimate: a
-K-async server also trains updates that arrive too stale, a sync round asks fewer clients when fewer are
-idle, and stop.target_accuracy may end the run sooner.
+Local steps per task, averaged over clients: ``training.local_steps``; for ``epochs`` E, the mean over
+the clients of ceil(E n_i / min(batch_size, n_i)), the rule of :meth:`asyncfl.sim.clients.Work.steps`, with
+n_i client i's training samples: its own for natural clients whose data set says them without loading
+(``DataSet.client_sizes``: shakespeare's roles), else every client at the mean (the training pool x
+(1 - data.test_fraction) / data.clients, nothing loaded; exact when the clients' sizes are equal), and for
+``synthetic`` 1,000 draws of ``samples_per_client`` x (1 - data.test_fraction).  A mean size would not do
+for natural clients: the ceiling gives a 4-window role a whole step, and a few big roles hold most of the
+windows (shakespeare_sync: 1 step from the mean size, 7.5 from the sizes).  For a ``time_budget`` of T
+seconds, max(1, floor(T s / batch_size)) over 1,000 speeds s drawn from ``population.compute.samples_per_s``
+(capped by ``max_steps``).  It is an estimate of the tasks begun: a K-async server also trains updates
+that arrive too stale, a sync round asks fewer clients when fewer are idle, a task that misses a deadline
+is counted but never trained, and stop.target_accuracy may end the run sooner.
 
 Bounds: one task of more than :data:`MAX_TASK_STEPS` local steps is refused (it would train for days on
 any device); a run of more than :data:`WARN_CLIENT_STEPS` client-steps is warned about.  A timing-only
@@ -20,7 +25,6 @@ run trains nothing, so it is bounded by neither.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +57,7 @@ class TrainingWork:
 
     def sentence(self) -> str:
         """One line stating the work, e.g. for ``validate``."""
-        steps = f"{_num(self.steps_per_task)} local steps ({self.steps_key})"
+        steps = f"{_steps(self.steps_per_task)} local steps ({self.steps_key})"
         if self.timing_only:
             return f"training work: none (timing_only: nothing is trained; tasks are timed as {steps})"
         unit = ("aggregation", "updates") if self.k_async else ("round", "clients")
@@ -84,8 +88,7 @@ def training_work(scenario) -> TrainingWork:
 def _steps_per_task(s) -> tuple[float, str]:
     work, batch = s.training.local_work, s.training.batch_size
     if work.kind == "epochs":
-        n = _mean_train_samples(s)
-        return math.ceil(work.epochs * n / min(batch, n) - 1e-9), "training.local_work.epochs"
+        return float(_epoch_steps(work.epochs, _train_sizes(s), batch).mean()), "training.local_work.epochs"
     if work.kind == "time_budget":
         speeds = _speeds(s)
         if speeds is None:  # a device trace: its speeds are read at the run's start
@@ -97,15 +100,26 @@ def _steps_per_task(s) -> tuple[float, str]:
     return float(s.training.local_steps), "training.local_steps"
 
 
-def _mean_train_samples(s) -> float:
+def _epoch_steps(epochs: float, sizes: np.ndarray, batch: int) -> np.ndarray:
+    """Local steps of a task of ``epochs`` for clients of ``sizes`` training samples (Work.steps's rule)."""
+    return np.maximum(1, np.ceil(epochs * sizes / np.minimum(batch, sizes) - 1e-9))
+
+
+def _train_sizes(s) -> np.ndarray:
+    """Training samples of the clients (natural clients), of draws of a client (synthetic), or of a mean client."""
     data = s.data
-    pool = DATASETS[data.dataset].pool_size(data)
-    if pool is None:  # every client brings its own samples (synthetic)
-        per_client = getattr(getattr(data, data.dataset, None), "samples_per_client", None)
-        if per_client is None:
-            return 1.0
-        pool = float(per_client.sample(np.random.default_rng(0), SPEED_DRAWS).mean()) * data.clients
-    return max(1.0, pool * (1 - data.test_fraction) / data.clients)
+    entry = DATASETS[data.dataset]
+    known = entry.client_sizes(data) if entry.client_sizes is not None else None
+    if known is not None:
+        return np.asarray(known, dtype=np.float64)
+    pool = entry.pool_size(data)
+    if pool is not None:
+        return np.array([max(1.0, pool * (1 - data.test_fraction) / data.clients)])
+    per_client = getattr(getattr(data, data.dataset, None), "samples_per_client", None)
+    if per_client is None:  # every client brings its own samples, in numbers nothing here can tell
+        return np.ones(1)
+    drawn = per_client.sample(np.random.default_rng(0), SPEED_DRAWS)
+    return np.maximum(1.0, np.maximum(2, np.rint(drawn)) * (1 - data.test_fraction))
 
 
 def _speeds(s) -> np.ndarray | None:
@@ -129,10 +143,9 @@ def check_training_work(scenario) -> None:
 def _allowed(s, key: str) -> str:
     """The values of ``key`` that keep a mean task within :data:`MAX_TASK_STEPS` steps."""
     if key == "training.local_work.epochs":
-        n = _mean_train_samples(s)
-        return (
-            f"{key} up to about {MAX_TASK_STEPS * min(s.training.batch_size, n) / n:,.6g} (~{_num(n)} samples a client)"
-        )
+        sizes = _train_sizes(s)
+        per_epoch = float((sizes / np.minimum(s.training.batch_size, sizes)).mean())  # mean steps of one epoch
+        return f"{key} up to about {MAX_TASK_STEPS / per_epoch:,.6g} (~{_num(float(sizes.mean()))} samples a client)"
     if key == "training.local_work.seconds":
         return f"{key} or training.local_work.max_steps that keep a task within {MAX_TASK_STEPS:,} steps"
     return f"{key} up to {MAX_TASK_STEPS:,}"
@@ -152,3 +165,8 @@ def training_work_warning(scenario) -> str | None:
 
 def _num(x: float) -> str:
     return f"{x:,.0f}" if x < 1e9 else f"{x:.3g}"
+
+
+def _steps(x: float) -> str:
+    """Local steps of a mean task: a tenth shown when the mean is not whole, so that the product is the total."""
+    return _num(x) if x >= 1e9 or x == int(x) else f"{x:,.1f}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -59,6 +59,12 @@ class DataSet:
       that loading would hit.
     * ``check_files(data)``: raises ConfigError for a problem with its files under ``data.data_dir``
       (missing, with ``data.download`` off); it looks at the disk but loads and downloads nothing.
+
+    What the training-work estimate (:mod:`asyncfl.config.training_work`) asks of it:
+
+    * ``client_sizes(data)``: each client's training samples, in client order, without building the arrays
+      (natural clients, whose sizes are the data's own); None when they cannot be had (its files are
+      missing: ``check_files`` says so).  Unset: the estimate takes every client at the mean size.
     """
 
     name: str
@@ -72,6 +78,7 @@ class DataSet:
     check: Callable[[Any], None] | None = None
     check_files: Callable[[Any], None] | None = None
     natural: bool = False
+    client_sizes: Callable[[Any], Sequence[int] | None] | None = None
 
     def shape_and_classes(self, data: Any) -> tuple[tuple[int, ...], int]:
         """(input shape, number of classes) for the ``data`` section, without loading anything."""

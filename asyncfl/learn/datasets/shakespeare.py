@@ -105,6 +105,20 @@ def role_names(path: Path = DATA_FILE) -> list[tuple[str, str]]:
     return [(r["play"], r["role"]) for r in json.loads(lzma.decompress(path.read_bytes()))["roles"]]
 
 
+def client_sizes(data: Any) -> list[int] | None:
+    """Training windows of each of the ``data.clients`` roles, from the lengths of their texts (no window is
+    built); None when the data file is missing or damaged, or ``data`` asks for more roles than it has (the
+    checks below say so)."""
+    try:
+        check(data)
+        check_files(data)
+    except ConfigError:
+        return None
+    texts = read_roles(DATA_FILE)
+    windows_of = [len(texts[k]) - SEQUENCE for k in choose_roles(len(texts), data.clients, data.shakespeare.role_seed)]
+    return [n - test_count(n, data.test_fraction, data.shakespeare.test_cap) for n in windows_of]
+
+
 def check(data: Any) -> None:
     if data.test_fraction <= 0:
         raise ConfigError(
@@ -141,4 +155,5 @@ DATASET = DataSet(
     check=check,  # no train_pool: every client's samples are its own role's
     check_files=check_files,
     natural=True,
+    client_sizes=client_sizes,
 )
