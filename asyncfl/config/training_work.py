@@ -48,6 +48,7 @@ class TrainingWork:
     rounds: int | None
     k_async: bool
     timing_only: bool
+    drops_late: bool = False  # a sync deadline drops late updates: their tasks are counted, never trained
 
     @property
     def client_steps(self) -> float | None:
@@ -61,15 +62,16 @@ class TrainingWork:
         if self.timing_only:
             return f"training work: none (timing_only: nothing is trained; tasks are timed as {steps})"
         unit = ("aggregation", "updates") if self.k_async else ("round", "clients")
+        late = "; tasks that miss server.deadline_s are counted, not trained" if self.drops_late else ""
         if self.rounds is None:
             per_round = self.tasks_per_round * self.steps_per_task
             return (
                 f"training work: about {_num(per_round)} client-steps a {unit[0]}: {self.tasks_per_round:,} "
-                f"{unit[1]} x {steps}; stop.rounds is not set, so the total is what stop.virtual_time_s allows"
+                f"{unit[1]} x {steps}; stop.rounds is not set, so the total is what stop.virtual_time_s allows{late}"
             )
         return (
             f"training work: about {_num(self.client_steps)} client-steps: {self.rounds:,} {unit[0]}s x "
-            f"{self.tasks_per_round:,} {unit[1]} each x {steps}"
+            f"{self.tasks_per_round:,} {unit[1]} each x {steps}{late}"
         )
 
 
@@ -82,7 +84,8 @@ def training_work(scenario) -> TrainingWork:
         per_round = asked(server.clients_per_round, server.over_selection) or s.data.clients
         per_round = min(per_round, s.data.clients)
     steps, key = _steps_per_task(s)
-    return TrainingWork(steps, key, per_round, s.stop.rounds, k_async, s.timing_only)
+    drops_late = not k_async and server.deadline_s is not None and server.late_updates == "drop"
+    return TrainingWork(steps, key, per_round, s.stop.rounds, k_async, s.timing_only, drops_late)
 
 
 def _steps_per_task(s) -> tuple[float, str]:

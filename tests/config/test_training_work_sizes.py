@@ -101,3 +101,13 @@ def test_the_estimate_is_the_steps_of_the_tasks_the_run_began(tmp_path, capsys):
     begun = int((clients["attempts"] * steps).sum())
     assert f"training work: about {begun:,} client-steps: 2 rounds" in capsys.readouterr().err
     assert training_work(scenario).client_steps == pytest.approx(begun)
+
+
+@pytest.mark.parametrize(("server", "noted"), [
+    ({"mode": "sync", "deadline_s": 60}, True),
+    ({"mode": "sync", "deadline_s": 60, "late_updates": "next_round"}, False),  # late updates are aggregated
+    ({"mode": "sync"}, False),
+])  # fmt: skip
+def test_the_work_says_when_a_deadline_leaves_tasks_untrained(server, noted):
+    sentence = training_work(validate_scenario({**SHAKESPEARE, "server": server})).sentence()
+    assert sentence.endswith("; tasks that miss server.deadline_s are counted, not trained") == noted
