@@ -185,7 +185,7 @@ def check_data(data: Section) -> None:
         classes = entry.shape_and_classes(data)[1]
         checks += [
             lambda: _check_pool_size(data, pool),
-            lambda: PARTITIONERS[data.partition.kind].check_split(data.partition, data.clients, classes),
+            lambda: _check_partition(data, classes, pool, entry.samples(data)),
         ]
     found = []
     for check in checks:  # every one: a user fixes them all at once
@@ -195,6 +195,14 @@ def check_data(data: Section) -> None:
             found.append(str(exc).rstrip("."))  # (the message gets its one full stop when it is shown)
     if found:
         raise ConfigError("; ".join(found))
+
+
+def _check_partition(data: Section, classes: int, pool: int, samples: int | None) -> None:
+    """The partition's own checks: the samples it names against the data set's registered sizes, then (once
+    those hold: one message for one problem of a file) its split."""
+    entry = PARTITIONERS[data.partition.kind]
+    entry.check_indices(data.partition, pool, samples)
+    entry.check_split(data.partition, data.clients, classes)
 
 
 def _check_pool_size(data: Section, pool: int) -> None:

@@ -55,6 +55,8 @@ class DataSet:
 
     * ``train_pool``: samples in the training pool that ``data.partition`` deals to the clients, fixed or
       a function of the data set's own section; None when every client brings samples of its own.
+    * ``test_split``: samples in its own test split, likewise (None: not known without loading); with
+      ``train_pool`` it bounds the indices of a ``file`` partition with a test list (:meth:`samples`).
     * ``check(data)``: raises :class:`~asyncfl.errors.ConfigError` for a problem with the ``data`` section
       that loading would hit.
     * ``check_files(data)``: raises ConfigError for a problem with its files under ``data.data_dir``
@@ -75,6 +77,7 @@ class DataSet:
     params: type | None = None
     order: int = 1000
     train_pool: int | Callable[[Any], int] | None = None
+    test_split: int | Callable[[Any], int] | None = None
     check: Callable[[Any], None] | None = None
     check_files: Callable[[Any], None] | None = None
     natural: bool = False
@@ -91,3 +94,10 @@ class DataSet:
         """Samples in the training pool for the ``data`` section, without loading (None: per-client data)."""
         params = getattr(data, self.name) if self.params is not None else None
         return self.train_pool(params) if callable(self.train_pool) else self.train_pool
+
+    def samples(self, data: Any) -> int | None:
+        """Training and test samples together for the ``data`` section, without loading (None: not known)."""
+        params = getattr(data, self.name) if self.params is not None else None
+        pool = self.pool_size(data)
+        test = self.test_split(params) if callable(self.test_split) else self.test_split
+        return None if pool is None or test is None else pool + test

@@ -34,8 +34,11 @@ class Layout:
     gz_ok: bool = False  # idx files may stay gzipped
 
 
-def torchvision_dataset(layout: Layout, input_shape: tuple[int, ...], order: int, train_pool: int) -> DataSet:
-    """The registry entry of a torchvision data set of ten classes with ``train_pool`` training images."""
+def torchvision_dataset(
+    layout: Layout, input_shape: tuple[int, ...], order: int, train_pool: int, test_split: int
+) -> DataSet:
+    """The registry entry of a torchvision data set of ten classes with ``train_pool`` training images and
+    ``test_split`` test images."""
     return DataSet(
         layout.name,
         functools.partial(_load, layout),
@@ -43,6 +46,7 @@ def torchvision_dataset(layout: Layout, input_shape: tuple[int, ...], order: int
         classes=10,
         order=order,
         train_pool=train_pool,
+        test_split=test_split,
         check_files=functools.partial(_check_files, layout),
     )
 

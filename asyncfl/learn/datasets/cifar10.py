@@ -32,4 +32,4 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
 LAYOUT = Layout("cifar10", "cifar-10-batches-py", FILES, read, download_train_test("CIFAR10"))
-DATASET = torchvision_dataset(LAYOUT, input_shape=(3, 32, 32), order=60, train_pool=50_000)
+DATASET = torchvision_dataset(LAYOUT, input_shape=(3, 32, 32), order=60, train_pool=50_000, test_split=10_000)

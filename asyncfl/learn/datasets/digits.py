@@ -52,5 +52,8 @@ def load(data: Any, seed: int) -> RawData:
 
 # 1,797 images less the stratified hold-out (round(0.2 n) of each class's n), whatever the seed
 TRAIN_POOL = 1438
+TEST_SPLIT = 1797 - TRAIN_POOL
 
-DATASET = DataSet("digits", load, input_shape=(1, 8, 8), classes=10, inputs="images", order=10, train_pool=TRAIN_POOL)
+DATASET = DataSet(
+    "digits", load, (1, 8, 8), classes=10, inputs="images", order=10, train_pool=TRAIN_POOL, test_split=TEST_SPLIT
+)

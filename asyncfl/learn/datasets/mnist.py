@@ -3,4 +3,4 @@
 from asyncfl.learn.datasets._torchvision import IDX_NAMES, Layout, download_train_test, read_mnist, torchvision_dataset
 
 LAYOUT = Layout("mnist", "MNIST/raw", IDX_NAMES, read_mnist, download_train_test("MNIST"), gz_ok=True)
-DATASET = torchvision_dataset(LAYOUT, input_shape=(1, 28, 28), order=40, train_pool=60_000)
+DATASET = torchvision_dataset(LAYOUT, input_shape=(1, 28, 28), order=40, train_pool=60_000, test_split=10_000)

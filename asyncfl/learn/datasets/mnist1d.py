@@ -122,4 +122,5 @@ DATASET = DataSet(
     params=Mnist1d,
     order=30,
     train_pool=lambda params: params.train_samples,
+    test_split=lambda params: params.test_samples,
 )

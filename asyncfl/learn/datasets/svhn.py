@@ -30,4 +30,4 @@ def download(root: Path) -> None:
 
 
 LAYOUT = Layout("svhn", ".", ["train_32x32.mat", "test_32x32.mat"], read, download)
-DATASET = torchvision_dataset(LAYOUT, input_shape=(3, 32, 32), order=70, train_pool=73_257)
+DATASET = torchvision_dataset(LAYOUT, input_shape=(3, 32, 32), order=70, train_pool=73_257, test_split=26_032)

@@ -24,6 +24,9 @@ class Partitioner:
     it with the data set's registered classes,
     and ``split`` with the labels it was given.  ``regroup(raw, section)``: the data set with the
     training pool and test set the partition brings itself (``file`` with a test list), before ``split``.
+    ``check_samples(section, pool, samples)``: raises ConfigError if the section names samples outside a
+    training pool of ``pool`` (or, ``samples`` not None, a data set of ``samples`` in all); ``validate`` asks it
+    with the data set's registered sizes, the run with the loaded ones.
     """
 
     section: type
@@ -33,11 +36,17 @@ class Partitioner:
     check: Callable[[Any, int, int], None] | None = None
     # (RawData, section) -> RawData; typed Any: the data sets import this package (synthetic splits with it)
     regroup: Callable[[Any, Any], Any] | None = None
+    check_samples: Callable[[Any, int, int | None], None] | None = None
 
     def check_split(self, section: Any, clients: int, classes: int) -> None:
         """Raise ConfigError if ``section`` cannot split ``classes`` classes across ``clients`` clients."""
         if self.check is not None:
             self.check(section, clients, classes)
+
+    def check_indices(self, section: Any, pool: int, samples: int | None) -> None:
+        """Raise ConfigError if ``section`` names samples outside the data set's sizes (``check_samples``)."""
+        if self.check_samples is not None:
+            self.check_samples(section, pool, samples)
 
     @property
     def name(self) -> str:

@@ -13,6 +13,7 @@ into the data set's training pool, the pool every other partition deals, and its
 With ``test`` the file brings its own split: indices point into all of the data set's samples in
 their source order (its training files, then its test files; digits: scikit-learn's ``load_digits``
 order), the ``test`` samples become the global test set, and the clients draw from the others.
+A list names a sample at most once, and a ``test`` list at least one (FLGo writes neither otherwise).
 """
 
 from __future__ import annotations
@@ -55,27 +56,40 @@ class PartitionFile:
     test: np.ndarray | None
 
 
-def read_partition_file(path: str) -> PartitionFile:
-    """The file at ``path``; ConfigError naming ``data.partition.path`` and the file when it is unusable."""
+# past every data set's last sample: the bound when the data set's size is not known without loading it
+NO_SIZE = 2**63 - 1
+
+
+def read_partition_file(path: str, pool: int | None = None, samples: int | None = None) -> PartitionFile:
+    """The file at ``path``, its indices checked (the one check ``validate`` and a run make): every client holds
+    samples, none twice, each within the data set -- its training pool of ``pool`` samples without a test list,
+    all its ``samples`` with one (None: not known, only a sample index at all) -- and a test list is not empty
+    and shares no sample with a client.  ConfigError naming ``data.partition.path`` and the file otherwise."""
     where = f"data.partition.path {path}"
-    file = Path(path)
+    named, test = _clients_and_test(_parsed(Path(path), where), where)
+    if not named:
+        raise ConfigError(f"{where}: lists no clients; expected {SHAPES}.")
+    lists = [(f"client {name!r}", _integer_list(value, f"{where}: client {name!r}")) for name, value in named]
+    if test is not None:
+        lists.append(("test", _integer_list(test, f"{where}: test")))
+    size = _size(pool, samples, with_test=test is not None)
+    arrays = [_checked_indices(values, f"{where}: {label}", size, label == "test") for label, values in lists]
+    clients = arrays[: len(named)]
+    test_indices = arrays[len(named)] if test is not None else None
+    if test_indices is not None:
+        _check_apart(named, clients, test_indices, where)
+    return PartitionFile([name for name, _ in named], clients, test_indices)
+
+
+def _parsed(file: Path, where: str) -> Any:
     if not file.is_file():
         raise ConfigError(f"{where}: file not found{' (it is a directory)' if file.is_dir() else ''}.")
     try:
-        content = json.loads(file.read_text(encoding="utf-8"))
+        return json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{where}: not a text file (expected UTF-8 JSON).") from None
-    named, test = _clients_and_test(content, where)
-    if not named:
-        raise ConfigError(f"{where}: lists no clients; expected {SHAPES}.")
-    clients = [_indices(value, f"{where}: client {name!r}") for name, value in named]
-    for (name, _), indices in zip(named, clients):
-        if len(indices) == 0:
-            raise ConfigError(f"{where}: client {name!r} holds no samples; every client needs at least one.")
-    test_indices = None if test is None else _indices(test, f"{where}: test")
-    return PartitionFile([name for name, _ in named], clients, test_indices)
 
 
 def _clients_and_test(content: Any, where: str) -> tuple[list[tuple[str, Any]], Any]:
@@ -100,15 +114,50 @@ def _clients_and_test(content: Any, where: str) -> tuple[list[tuple[str, Any]], 
     return [(name, value) for name, value in content.items() if name != "test"], test
 
 
-def _indices(value: Any, where: str) -> np.ndarray:
+def _integer_list(value: Any, where: str) -> list[int]:
     if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
         raise ConfigError(f"{where}: expected a list of integer sample indices; expected {SHAPES}.")
-    return np.asarray(value, dtype=np.int64).reshape(-1)
+    return value
 
 
-def _out_of_range(indices: np.ndarray, size: int) -> int | None:
-    bad = indices[(indices < 0) | (indices >= size)]
-    return int(bad[0]) if len(bad) else None
+def _size(pool: int | None, samples: int | None, with_test: bool) -> tuple[int, str, str]:
+    """(how many samples the indices count, what an index past them is, a hint) for a file with or without a
+    test list; an unknown size (None) bounds an index by int64 alone."""
+    count = samples if with_test else pool
+    if count is None:
+        return NO_SIZE, "not a sample index", ""
+    if with_test:
+        return count, f"but the data set has {count} samples (training and test together)", ""
+    hint = ' (a file with a "test" list indexes all samples instead)'
+    return count, f"outside the data set's training pool of {count} samples", hint
+
+
+def _checked_indices(values: list[int], where: str, size: tuple[int, str, str], is_test: bool) -> np.ndarray:
+    """``values`` as an int64 array, refused when empty, outside ``0..size - 1`` (checked on the Python ints:
+    2**70 does not fit int64) or listing a sample twice."""
+    count, past, hint = size
+    if not values and is_test:
+        raise ConfigError(
+            f"{where} lists no samples: the test list is the global test set, and without one no accuracy is "
+            'ever measured; list at least one sample, or leave "test" out to test on the data set\'s own split'
+        )
+    if not values:
+        raise ConfigError(f"{where} holds no samples; every client needs at least one.")
+    bad = next((i for i in values if not 0 <= i < count), None)
+    if bad is not None:
+        raise ConfigError(f"{where} lists sample {bad}, {past}: allowed 0 to {count - 1}{hint}")
+    ordered = np.sort(np.asarray(values, dtype=np.int64))
+    twice = ordered[1:][ordered[1:] == ordered[:-1]]
+    if len(twice):
+        raise ConfigError(f"{where} lists sample {int(twice[0])} twice; each sample may appear once in a list")
+    return np.asarray(values, dtype=np.int64)
+
+
+def _check_apart(named: list[tuple[str, Any]], clients: list[np.ndarray], test: np.ndarray, where: str) -> None:
+    for (name, _), indices in zip(named, clients):
+        shared = indices[np.isin(indices, test)]
+        if len(shared):
+            raise ConfigError(f"{where}: sample {int(shared[0])} is both in client {name!r} and in the test list")
 
 
 def check(spec: FilePartition, clients: int, classes: int) -> None:
@@ -122,57 +171,43 @@ def check(spec: FilePartition, clients: int, classes: int) -> None:
         )
 
 
+def check_samples(spec: FilePartition, pool: int, samples: int | None) -> None:
+    """Every index within the data set's sizes (``validate`` asks with the registered ones, before loading)."""
+    read_partition_file(spec.path, pool, samples)
+
+
 def regroup(raw: Any, spec: FilePartition) -> Any:
     """The data set ``raw`` (a RawData: the data sets import this package, so it is not imported here) as
     the file splits it: unchanged without a ``test`` list; else the file's test samples
     as the test set and every other sample (in source order) as the training pool."""
-    content = read_partition_file(spec.path)
+    content = read_partition_file(spec.path, len(raw.y_train), len(raw.y_train) + len(raw.y_test))
     if content.test is None:
         return raw
     x = np.concatenate([raw.x_train, raw.x_test])
     y = np.concatenate([raw.y_train, raw.y_test])
     if raw.source_order is not None:  # rows back into the source order the file's indices use
         x[raw.source_order], y[raw.source_order] = x.copy(), y.copy()
-    where = f"data.partition.path {spec.path}"
-    for name, indices in [("test", content.test), *zip(content.names, content.clients)]:
-        bad = _out_of_range(indices, len(y))
-        if bad is not None:
-            raise ConfigError(
-                f"{where}: {name if name == 'test' else f'client {name!r}'} lists sample {bad}, but the data set "
-                f"has {len(y)} samples (training and test together): allowed 0 to {len(y) - 1}"
-            )
-    test = np.unique(content.test)
-    is_test = np.zeros(len(y), dtype=bool)
-    is_test[test] = True
-    for name, indices in zip(content.names, content.clients):
-        if is_test[indices].any():
-            shared = int(indices[is_test[indices]][0])
-            raise ConfigError(f"{where}: sample {shared} is both in client {name!r} and in the test list")
-    pool = ~is_test
+    test = np.sort(content.test)
+    pool = np.ones(len(y), dtype=bool)
+    pool[test] = False
     return dataclasses.replace(raw, x_train=x[pool], y_train=y[pool], x_test=x[test], y_test=y[test], source_order=None)
 
 
 def split(labels: np.ndarray, n: int, spec: FilePartition, rng: np.random.Generator) -> list[np.ndarray]:
-    """The file's clients, as indices into ``labels`` (the pool :func:`regroup` left)."""
-    content = read_partition_file(spec.path)
-    where = f"data.partition.path {spec.path}"
+    """The file's clients, as indices into ``labels`` (the pool :func:`regroup` left, which checked a file with a
+    test list against all the samples)."""
+    content = read_partition_file(spec.path, len(labels))
     if len(content.clients) != n:
         raise ConfigError(
-            f"{where} lists {len(content.clients)} clients but data.clients is {n}: "
+            f"data.partition.path {spec.path} lists {len(content.clients)} clients but data.clients is {n}: "
             f"set data.clients: {len(content.clients)}"
         )
     if content.test is not None:  # source index -> pool position: less the test samples before it
-        test = np.unique(content.test)
+        test = np.sort(content.test)
         return [indices - np.searchsorted(test, indices) for indices in content.clients]
-    for name, indices in zip(content.names, content.clients):
-        bad = _out_of_range(indices, len(labels))
-        if bad is not None:
-            raise ConfigError(
-                f"{where}: client {name!r} lists sample {bad}, outside the data set's training pool of "
-                f'{len(labels)} samples: allowed 0 to {len(labels) - 1} (a file with a "test" list indexes '
-                "all samples instead)"
-            )
     return list(content.clients)
 
 
-PARTITIONER = Partitioner(FilePartition, split, order=60, nests=False, check=check, regroup=regroup)
+PARTITIONER = Partitioner(
+    FilePartition, split, order=60, nests=False, check=check, regroup=regroup, check_samples=check_samples
+)
