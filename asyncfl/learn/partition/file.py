@@ -13,7 +13,7 @@ into the data set's training pool, the pool every other partition deals, and its
 With ``test`` the file brings its own split: indices point into all of the data set's samples in
 their source order (its training files, then its test files; digits: scikit-learn's ``load_digits``
 order), the ``test`` samples become the global test set, and the clients draw from the others.
-A list names a sample at most once, and a ``test`` list at least one (FLGo writes neither otherwise).
+A list names a sample at most once, and a ``test`` list at least one.
 """
 
 from __future__ import annotations
