@@ -7,10 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from asyncfl.cli.flower_validate import apps_importable_from_here, check_flower_apps, flower_summary
 from asyncfl.cli.study import route
 from asyncfl.config import ConfigError, load_scenario
 from asyncfl.config.runnable import check_runnable, scenario_warnings
-from asyncfl.config.training_work import training_work
+from asyncfl.config.training_work import training_work, training_work_warning
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -26,6 +27,8 @@ def run_command(args: argparse.Namespace) -> int:
         return routed
     scenario = load_scenario(args.scenario, overrides)
     check_runnable(scenario)
+    if args.command == "validate" and scenario.flower is not None:  # Flower apps on the clock
+        return _validate_flower(args.scenario, scenario)
     work = training_work(scenario).sentence()
     if args.command == "validate":
         s = scenario
@@ -34,7 +37,7 @@ def run_command(args: argparse.Namespace) -> int:
         _warn(scenario_warnings(scenario))
         return 0
 
-    if scenario.flower is not None and scenario.flower.client_app is not None:  # a Flower app on the clock
+    if scenario.flower is not None:  # a Flower app on the clock (as a sweep runs one: its apps must be named)
         return run_flower_scenario(scenario, args.out, args.quiet)
 
     def announce(run_dir: Path) -> None:
@@ -68,11 +71,20 @@ def run_flower_scenario(scenario, out: Path | None, quiet: bool, server_app=None
         from asyncfl.output.run_directory import refuse_used_out
 
         refuse_used_out(out, "refusing to overwrite a run.")
-    if str(Path.cwd()) not in sys.path and "" not in sys.path:  # the apps are found from here, as flwr run does
-        sys.path.insert(0, str(Path.cwd()))
+    apps_importable_from_here()
     where = ("--server-app", "--client-app")
     run = run_flower(server_app, client_app, scenario, out, quiet=quiet, where=where, announce=_announce)
     return _finished(run.path)
+
+
+def _validate_flower(source: Path, scenario) -> int:
+    """``validate`` of a Flower scenario: its apps loaded, and only the lines that apply to a Flower run."""
+    check_flower_apps(scenario)
+    for line in flower_summary(source, scenario):
+        print(line)
+    work = training_work_warning(scenario)  # asyncfl's local steps: the ClientApp trains, not asyncfl
+    _warn([warning for warning in scenario_warnings(scenario) if warning != work])
+    return 0
 
 
 def resume_run_command(args: argparse.Namespace, overrides: list[str]) -> int:
