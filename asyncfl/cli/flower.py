@@ -4,10 +4,12 @@ on the scenario's virtual clock (:mod:`asyncfl.flower`); the flags override the 
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from asyncfl.cli.run import run_flower_scenario
-from asyncfl.config import load_scenario
+from asyncfl.config import ConfigError, apply_override, load_scenario, read_scenario
+from asyncfl.study.spec import is_study
 
 
 def add_flower_parser(sub) -> None:
@@ -24,5 +26,21 @@ def add_flower_parser(sub) -> None:
 
 def flower_command(args: argparse.Namespace) -> int:
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
+    _refuse_study(args.scenario, overrides)
     scenario = load_scenario(args.scenario, overrides)
     return run_flower_scenario(scenario, args.out, args.quiet, args.server_app, args.client_app)
+
+
+def _refuse_study(path: Path, overrides: list[str]) -> None:
+    """A study file runs as a sweep (``python -m asyncfl FILE``, each variant's Flower apps named by its
+    ``flower:`` section), not through this command, which runs one scenario."""
+    raw = read_scenario(path)
+    for item in overrides:
+        apply_override(raw, item)
+    if is_study(raw):
+        command = shlex.join(["python", "-m", "asyncfl", str(path), *[f"--set={item}" for item in overrides]])
+        raise ConfigError(
+            f"{path}: this is a study (compare: / seeds:); the flower command runs one scenario. Run the study "
+            f"with: {command} (its variants run the apps their flower: section names; "
+            "--server-app / --client-app do not apply)"
+        )

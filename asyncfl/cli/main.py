@@ -61,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        if _command_word(argv[0]):  # `study --help` is no file to run: run's help would mislead
+            print(
+                f"error: unknown command {argv[0]!r}; allowed: {', '.join(COMMANDS)}, or a scenario or study file "
+                "(python -m asyncfl FILE.yaml runs either)",
+                file=sys.stderr,
+            )
+            return 2
         argv.insert(0, "run")
     args = _parser().parse_args(argv)
     try:
@@ -80,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit-time flush must not fail
         return 141
+
+
+def _command_word(word: str) -> bool:
+    """A bare word (no suffix, no folder) that names no file here: meant as a command, not a FILE to run."""
+    return word.isidentifier() and not Path(word).exists()
 
 
 def _dispatch(args: argparse.Namespace) -> int:
