@@ -86,6 +86,23 @@ def model_section() -> type[Section]:
     return _with_own_sections("Model", ModelKeys, MODEL_REGISTRY, "model.name", name=name)
 
 
+def check_unused_own_sections(section: Section, registry: dict, where: str, chosen: str) -> None:
+    """Refuse the own section of an entry not chosen (``data.shakespeare`` with ``data.dataset: digits``) set to
+    anything but its defaults: it would be ignored, as a key of another server mode would be.  ``where``: the
+    section's YAML path; ``chosen``: the key that picks the entry (``dataset``, ``name``)."""
+    picked = getattr(section, chosen)
+    for name, entry in registry.items():
+        if entry.params is None or name == picked:
+            continue
+        given, default = getattr(section, name).model_dump(), entry.params().model_dump()
+        changed = ", ".join(f"{key}: {value!r}" for key, value in given.items() if value != default.get(key))
+        if changed:
+            raise ConfigError(
+                f"{where}.{name} ({changed}): used only with {where}.{chosen} {name}, but {where}.{chosen} is "
+                f"{picked}, where it would be ignored; remove {where}.{name} (or set {where}.{chosen}: {name})"
+            )
+
+
 def check_model_takes_data(model: str, dataset: str) -> None:
     """Raise :class:`ConfigError` for a model that cannot take the data set's inputs (cnn1d on images)."""
     spec, inputs = MODEL_REGISTRY[model], DATASET_REGISTRY[dataset].inputs

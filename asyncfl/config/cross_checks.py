@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from asyncfl.algorithms import PARAMS, algorithms_for
-from asyncfl.config.axes import check_model_takes_data, mode_keys
+from asyncfl.config.axes import check_model_takes_data, check_unused_own_sections, mode_keys
 from asyncfl.config.flower import check_k_async_flower
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.datasets import DataSet
+from asyncfl.learn.models import REGISTRY as MODEL_REGISTRY
 from asyncfl.learn.partition import REGISTRY as PARTITIONERS
 from asyncfl.registry import Registry, or_list
 from asyncfl.sections import Section
@@ -154,6 +155,13 @@ def local_work_fits(scenario: Any) -> None:
     }.get(speed.dist)
     if fastest is not None:  # (unbounded: some client may be fast enough)
         check_time_budget(work.seconds, training.batch_size, [fastest(speed)], None)
+
+
+@cross_check("data", "model")
+def no_section_of_another_entry(scenario: Any) -> None:
+    """``data.<dataset>`` / ``model.<name>`` keys of a data set or model not chosen: refused, not ignored."""
+    check_unused_own_sections(scenario.data, DATASET_REGISTRY, "data", "dataset")
+    check_unused_own_sections(scenario.model, MODEL_REGISTRY, "model", "name")
 
 
 @cross_check("model.name", "data.dataset")

@@ -16,10 +16,9 @@ import yaml
 from pydantic import Field, ValidationError
 
 from asyncfl.errors import ConfigError
-from asyncfl.output.columns import CLASS_ACCURACY
 from asyncfl.output.writing import write_atomic
 from asyncfl.sections import Section
-from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
+from asyncfl.study.measures import ACCURACY_MEASURES, allowed_columns, column_label, column_of
 from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 
 TIME_TO = "time_to:"
@@ -264,20 +263,11 @@ def _column_problems(item: Mapping[str, Any], where: str, columns: Mapping[str, 
         written = columns.get(item.get(key))  # type: ignore[arg-type]
         if column is None or written is None or column in written:
             continue
-        no_classes = column.startswith(CLASS_ACCURACY) and not any(c.startswith(CLASS_ACCURACY) for c in written)
-        hint = f" ({CLASS_ACCURACY}<c> only with eval.per_class: true)" if no_classes else ""
         out.append(
             f"{where}.measure: {item['measure']!r}: the runs of {key} {item[key]!r} write no column {column} to "
-            f"metrics.csv; allowed: {_listed(written)}{hint}."
+            f"metrics.csv; {allowed_columns(column, written)}."
         )
     return out
-
-
-def _listed(columns: Sequence[str]) -> str:
-    """Columns as a list, the per-class ones shortened to their range (accuracy_class_0 … accuracy_class_9)."""
-    classes = [c for c in columns if c.startswith(CLASS_ACCURACY)]
-    plain = [c for c in columns if not c.startswith(CLASS_ACCURACY)]
-    return ", ".join(plain + ([f"{classes[0]} … {classes[-1]}"] if len(classes) > 2 else classes))
 
 
 def _target(measure: str) -> float | None:

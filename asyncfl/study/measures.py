@@ -2,6 +2,9 @@
 (:func:`asyncfl.study.seed_statistics.run_measures`); a leaf, so that validating a study loads no pandas."""
 
 import re
+from collections.abc import Sequence
+
+from asyncfl.output.columns import CLASS_ACCURACY
 
 ACCURACY_MEASURES = {
     "final_accuracy": "final accuracy",
@@ -26,3 +29,13 @@ def column_of(measure: str) -> str | None:
 def column_label(column: str) -> str:
     """The measure's name in report.csv: 'last-quarter <column>'."""
     return f"last-quarter {column}"
+
+
+def allowed_columns(column: str, written: Sequence[str]) -> str:
+    """What a measure naming ``column``, which the runs do not write, may name instead: the ``written`` columns
+    (the per-class ones shortened to their range), and why no per-class column is there when one was named."""
+    classes = [c for c in written if c.startswith(CLASS_ACCURACY)]
+    plain = [c for c in written if not c.startswith(CLASS_ACCURACY)]
+    listed = ", ".join(plain + ([f"{classes[0]} … {classes[-1]}"] if len(classes) > 2 else classes))
+    no_classes = column.startswith(CLASS_ACCURACY) and not classes
+    return f"allowed: {listed}" + (f" ({CLASS_ACCURACY}<c> only with eval.per_class: true)" if no_classes else "")

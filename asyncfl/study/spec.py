@@ -109,8 +109,10 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
         problems.append(f"baseline: {baseline!r} is on the sensitivity axis; name a variant it leaves alone.")
     runs: list[RunSpec] = []
     for name, changes in variants:
-        index = names.index(name) if name in names else names.index(_declared_name(name, axis))
-        runs.extend(_expand(base, index, name, changes, seeds, problems))
+        declared = name if name in names else _declared_name(name, axis)
+        label = name[len(declared) + 1 :]
+        value = (f"sensitivity.values.{label}", axis.values[label]) if axis and name != declared else None
+        runs.extend(_expand(base, names.index(declared), name, changes, seeds, problems, value))
     columns = {run.variant: metrics_columns(run.scenario) for run in runs}  # every seed writes the same
     columns.update({_declared_name(v, axis): c for v, c in reversed(columns.items())})  # claims name these
     claims, claim_problems = parse_claims(spec["claims"], names, targets, columns)
@@ -228,20 +230,31 @@ def _variants(value: Any, problems: list[str]) -> list[tuple[str, dict[str, Any]
 
 
 def _expand(
-    base: Mapping[str, Any], index: int, name: str, changes: Mapping[str, Any], seeds: list[int], problems: list[str]
+    base: Mapping[str, Any],
+    index: int,
+    name: str,
+    changes: Mapping[str, Any],
+    seeds: list[int],
+    problems: list[str],
+    value: tuple[str, Mapping[str, Any]] | None = None,
 ) -> list[RunSpec]:
+    """The variant's runs; ``value``: (``sensitivity.values.<label>``, the keys it sets) for a variant expanded on
+    the sensitivity axis, whose keys' problems are reported there, where they were written."""
     where = f"compare[{index}]"
+    value_where, sets = value or ("", {})
     try:
         merged, touched = apply_set(base, changes, f"{where}.set")
     except ConfigError as exc:
-        problems.append(str(exc))
+        written = next((key for key in sets if str(exc).startswith(f"{where}.set.{key}")), None)
+        problems.append(str(exc) if written is None else value_where + str(exc)[len(f"{where}.set") :])
         return []
+    on_axis = set().union(*(_leaf_paths(key, v) for key, v in sets.items()))
     runs = []
     for seed in seeds:
         try:
             runs.append(RunSpec(name, seed, validate_scenario({**merged, "seed": seed}, source="<variant>")))
         except ConfigError as exc:
-            problems.extend(_locate(str(exc), where, name, touched))
+            problems.extend(_locate(str(exc), where, name, touched, (value_where, on_axis)))
     return runs
 
 
@@ -277,16 +290,27 @@ def _leaf_paths(prefix: str, value: Any) -> set[str]:
     return {prefix}
 
 
-def _locate(message: str, where: str, name: str, touched: set[str]) -> list[str]:
-    """Re-address validation problems: a key the variant set is reported under ``compare[i].set.``;
-    anything else comes from the base and is reported as ``compare[i] (name): key: ...``."""
+def _covers(keys: set[str], path: str) -> bool:
+    """Whether ``path`` is one of ``keys``, inside one, or holds one."""
+    return any(t == path or t.startswith(path + ".") or path.startswith(t + ".") for t in keys)
+
+
+def _locate(
+    message: str, where: str, name: str, touched: set[str], value: tuple[str, set[str]] = ("", set())
+) -> list[str]:
+    """Re-address validation problems: a key a sensitivity value set (``value``: its path and keys) is reported
+    under ``sensitivity.values.<label>.``, a key the variant set under ``compare[i].set.``; anything else comes
+    from the base and is reported as ``compare[i] (name): key: ...``."""
     out = []
     for line in message.splitlines()[1:]:
         line = line.strip()
         match = PATH_LINE.match(line)
         if match:
             path = re.sub(r"\[\d+\]", "", match.group(1))
-            if any(t == path or t.startswith(path + ".") or path.startswith(t + ".") for t in touched):
+            if _covers(value[1], path):
+                out.append(f"{value[0]}.{line}")
+                continue
+            if _covers(touched, path):
                 out.append(f"{where}.set.{line}")
                 continue
         out.append(f"{where} ({name}): {line}")

@@ -74,7 +74,7 @@ from asyncfl.config.problems import problems_message
 from asyncfl.config.yaml_files import dotted_parent
 from asyncfl.sections import Section
 from asyncfl.study.claims import TIME_TO, Claim
-from asyncfl.study.measures import ACCURACY_MEASURES, column_of
+from asyncfl.study.measures import ACCURACY_MEASURES, allowed_columns, column_of
 
 TUNING_DIR, TUNING_CSV, TUNED_FILE = "tuning", "tuning.csv", "tuned.yaml"
 # tune.seeds left out: this many seeds, the first from FIRST_DEFAULT_SEED on that are not evaluation seeds
@@ -428,8 +428,9 @@ def measure_problem(measure: Any, targets: Sequence[float], columns: Sequence[st
             measure == "time_to_target" and not targets) else None  # fmt: skip
     column = column_of(measure)
     if column:
-        return None if columns is None or column in columns else (
-            f"{measure!r}: the runs write no column {column} to metrics.csv.")  # fmt: skip
+        if columns is None or column in columns:
+            return None
+        return f"{measure!r}: the runs write no column {column} to metrics.csv; {allowed_columns(column, columns)}."
     if measure.startswith(TIME_TO):
         try:
             target = float(measure[len(TIME_TO) :])
