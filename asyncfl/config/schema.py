@@ -110,13 +110,21 @@ class Checkpoint(Section):
 # name, so that no run escapes its directory ('..', '/') or lands in its parent ('.')
 DIRECTORY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 NAME_RULE = "a plain directory name: letters, digits, '_', '.', '-' only, and not '.' or '..'"
+# a file name takes at most 255 bytes (NAME_MAX on Linux, macOS, Windows); the longest one asyncfl makes from a
+# name is advise's "<name>_advice" (the run directory's timestamp is a directory of its own, below the name's)
+NAME_MAX_BYTES = 255 - len("_advice")
 
 
 def directory_name_problem(name: object) -> str | None:
     """Why ``name`` cannot name a directory of its own (None if it can)."""
-    if isinstance(name, str) and DIRECTORY_NAME.fullmatch(name) and name not in (".", ".."):
-        return None
-    return f"must be {NAME_RULE}"
+    if not (isinstance(name, str) and DIRECTORY_NAME.fullmatch(name) and name not in (".", "..")):
+        return f"must be {NAME_RULE}"
+    if len(name) > NAME_MAX_BYTES:  # (ASCII only: one byte a character)
+        return (
+            f"is {len(name)} characters long, too long for a directory name; allowed: at most {NAME_MAX_BYTES} "
+            "(255 bytes a file name may take, less the '_advice' asyncfl may add)"
+        )
+    return None
 
 
 class Scenario(Section):
