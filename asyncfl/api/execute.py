@@ -11,7 +11,7 @@ from typing import Any
 
 from asyncfl.config import Scenario, apply_override, read_scenario
 from asyncfl.config.runnable import check_runnable
-from asyncfl.config.yaml_files import override_list
+from asyncfl.config.yaml_files import override_list, path_argument
 from asyncfl.errors import ConfigError
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.results import Run, Study, read_run
@@ -50,17 +50,24 @@ def run(
     """Run a scenario (a :class:`Scenario`, its YAML file or its keys as a dict) and return the
     :class:`Run` it wrote: into ``out`` (a new or empty directory) or ``output.dir/<name>/<timestamp>/``.
 
-    ``overrides``: ``--set`` items, e.g. ``["server.k=5"]``.  ``callbacks``: objects with the hooks
+    ``overrides``: ``--set`` items, e.g. ``["server.k=5"]`` (a list: one ``'key=value'`` str alone is refused,
+    as is one callback).  ``callbacks``: a list of objects with the hooks
     of :class:`asyncfl.Callback` (``on_start``, ``on_aggregation``, ``on_resume``,
     ``on_end``), called after the built-in ones at every aggregation.  Bad input raises
-    :class:`asyncfl.ConfigError` before anything is written."""
+    :class:`asyncfl.ConfigError` (a callback that is none: TypeError) before anything is written."""
+    out = path_argument(out, "out")
     chosen = _scenario(scenario, override_list(overrides))
+    if isinstance(callbacks, Callback) or not isinstance(callbacks, Iterable):
+        raise TypeError(
+            f"callbacks: expected a list of asyncfl.Callback objects, got {type(callbacks).__name__}; "
+            "wrap one callback in a list: callbacks=[callback]"
+        )
     for callback in callbacks:
         if not isinstance(callback, Callback):
             raise TypeError(f"callbacks: {callback!r} is not an asyncfl.Callback")
     check_runnable(chosen)
     if out is not None:
-        refuse_used_out(Path(out), "refusing to overwrite a run.")
+        refuse_used_out(out, "refusing to overwrite a run.")
     return read_run(run_scenario(chosen, out, quiet=quiet, callbacks=tuple(callbacks)))
 
 
@@ -79,6 +86,7 @@ def run_study(
     ``seeds`` replaces the study's ``seeds:``; ``executor`` is ``local`` or ``ray``; ``out`` a new
     or empty sweep directory (default ``output.dir/<name>/<timestamp>/``).  A run that raised is
     listed in ``Study.failures`` (the others still ran)."""
+    out = path_argument(out, "out")
     raw, source = _raw(study, override_list(overrides))
     if seeds is not None:
         if isinstance(seeds, (str, bytes, Mapping)) or not isinstance(seeds, Iterable):
@@ -87,6 +95,6 @@ def run_study(
     spec = build_study(raw, source)
     for planned in spec.runs:  # every run checked before the first one starts
         check_runnable(planned.scenario)
-    result = run_sweep(spec, out=None if out is None else Path(out), executor=executor, quiet=quiet)
+    result = run_sweep(spec, out=out, executor=executor, quiet=quiet)
     failures = tuple((job.variant, job.seed, message) for job, message in result.failures)
     return Study(result.sweep_dir, failures)

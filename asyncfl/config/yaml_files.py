@@ -177,6 +177,33 @@ def override_list(overrides: Iterable[str], what: str = "overrides") -> list[str
     return items
 
 
+def path_argument(value: Any, what: str) -> Path | None:
+    """A directory handed over from Python (``out=``, ``out_dir=``) as a Path, None staying None; a ConfigError
+    naming the argument ``what`` for anything that is not a path."""
+    if value is None or isinstance(value, Path):
+        return value
+    if isinstance(value, str) or (isinstance(value, PathLike) and isinstance(value.__fspath__(), str)):
+        return Path(value)
+    raise ConfigError(f"{what}: expected a path (str or os.PathLike), got {type(value).__name__} {_short(value)}.")
+
+
+def flower_run_config(value: Any, what: str = "run_config") -> dict[str, bool | int | float | str]:
+    """Flower's run config handed over from Python, checked as ``flower.run_config`` is in YAML: a mapping of
+    str keys to scalars (flwr's ``UserConfigValue``: bool, int, float, str); ConfigError naming ``what``."""
+    allowed = "allowed: a dict of str keys to bool, int, float or str values, e.g. {'num-server-rounds': 3}"
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{what}: expected a mapping, got {type(value).__name__} {_short(value)}; {allowed}.")
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"{what}: key {_short(key)} is {type(key).__name__}, not str; {allowed}.")
+        if not isinstance(item, (bool, int, float, str)):
+            raise ConfigError(
+                f"{what}[{key!r}]: {type(item).__name__} {_short(item)} is no Flower run-config value (they are "
+                f"flat: no nested mapping or list); {allowed}."
+            )
+    return dict(value)
+
+
 def _not_a_list(what: str, problem: str) -> list[str]:
     raise ConfigError(f"{what} must be a list of 'key=value' strings such as ['server.k=5'], {problem}.")
 

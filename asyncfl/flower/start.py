@@ -27,6 +27,7 @@ from flwr.app import Context, RecordDict
 from asyncfl.config.clock import start_datetime
 from asyncfl.config.flower import Flower, check_k_async_flower
 from asyncfl.config.schema import Scenario
+from asyncfl.config.yaml_files import flower_run_config, override_list, path_argument
 from asyncfl.errors import ConfigError
 from asyncfl.flower.apps import load_app
 from asyncfl.flower.generators import apps_seeded, flower_seeds
@@ -59,8 +60,10 @@ SERVER_WHERE, CLIENT_WHERE = "flower.server_app", "flower.client_app"
 
 def flower_scenario(scenario: Any, overrides: Iterable[str] = (), run_config: Mapping | None = None) -> Scenario:
     """The scenario of a Flower run (a path, a dict of keys or a Scenario), with ``run_config`` in place of
-    ``flower.run_config``."""
-    overrides = list(overrides)
+    ``flower.run_config``; ``overrides`` and ``run_config`` are checked as ``asyncfl.run`` checks its arguments
+    (one ``'key=value'`` str is refused, not read a character at a time)."""
+    overrides = override_list(overrides)
+    run_config = None if run_config is None else flower_run_config(run_config)
     if isinstance(scenario, Scenario):
         chosen = Scenario.from_dict(scenario.model_dump(mode="json"), overrides) if overrides else scenario
     elif isinstance(scenario, Mapping):
@@ -68,7 +71,7 @@ def flower_scenario(scenario: Any, overrides: Iterable[str] = (), run_config: Ma
     else:
         chosen = Scenario.from_yaml(scenario, overrides)
     if run_config is not None:
-        flower = (chosen.flower or Flower()).model_copy(update={"run_config": dict(run_config)})
+        flower = (chosen.flower or Flower()).model_copy(update={"run_config": run_config})
         chosen = chosen.model_copy(update={"flower": flower})
     return chosen
 
@@ -87,6 +90,7 @@ def run_flower(
 ) -> Run:
     """:func:`asyncfl.flower.run`; ``where``: how the caller names the two apps in its errors (the argument
     names, or the command's flags); ``announce(run_dir)``: called once the run directory is held."""
+    out_dir = path_argument(out_dir, "out_dir")
     s = flower_scenario(scenario, overrides, run_config)
     flower = s.flower or Flower()
     k_async = s.server.mode == "k_async"  # asyncfl's K-async server, the ClientApp its trainer: no ServerApp
@@ -102,7 +106,7 @@ def run_flower(
     specs = {k: v for k, v in (("server_app", server_app), ("client_app", client_app)) if isinstance(v, str)}
     s = s.model_copy(update={"flower": flower.model_copy(update=specs)})
     if out_dir is not None:
-        refuse_used_out(Path(out_dir), "refusing to overwrite a run.")
+        refuse_used_out(out_dir, "refusing to overwrite a run.")
     if k_async:
         check_k_async_flower(s)  # the section as the flags left it
         return read_run(run_k_async(client, s, out_dir, quiet, announce=announce))
