@@ -22,6 +22,7 @@ BUILT_IN_ORDER = [
     "selection_serves_the_mode",
     "algorithm_rules",
     "local_work_fits",
+    "no_section_of_another_entry",
     "model_takes_the_data",
     "data_can_be_loaded",
     "flower_fits_the_mode",
