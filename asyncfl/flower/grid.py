@@ -37,16 +37,19 @@ version (:attr:`VirtualGrid.trained`) moves on after the last (unmask), and the 
 before a round's first trip.  Flower's DefaultWorkflow polls :meth:`get_node_ids` from a thread in real time: those
 calls answer the same list and change nothing (see the method).
 
-Time: ``timeout`` is a virtual deadline counted from the push; :meth:`send_and_receive` advances the clock to the
-moment it returns (every reply in, or the deadline).  Message timestamps (``created_at`` of a pushed message and
-of its reply) are virtual seconds.  :meth:`get_node_ids` returns every node of the population, as Flower returns
-every registered node: an offline client is found out when a message reaches it (and a ServerApp waiting for more
-nodes than the population has is stopped with a :class:`~asyncfl.errors.ConfigError` instead of sleeping forever).
+Time: ``timeout`` is a virtual deadline counted from the push (None or inf: none; a negative or NaN one is refused
+with a :class:`~asyncfl.errors.ConfigError`, as is a message whose ``ttl`` is not above 0); :meth:`send_and_receive`
+advances the clock to the moment it returns (every reply in, or the deadline).  Message timestamps (``created_at``
+of a pushed message and of its reply) are virtual seconds.  :meth:`get_node_ids` returns every node of the
+population, as Flower returns every registered node: an offline client is found out when a message reaches it (and
+a ServerApp waiting for more nodes than the population has is stopped with a :class:`~asyncfl.errors.ConfigError`
+instead of sleeping forever).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -188,6 +191,7 @@ class VirtualGrid(Grid):
         """Push ``messages`` now and return the replies in by the virtual deadline ``now + timeout`` (None: all),
         in arrival order; the clock stands at the moment of return (the last reply, or the deadline)."""
         messages = list(messages)
+        deadline_of(timeout)  # before anything is pushed: a refused call changes nothing
         kinds = {m.metadata.message_type.split(".")[0] for m in messages}
         train = MessageType.TRAIN in kinds
         stage = stage_of(messages) if train else None  # a SecAgg+ stage: one of its round's four trips
@@ -199,7 +203,7 @@ class VirtualGrid(Grid):
         if train and self.stage is None and self.should_stop():  # a round's first trip only
             raise RunStopped
         t0 = self.env.now
-        deadline_s = math.inf if timeout is None else float(timeout)
+        deadline_s = deadline_of(timeout)
         self.content_bytes.clear()
         tasks = [self._push(message) for message in messages]
         ends = [task.plan.end for task in tasks]
@@ -255,6 +259,10 @@ class VirtualGrid(Grid):
         metadata.created_at = now
         if not 0 <= client_of(metadata.dst_node_id) < len(self.nodes):
             raise ValueError(f"Invalid message: no node {metadata.dst_node_id} in this Grid")
+        if not metadata.ttl > 0:  # NaN too; Flower's SuperLink refuses ttl <= 0 (flwr/server/utils/validator.py)
+            raise ConfigError(
+                f"the ServerApp pushed a message with ttl={metadata.ttl!r}; allowed: ttl > 0 seconds (inf: no expiry)"
+            )
 
     def _push(self, message: Message) -> Task:
         now = self.env.now
@@ -319,6 +327,20 @@ class VirtualGrid(Grid):
         outcome.returned.sort(key=lambda task: task.plan.end)  # arrival order (stable: push order on ties)
         closed.received.sort(key=lambda plan: plan.end)
         return outcome
+
+
+def deadline_of(timeout: Any) -> float:
+    """The virtual seconds a send_and_receive ``timeout`` waits (None: every reply, inf).  Flower's own Grid has
+    no check: a negative or NaN timeout returns no reply at once there, and here would move the clock backwards
+    or make its times NaN, so both are refused, as a ServerApp's mistake."""
+    allowed = "allowed: None (wait for every reply) or a number of virtual seconds >= 0 (inf: no deadline)"
+    if timeout is None:
+        return math.inf
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise ConfigError(f"send_and_receive: timeout={timeout!r} is not a number; {allowed}")
+    if not timeout >= 0:  # NaN too
+        raise ConfigError(f"send_and_receive: timeout={timeout!r}; {allowed}")
+    return float(timeout)
 
 
 def client_of_task(task: Task) -> int:

@@ -162,6 +162,8 @@ class RunDirectory:
         rnd = "null" if version is None else int(version)
         tail = "}\n" if reason is None else f',"reason":{json.dumps(reason)}}}\n'  # a Flower app's error text: escaped
         if t is not self._time:  # a group of same-time steps passes one float object: format it once
+            if not math.isfinite(t):  # nan/inf would make the line invalid JSON: a bug upstream, said loudly
+                raise ValueError(f"events.jsonl: event {event!r} of client {client} at non-finite time t={t!r}")
             self._time, self._time_text = t, repr(round(t, 9))
         self.events.write(f'{{"t":{self._time_text},"client":{who},"event":"{event}","round":{rnd}{tail}')
 
