@@ -25,7 +25,10 @@ processed over the client's ``samples_per_s`` (times the per-task jitter, as for
 
 An evaluate or query message processes its examples once (epochs are a training notion).  A reply with no
 such metric, or an error reply, processed 0 samples.  The contract reads the messages only, so the clock is
-deterministic; it never measures CPU time.
+deterministic; it never measures CPU time.  A reply asyncfl cannot read ends the run with a
+:class:`~asyncfl.errors.ConfigError` naming the client, the message type and what is allowed
+(:meth:`FlowerNodes.check_reply`): a ClientApp that returns something other than a Message (``None``: a forgotten
+``return``), or examples that are not a whole number >= 0 (NaN, inf, -5, 2.5).
 
 **Bytes** (:func:`message_bytes`): the sum of Flower's own ``count_bytes()`` over the message's ArrayRecords,
 MetricRecords and ConfigRecords (each array's serialized .npy bytes, header included, plus the key names; 8 bytes a
@@ -36,6 +39,7 @@ pushed message and an upload of the reply carry over the client's link.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,6 +47,7 @@ from flwr.app import ConfigRecord, Context, Error, Message, MessageType, RecordD
 from flwr.common.constant import NUM_PARTITIONS_KEY, PARTITION_ID_KEY, ErrorCode
 
 from asyncfl.config.flower import FlowerWork
+from asyncfl.errors import ConfigError
 from asyncfl.flower.evaluation import metric
 
 NODE_ID_BASE = 1 << 32
@@ -106,8 +111,26 @@ class FlowerNodes:
             return Message(
                 Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=error_reason(error)), reply_to=message
             )
+        self.check_reply(client, message, reply)
         self.contexts[client] = context
         return reply
+
+    def check_reply(self, client: int, message: Message, reply: Any) -> None:
+        """Refuse a reply asyncfl cannot read (a ClientApp's mistake, so a :class:`ConfigError` naming it): not a
+        Message (e.g. a function that forgot its ``return``), or whose examples metric is not a whole number >= 0
+        (it times the task and weights the means: NaN, inf, negative or fractional examples mean nothing)."""
+        kind = message.metadata.message_type
+        where = f"the ClientApp of client {client} (node {node_id(client)}), replying to a message of type {kind!r}"
+        if not isinstance(reply, Message):
+            raise ConfigError(f"{where}: returned {type(reply).__name__}; allowed: a flwr.app.Message")
+        if reply.has_error() or not reply.has_content():
+            return
+        examples = metric(reply.content, self.work.examples)
+        if examples is not None and not _whole_count(examples):
+            raise ConfigError(
+                f"{where}: {self.work.examples}={examples!r}; allowed: a whole number of examples >= 0 "
+                "(the metric flower.work.examples names)"
+            )
 
     def samples_processed(self, message: Message, reply: Message) -> int:
         """Samples one task processed, by the compute-work contract of this module."""
@@ -129,6 +152,13 @@ class FlowerNodes:
                 if isinstance(record, ConfigRecord) and key in record:
                     return float(record[key])
         return float(self.run_config.get(key, 1))
+
+
+def _whole_count(value: Any) -> bool:
+    """Is ``value`` a finite whole number >= 0 (10 and 10.0 are; True, NaN, inf, -1 and 2.5 are not)?"""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and value >= 0 and float(value).is_integer()
 
 
 def message_bytes(message: Message) -> int:
