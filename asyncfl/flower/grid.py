@@ -17,7 +17,9 @@ How a failure reaches the ServerApp, following Flower 1.42:
   ``create_message_error_unavailable_res_message``);
 - a ClientApp that raises: an error reply with ``ErrorCode.CLIENT_APP_RAISED_EXCEPTION`` (as
   ``flwr/server/superlink/fleet/vce/vce_api.py``'s ``worker``), after the download and the upload of the
-  (empty) error; the task counts as failed, reason ``client_app``, and events.jsonl carries the exception;
+  (empty) error; the task counts as failed, reason ``client_app``, and events.jsonl carries the exception (once
+  the train messages of 5 clients, or all of a smaller population, failed so with no train reply in yet, the run
+  ends with a :class:`~asyncfl.errors.ConfigError` quoting the first: :class:`~asyncfl.flower.nodes.ClientAppFailures`);
 - a reply not back by the ``timeout`` of :meth:`VirtualGrid.send_and_receive`: no reply at all, as
   ``InMemoryGrid.send_and_receive`` returns what it pulled before its deadline.  The task runs on (a SuperNode
   does not stop its ClientApp); it counts as ``late`` and failed with reason ``deadline`` at the round that gave
@@ -281,6 +283,8 @@ class VirtualGrid(Grid):
             samples = self.nodes.samples_processed(message, reply)
             called.append((reply, samples))
             error = reply.error.reason if reply.has_error() else None
+            if train:
+                self.nodes.failures.note(client, error)  # a ClientApp failing everywhere ends the run
             return DoneWork(samples, self._download_bytes(message), message_bytes(reply), error)
 
         plan = plan_task(device, replace(self.work, perform=perform), start, self.trained)

@@ -24,7 +24,10 @@ from the partition sizes) would make asyncfl know what only the ClientApp knows 
 cost: a task that fails midway was trained for nothing, as on a real device.
 
 A ClientApp that raises (Flower's error reply) or replies with arrays that are not the model's fails its task
-as ``client_app`` when its (error) reply arrives, the message in events.jsonl's ``reason``; the run goes on.
+as ``client_app`` when its (error) reply arrives, the message in events.jsonl's ``reason``; the run goes on, unless
+no train reply has been usable yet when the ClientApps of 5 different clients (or all, in a smaller population)
+have failed: then the run ends with a :class:`~asyncfl.errors.ConfigError` quoting the first failure
+(:class:`~asyncfl.flower.nodes.ClientAppFailures`), rather than fail forever.
 
 **The initial model** comes from ``flower.initial_arrays`` ("package.module:function" returning an
 ``ArrayRecord``, a torch ``state_dict`` or a list of numpy arrays): in K-async mode no ServerApp runs, and the
@@ -143,11 +146,15 @@ class ClientAppLearner(Learner):
         reply = self.nodes.call(plan.client, message)
         sent, received = message_bytes(message), message_bytes(reply)
         if reply.has_error():  # clients.csv's train_samples: the latest reply's examples (none here)
+            self.nodes.failures.note(plan.client, reply.error.reason)  # a ClientApp failing everywhere ends the run
             return DoneWork(0, sent, received, reply.error.reason, train_samples=0)
         try:
             result = self.result(message, reply)
         except (ArraysMismatch, KeyError, TypeError, ValueError) as problem:
-            return DoneWork(0, sent, received, f"its reply cannot be aggregated: {problem}", train_samples=0)
+            reason = f"its reply cannot be aggregated: {problem}"
+            self.nodes.failures.note(plan.client, reason)
+            return DoneWork(0, sent, received, reason, train_samples=0)
+        self.nodes.failures.note(plan.client, None)
         self.collected[(plan.client, plan.attempt)] = (plan, result)
         return DoneWork(self.nodes.samples_processed(message, reply), sent, received, train_samples=result.num_examples)
 

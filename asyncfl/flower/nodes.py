@@ -51,6 +51,7 @@ from asyncfl.errors import ConfigError
 from asyncfl.flower.evaluation import metric
 
 NODE_ID_BASE = 1 << 32
+BROKEN_AFTER = 5  # clients whose ClientApp failed, with no train reply usable yet, that end a run (ClientAppFailures)
 
 
 def node_id(client: int) -> int:
@@ -82,6 +83,7 @@ class FlowerNodes:
         self.client_app = client_app
         self.run_config = dict(run_config or {})
         self.work = work if work is not None else FlowerWork()
+        self.failures = ClientAppFailures(num_clients)  # train replies, as the Grid or the K-async learner reads them
         self.contexts = [
             Context(
                 run_id=run_id,
@@ -159,6 +161,34 @@ def _whole_count(value: Any) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return math.isfinite(value) and value >= 0 and float(value).is_integer()
+
+
+class ClientAppFailures:
+    """Ends a run whose ClientApp looks broken rather than let it fail forever (a typo in ``train`` made a K-async
+    run write events until the disk filled): once the train messages of ``min(population, BROKEN_AFTER)`` different
+    clients have failed (the ClientApp raised, or its reply could not be used) and no train reply has been usable
+    yet, :meth:`note` raises a :class:`ConfigError` with the first failure's reason.  One usable reply turns the
+    rule off: a run where some clients fail goes on, as Flower's would."""
+
+    def __init__(self, num_clients: int) -> None:
+        self.needed = min(num_clients, BROKEN_AFTER)
+        self.usable = False
+        self.failed: dict[int, str] = {}  # client -> its first failure's reason, in order of failure
+
+    def note(self, client: int, failure: str | None) -> None:
+        """A train reply of ``client``: usable (``failure`` None) or failed for ``failure``."""
+        if failure is None:
+            self.usable = True
+        if self.usable:
+            return
+        self.failed.setdefault(client, failure)
+        if len(self.failed) >= self.needed:
+            first = next(iter(self.failed.values()))
+            raise ConfigError(
+                f"flower.client_app: the ClientApp failed on the train messages of clients {sorted(self.failed)} and "
+                f"no train reply was usable yet; the first failure: {first}; allowed: a ClientApp whose train "
+                "replies with the model's arrays (events.jsonl's fail events hold every reason)"
+            )
 
 
 def message_bytes(message: Message) -> int:
