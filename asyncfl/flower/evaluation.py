@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 from flwr.app import ConfigRecord, Message, MetricRecord, RecordDict
 
 
@@ -44,6 +45,14 @@ def examples_of(reply: Message, key: str) -> float:
     """A reply's examples (metric ``key``; 0: none)."""
     value = reply_metric(reply, key)
     return 0.0 if math.isnan(value) else value
+
+
+def arrays_finite(reply: Message) -> bool:
+    """No NaN or infinity in the arrays of a reply's ArrayRecords (an error reply has none: True)."""
+    if reply.has_error() or not reply.has_content():
+        return True
+    records = reply.content.array_records.values()
+    return all(np.isfinite(array.numpy()).all() for record in records for array in record.values())
 
 
 def weighted_metrics(replies: Iterable[Message], keys: Sequence[str], examples: str) -> dict[str, float]:

@@ -72,9 +72,9 @@ from asyncfl.flower.nodes import FlowerNodes, message_bytes, node_id
 from asyncfl.learn.trainer import TrainingJob, TrainingResult
 from asyncfl.learn.training import Training
 from asyncfl.runner.callbacks.base import Callback
-from asyncfl.runner.learning import Learner
+from asyncfl.runner.learning import Learner, all_finite
 from asyncfl.runner.parts import OutsideLearning
-from asyncfl.runner.record import Learned
+from asyncfl.runner.record import Learned, is_diverged
 from asyncfl.runner.start import run_scenario
 from asyncfl.sim.clients import DoneWork, TaskPlan
 from asyncfl.sim.servers import ClosedRound
@@ -213,8 +213,7 @@ class ClientAppLearner(Learner):
         if all(self.losses_reported):
             return learned
         losses = [u.train_loss for u, reported in zip(updates, self.losses_reported) if reported]
-        finite = bool(torch.isfinite(self.params).all()) and all(math.isfinite(loss) for loss in losses)
-        return replace(learned, diverged=not finite)
+        return replace(learned, diverged=is_diverged(all_finite(self.params), losses))
 
     def _update(self, plan: TaskPlan, staleness: int) -> Update:
         result = self.jobs.result(plan.client, plan.attempt)

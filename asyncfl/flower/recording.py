@@ -7,7 +7,9 @@ The mapping from messages to records:
   the Grid hands over), whose updates are the successful replies in arrival order (base version = round - 1,
   staleness 0), ``selected`` the messages pushed, ``failures`` the error replies by reason (``offline``,
   ``battery``, ``client_app``, ...) and the tasks given up at the deadline (``deadline``, also counted ``late``),
-  ``train_loss`` each reply's ``train_loss`` metric (NaN where it has none);
+  ``train_loss`` each reply's ``train_loss`` metric (NaN where it has none); the strategy's model is out of
+  sight, so the round is ``diverged`` (the run stops there, as native runs do: :func:`~asyncfl.runner.record.
+  is_diverged`) when a reply's arrays hold a NaN or an infinity, or the train_loss the replies report is not finite;
 - an evaluate round (a send_and_receive of evaluate messages) writes metrics.csv's line of the latest
   aggregation, at the virtual time the evaluate round returned: accuracy and loss are the examples-weighted means
   of the replies' ``flower.metrics`` keys (weights: the ``flower.work.examples`` metric), as Flower's FedAvg
@@ -38,17 +40,18 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from asyncfl.flower.evaluation import examples_of, reply_metric, weighted_metrics
+from asyncfl.flower.evaluation import arrays_finite, examples_of, metric, reply_metric, weighted_metrics
 from asyncfl.flower.grid import Outcome
 from asyncfl.flower.nodes import FlowerNodes
 from asyncfl.flower.secure_aggregation import COLLECT, LAST
 from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.runner.callbacks.metrics import MetricsRecorder
-from asyncfl.runner.record import AggregationRecord, Learned, record_of
+from asyncfl.runner.record import AggregationRecord, Learned, is_diverged, record_of
 from asyncfl.runner.timing_learning import TimingLearner
 from asyncfl.sim.servers import ClosedRound
 
 NAN = math.nan
+TRAIN_LOSS = "train_loss"  # the reply metric of Flower's PyTorch template (as asyncfl.flower.k_async reads)
 
 
 class FlowerLearner(TimingLearner):
@@ -135,10 +138,14 @@ class FlowerRecorder:
     def aggregated(self, outcome: Outcome) -> None:
         closed = outcome.closed
         by_plan = {id(task.plan): task for task in outcome.tasks}
-        losses = [reply_metric(by_plan[id(plan)].reply, "train_loss") for plan in closed.received]
-        for plan in closed.received:
-            self.train_examples[plan.client] = int(examples_of(by_plan[id(plan)].reply, self.nodes.work.examples))
-        learned = Learned(tuple(losses), tuple(x * x for x in losses))
+        replies = [by_plan[id(plan)].reply for plan in closed.received]
+        losses = [reply_metric(reply, TRAIN_LOSS) for reply in replies]
+        for plan, reply in zip(closed.received, replies):
+            self.train_examples[plan.client] = int(examples_of(reply, self.nodes.work.examples))
+        # the strategy's model is out of sight: it is diverged when what it was made of is (the one rule)
+        reported = [loss for loss, reply in zip(losses, replies) if metric(reply.content, TRAIN_LOSS) is not None]
+        diverged = is_diverged(all(arrays_finite(reply) for reply in replies), reported)
+        learned = Learned(tuple(losses), tuple(x * x for x in losses), diverged=diverged)
         record = record_of(closed, [0] * len(closed.received), learned)
         self.round_spans.append((closed.started, closed.time, closed.round - 1))
         self.state.progress.count(record)

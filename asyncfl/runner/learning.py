@@ -21,7 +21,7 @@ from asyncfl.learn.compression import CompressedUploads
 from asyncfl.learn.jobs import JobBook
 from asyncfl.learn.trainer import TrainingJob, evaluate, hit_rate
 from asyncfl.learn.training import Training
-from asyncfl.runner.record import Learned, mean_loss
+from asyncfl.runner.record import Learned, is_diverged
 from asyncfl.sim.clients import TaskPlan
 from asyncfl.sim.servers import ClosedRound
 
@@ -131,8 +131,7 @@ class Learner:
                 {"round": self.version, "client": c, "weight": w, **result.notes.get(c, {})}
                 for c, w in sorted(result.weights.items())
             )
-        nonfinite_loss = bool(losses) and not math.isfinite(mean_loss(losses))
-        diverged = not all_finite(self.params) or nonfinite_loss
+        diverged = is_diverged(all_finite(self.params), losses)
         return Learned(losses, tuple(u.train_loss_sq for u in updates), rows, diverged)
 
     def _update(self, plan: TaskPlan, staleness: int) -> Update:

@@ -84,6 +84,12 @@ def mean_loss(losses: Sequence[float]) -> float:
     return sum(losses) / len(losses) if losses else NAN
 
 
+def is_diverged(finite_model: bool, losses: Sequence[float]) -> bool:
+    """The divergence rule of every run (native, K-async and synchronous Flower): the model holds a NaN or an
+    infinity, or the mean of the training losses its updates reported is not finite."""
+    return not finite_model or (bool(losses) and not math.isfinite(mean_loss(losses)))
+
+
 def record_of(closed: Any, staleness: Sequence[int], learned: Learned) -> AggregationRecord:
     """Join a server's closed round (:class:`asyncfl.sim.servers.ClosedRound`) with what the learning side
     made of it; ``staleness``: :func:`staleness_of` the round, as the strategy saw it."""
