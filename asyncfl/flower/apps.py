@@ -9,6 +9,9 @@ path or the command-line flag) and what was expected there, so the command line 
 from __future__ import annotations
 
 import importlib
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from asyncfl.config.flower import check_app_spec
@@ -24,6 +27,20 @@ def require_flwr() -> None:
         import flwr  # noqa: F401  (an optional extra: checked here, before anything imports it)
     except ImportError:
         raise ConfigError(f"Flower (flwr) is not installed; install it with: {INSTALL}") from None
+
+
+@contextmanager
+def flwr_log(quiet: bool) -> Iterator[None]:
+    """While a quiet run lasts, Flower's logger (``flwr``: its strategies log ~10 INFO lines a round) says only
+    warnings and errors; its level is restored afterwards, whatever happens.  Not quiet: Flower's log as it is."""
+    logger = logging.getLogger("flwr")
+    level = logger.level
+    if quiet:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def app_class(kind: AppKind) -> type:

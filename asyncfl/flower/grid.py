@@ -67,7 +67,7 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from asyncfl.errors import ConfigError
 from asyncfl.flower.nodes import FlowerNodes, client_of, message_bytes
-from asyncfl.flower.secure_aggregation import LAST, continues, stage_of
+from asyncfl.flower.secure_aggregation import COLLECT, LAST, continues, stage_of
 from asyncfl.sim.clients import DoneWork, EventSink, TaskPlan, Work, phase_seconds, plan_task, run_task
 from asyncfl.sim.servers import ClosedRound
 
@@ -207,7 +207,8 @@ class VirtualGrid(Grid):
         t0 = self.env.now
         deadline_s = deadline_of(timeout)
         self.content_bytes.clear()
-        tasks = [self._push(message) for message in messages]
+        updates = train and stage in (None, COLLECT)  # replies that are updates: clients.csv's participations
+        tasks = [self._push(message, updates) for message in messages]
         ends = [task.plan.end for task in tasks]
         close_at = min(t0 + deadline_s, max(ends, default=t0))
         self._advance(close_at)
@@ -266,7 +267,9 @@ class VirtualGrid(Grid):
                 f"the ServerApp pushed a message with ttl={metadata.ttl!r}; allowed: ttl > 0 seconds (inf: no expiry)"
             )
 
-    def _push(self, message: Message) -> Task:
+    def _push(self, message: Message, update: bool | None = None) -> Task:
+        """Time ``message`` as a task; ``update``: whether its reply is an update (None: a train message's is),
+        the only tasks clients.csv's ``participations`` counts when they deliver."""
         now = self.env.now
         self._identify(message, now)
         metadata = message.metadata
@@ -294,7 +297,10 @@ class VirtualGrid(Grid):
         _stamp(reply, plan.end, message)
         task = Task(message, plan, reply, train, samples)
         self.tasks[metadata.message_id] = task
-        self.env.process(run_task(self.env, device, plan, self.log))
+        counted = train if update is None else update
+        self.env.process(
+            run_task(self.env, device, plan, self.log) if counted else _no_update(self.env, device, plan, self.log)
+        )
         return task
 
     def _advance(self, until: float) -> None:
@@ -345,6 +351,16 @@ def deadline_of(timeout: Any) -> float:
     if not timeout >= 0:  # NaN too
         raise ConfigError(f"send_and_receive: timeout={timeout!r}; {allowed}")
     return float(timeout)
+
+
+def _no_update(env: simpy.Environment, device: Any, plan: TaskPlan, log: EventSink):
+    """:func:`run_task` for a task whose reply is no update (an evaluate message, a SecAgg+ stage but the one that
+    sends the masked vector): delivered, it is no participation (run-files.md: ``participations`` = updates
+    delivered), though it counts as an attempt and busy time as every task does."""
+    yield from run_task(env, device, plan, log)
+    if plan.failure is None:
+        device.stats.delivered -= 1
+    return plan
 
 
 def client_of_task(task: Task) -> int:

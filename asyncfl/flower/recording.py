@@ -26,8 +26,9 @@ The mapping from messages to records:
   counts in both: Flower recovers its mask from its neighbours' shares).  A round whose workflow halted before
   the unmask stage (too few nodes left for the reconstruction threshold: Flower's strategy aggregates nothing) makes
   its record, with no updates, when the next trip (or the run's end) shows it;
-- only train rounds are aggregations: an evaluate task that fails shows in clients.csv (whose attempts,
-  participations and failures count every task, evaluate ones included) and events.jsonl, not in rounds.csv;
+- only train rounds are aggregations: an evaluate task that fails shows in clients.csv (whose attempts and
+  failures count every task, evaluate ones included; ``participations`` only the train replies delivered, the
+  updates, one per SecAgg+ round: its masked vector) and events.jsonl, not in rounds.csv;
   messages pushed with ``push_messages`` and pulled by hand are timed as tasks but make no record.
 - summary.json's ``algorithm`` is ``flower ServerApp <flower.server_app>`` (asyncfl cannot see which strategy
   a ServerApp runs, so it does not name one); config.yaml's ``flower:`` names the apps when they were given as
@@ -170,6 +171,16 @@ class FlowerRecorder:
             if progress.status == "running":
                 progress.status = "target_reached"
             self.state.stop = True
+
+
+def expected_rounds(stop_rounds: int | None, run_config: Any) -> int | None:
+    """The progress bar's total: the fewer of ``stop.rounds`` and the run config's ``num-server-rounds`` (the rounds
+    key of Flower's app templates, ``flwr new``, when it is a whole number > 0), of those there are; else none."""
+    server_rounds = run_config.get("num-server-rounds")
+    known = [stop_rounds] if stop_rounds is not None else []
+    if isinstance(server_rounds, int) and not isinstance(server_rounds, bool) and server_rounds > 0:
+        known.append(server_rounds)
+    return min(known, default=None)
 
 
 def secure_round(stages: Sequence[Outcome], collect: Outcome | None) -> Outcome:

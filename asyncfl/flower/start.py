@@ -29,12 +29,12 @@ from asyncfl.config.flower import Flower, check_k_async_flower
 from asyncfl.config.schema import Scenario
 from asyncfl.config.yaml_files import flower_run_config, override_list, path_argument
 from asyncfl.errors import ConfigError
-from asyncfl.flower.apps import load_app
+from asyncfl.flower.apps import flwr_log, load_app
 from asyncfl.flower.generators import apps_seeded, flower_seeds
 from asyncfl.flower.grid import RunStopped, VirtualGrid
 from asyncfl.flower.k_async import run_k_async
 from asyncfl.flower.nodes import FlowerNodes
-from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder
+from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder, expected_rounds
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.results import Run, read_run
@@ -109,10 +109,11 @@ def run_flower(
         refuse_used_out(out_dir, "refusing to overwrite a run.")
     if k_async:
         check_k_async_flower(s)  # the section as the flags left it
-        return read_run(run_k_async(client, s, out_dir, quiet, announce=announce))
-    return read_run(
-        start_in_directory(s, out_dir, announce, lambda run_dir: FlowerSession(s, run_dir, server, client, quiet))
-    )
+    with flwr_log(quiet):
+        if k_async:
+            return read_run(run_k_async(client, s, out_dir, quiet, announce=announce))
+        session = lambda run_dir: FlowerSession(s, run_dir, server, client, quiet)  # noqa: E731
+        return read_run(start_in_directory(s, out_dir, announce, session))
 
 
 def _named(spec: str | None, kind: str) -> Any:
@@ -151,7 +152,12 @@ class FlowerSession:
             s, self.out, self.clients, probabilities, self.learner, device, self.round_spans, reasons, rule,
             machine_description(),
         )  # fmt: skip
-        self.callbacks = [RoundLog(self.out, reasons), self.metrics, stop_rules, ProgressBar(s.stop.rounds, quiet)]
+        self.callbacks = [
+            RoundLog(self.out, reasons),
+            self.metrics,
+            stop_rules,
+            ProgressBar(expected_rounds(s.stop.rounds, flower.run_config), quiet),
+        ]
         self.ends = ends
         recorder = FlowerRecorder(
             self.nodes, flower.metrics, self.state, self.callbacks, self.metrics, self.learner, self.round_spans
