@@ -4,7 +4,8 @@
 
 From Python (see the README's "Python API"): :func:`run` a scenario and get a :class:`Run` whose
 tables are DataFrames, :func:`read_run` one written before, :func:`run_study` variants x seeds and
-get a :class:`Study`.  The names are loaded when first used (PEP 562), so ``import asyncfl`` (or
+get a :class:`Study`; ``asyncfl.flower.run`` a Flower app on the virtual clock.  The names (and
+``asyncfl.flower``) are loaded when first used (PEP 562), so ``import asyncfl`` (or
 ``import asyncfl.learn.trainer``) builds no schema and loads no torch: the schema comes with
 :mod:`asyncfl.config`, the runner (and torch) when a run starts.
 """
@@ -38,7 +39,14 @@ _HOME = {
 }
 
 
+# subpackages a user reaches from ``import asyncfl`` alone (``asyncfl.flower.run(...)``); loaded when first used,
+# and light: asyncfl.flower's face imports flwr only when a run starts, so a missing Flower is still its ConfigError
+_SUBPACKAGES = ("flower",)
+
+
 def __getattr__(name: str) -> object:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
     if name not in _HOME:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(_HOME[name]), name)

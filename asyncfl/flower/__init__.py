@@ -7,8 +7,9 @@ availability and batteries), and write a normal run directory.
     run = asyncfl.flower.run("my_app.server_app:app", "my_app.client_app:app", "scenario.yaml")
     run.metrics      # the same asyncfl.Run that asyncfl.run returns
 
-``flwr`` is an optional extra (``pip install 'asyncfl[flower]'``): this package face imports it only when a run
-starts (:func:`run`), so a missing Flower is one clear :class:`~asyncfl.errors.ConfigError`, not an ImportError.
+``flwr`` is an optional extra (``pip install -e '.[flower]'`` in a checkout): this package face imports it only when
+a run starts (:func:`run`), so a missing Flower is one clear :class:`~asyncfl.errors.ConfigError`, not an
+ImportError.  ``import asyncfl`` then ``asyncfl.flower.run(...)`` works too: the package loads it on first use.
 """
 
 from __future__ import annotations

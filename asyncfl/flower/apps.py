@@ -17,7 +17,8 @@ from typing import Any, Literal
 from asyncfl.config.flower import check_app_spec
 from asyncfl.errors import ConfigError
 
-INSTALL = "pip install 'asyncfl[flower]'"
+# asyncfl is installed from a checkout (it is not on PyPI): 'asyncfl[flower]' would name nothing pip can find
+INSTALL = "pip install 'flwr>=1.42,<2' (or, in a checkout of asyncfl: pip install -e '.[flower]')"
 AppKind = Literal["server", "client"]
 
 

@@ -130,7 +130,8 @@ run_simulation(server_app=server_app, client_app=client_app, num_supernodes=2,
 def test_the_app_runs_unchanged_under_flowers_run_simulation():
     """Flower's own simulation engine (Ray) runs the example's files as they are: one round of FedAvg over
     two supernodes, both training and both evaluating."""
-    pytest.importorskip("ray")
+    reason = "Flower's run_simulation needs Ray, not installed: pip install 'flwr[simulation]>=1.42,<2' to run this"
+    pytest.importorskip("ray", reason=reason)
     env = {**os.environ, "PYTHONPATH": str(APP_DIR)}
     done = subprocess.run(
         [sys.executable, "-c", FLOWER_SCRIPT], cwd=APP_DIR, env=env, capture_output=True, text=True, timeout=600

@@ -103,5 +103,6 @@ def test_flwr_missing_is_one_line_with_the_install_command(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
-        "error: Flower (flwr) is not installed; install it with: pip install 'asyncfl[flower]'"
+        "error: Flower (flwr) is not installed; install it with: pip install 'flwr>=1.42,<2' "
+        "(or, in a checkout of asyncfl: pip install -e '.[flower]')"
     ]
