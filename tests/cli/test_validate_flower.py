@@ -112,7 +112,7 @@ def test_a_k_async_initial_model_that_is_no_function_is_an_error(apps_dir, capsy
 def test_flwr_missing_is_an_error_with_the_install_command(apps_dir, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "flwr", None)  # import flwr raises ImportError
     assert validate(apps_dir, SYNC) == 2
-    assert (
-        capsys.readouterr().err
-        == "error: Flower (flwr) is not installed; install it with: pip install 'asyncfl[flower]'\n"
+    assert capsys.readouterr().err == (
+        "error: Flower (flwr) is not installed; install it with: pip install 'flwr>=1.42,<2' (or, in a checkout of "
+        "asyncfl: pip install -e '.[flower]')\n"
     )
