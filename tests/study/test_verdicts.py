@@ -262,7 +262,8 @@ def test_a_bad_sensitivity_axis_names_its_keys(tmp_path):
         build_study(axis_study(tmp_path, sensitivity={**AXIS, "values": {"h/1": {"a": 1}, "h2": {"a": 2}}}))
     with pytest.raises(ConfigError, match=r"baseline: 'fast' is on the sensitivity axis"):
         build_study(axis_study(tmp_path, baseline="fast"))
-    with pytest.raises(ConfigError, match=r"sensitivity.values.h1.training.lr: Input should be greater than 0"):  # a value validated as a set, named by its label
+    # a value's keys are validated as a set would be, and named by the value's label
+    with pytest.raises(ConfigError, match=r"sensitivity.values.h1.training.lr: Input should be greater than 0"):
         values = {"h1": {"training.lr": -1}, "h2": {"training.lr": 0.2}}
         build_study(axis_study(tmp_path, sensitivity={**AXIS, "values": values}))
 
