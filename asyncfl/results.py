@@ -38,10 +38,11 @@ def _table(directory: Path, name: str) -> pd.DataFrame:
 
 def run_status(run_dir: Path) -> str:
     """How the run in ``run_dir`` stands now: summary.json's ``status`` once it has ended (``finished``,
-    ``target_reached``, ``diverged``) or was ``interrupted`` (Ctrl-C); ``running`` while a process writes
-    it; ``failed`` when it stopped on an error (its summary.json still says running); ``killed`` when it
-    has no summary.json and no process writes it (kill -9, a machine that went down, or a copy taken while
-    it ran)."""
+    ``target_reached``, ``diverged``) or stopped early (``interrupted``: Ctrl-C; ``out_of_memory``; ``failed``: on
+    an error, summary.json's ``reason`` says which); ``running`` while a process writes it; ``killed`` when it
+    has no summary.json and no process writes it (kill -9, a machine that went down, or a copy taken while it
+    ran).  A summary.json that says ``running`` (an older asyncfl wrote that for a run that raised) reads as
+    ``failed``."""
     if holder(run_dir) is not None:
         return "running"
     if not (run_dir / "summary.json").is_file():
@@ -61,8 +62,8 @@ class Run:
     @property
     def status(self) -> str:
         """``finished``, ``target_reached`` or ``diverged`` (the run has ended), else ``running``,
-        ``interrupted``, ``failed`` or ``killed`` (its tables hold only what it wrote until then); read
-        afresh every time."""
+        ``interrupted``, ``out_of_memory``, ``failed`` or ``killed`` (its tables hold only what it wrote until then);
+        read afresh every time."""
         return run_status(self.path)
 
     @cached_property
@@ -114,7 +115,7 @@ class Run:
 
 def read_run(path: str | Path, *, partial: bool = False) -> Run:
     """The run directory at ``path``, if the run has ended (:attr:`Run.status` ``finished``,
-    ``target_reached`` or ``diverged``).  A run still running, interrupted, failed or killed raises
+    ``target_reached`` or ``diverged``).  A run still running, interrupted, out of memory, failed or killed raises
     :class:`asyncfl.ConfigError` saying which, unless ``partial=True``: then its tables hold what it
     wrote until now (check ``run.status``).  A damaged summary.json is a ConfigError naming the file
     and line."""
@@ -132,11 +133,15 @@ def _unfinished(run_dir: Path, status: str) -> str:
     what = {
         "running": f"is still running ({holder(run_dir) or 'a process'} is writing it)",
         "interrupted": "was interrupted (Ctrl-C)",
-        "failed": "stopped on an error (its summary.json still says running)",
+        "out_of_memory": "ran out of memory",
+        "failed": f"stopped on an error ({_reason(run_dir)})",
         "killed": "did not end: it has no summary.json and no process is writing it (killed, or copied while it ran)",
     }.get(status, f"has not ended (summary.json's status: {status})")
+    flower = read_config(run_dir).get("flower") is not None
     if status == "running":
         resume = "wait for it to end, or "
+    elif flower:  # a Flower run writes no checkpoint (the apps' state is the user's)
+        resume = "run it again (a Flower run cannot be resumed), or "
     elif (run_dir / "config.yaml").is_file():
         resume = f"continue it with `python -m asyncfl run --resume {run_dir}`, or "
     else:
@@ -145,6 +150,12 @@ def _unfinished(run_dir: Path, status: str) -> str:
         f"{run_dir}: this run {what}, so its tables hold only what it wrote until then; {resume}read them as "
         "they are with asyncfl.read_run(path, partial=True) (its Run.status says how it stands)."
     )
+
+
+def _reason(run_dir: Path) -> str:
+    """summary.json's ``reason`` of a failed run (an older summary.json that still says running has none)."""
+    summary = read_summary(run_dir, required=False)
+    return str(summary.get("reason") or "its summary.json names no reason")
 
 
 @dataclass(frozen=True, eq=False)

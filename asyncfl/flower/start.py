@@ -38,7 +38,7 @@ from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRec
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.results import Run, read_run
-from asyncfl.runner.callbacks.base import RunState
+from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.runner.callbacks.end_of_run import end_of_run
 from asyncfl.runner.callbacks.progress_bar import ProgressBar
 from asyncfl.runner.callbacks.round_log import RoundLog
@@ -52,6 +52,7 @@ from asyncfl.runner.parts import (
     task_work,
     utc_time,
 )
+from asyncfl.runner.run_end import end_callbacks, run_end
 from asyncfl.runner.start import start_in_directory
 from asyncfl.sim.population import build_clients, participation_probabilities
 
@@ -173,32 +174,37 @@ class FlowerSession:
         return self.state.stop
 
     def run(self) -> None:
-        """Run the ServerApp to its end (or the scenario's stop), then write the end-of-run files."""
+        """Run the ServerApp to its end (or the scenario's stop), then write the end-of-run files: whatever ends
+        it (the ServerApp raising, a ConfigError from the Grid, Ctrl-C), summary.json says how
+        (:func:`asyncfl.runner.run_end.run_end`) and the exception is raised again."""
         server_app = self.server_app
         s = self.scenario
         context = Context(
             run_id=self.run_id, node_id=0, node_config={}, state=RecordDict(),
             run_config=dict((s.flower or Flower()).run_config),
         )  # fmt: skip
-        for callback in self.callbacks + self.ends:
-            callback.on_start(self.state)
-        try:
+        with run_end(self.state, self.out.path, self._finish):
+            for callback in self.callbacks + self.ends:
+                callback.on_start(self.state)
             # RunStopped: the scenario's stop: ended the run inside the ServerApp's loop (a normal end)
             with apps_seeded(self.app_seed), suppress(RunStopped):
                 server_app(grid=self.grid, context=context)
-            if self.state.progress.status == "running":
-                self.state.progress.status = "finished"
-        except KeyboardInterrupt:
-            self.state.progress.status = "interrupted"
-            raise
-        finally:
-            self._finish()
 
     def _finish(self) -> None:
         now = self.grid.env.now
-        self.grid.close()
-        self.recorder.close()  # a secure-aggregation round cut short by the run's end
-        for client in range(len(self.nodes)):  # clients.csv's train_samples: each client's latest train reply
-            self.clients[client].train_samples = self.recorder.train_examples.get(client, 0)
-        for callback in self.callbacks + self.ends:
-            callback.on_end(self.state, now)
+        end_callbacks(self.state, now, [CloseGrid(self), *self.callbacks, *self.ends], self.out)
+
+
+class CloseGrid(Callback):
+    """First at the end of a Flower run: the Grid and the recorder close (a secure-aggregation round cut short
+    by the run's end), and clients.csv's train_samples are each client's latest train reply's."""
+
+    def __init__(self, session: FlowerSession) -> None:
+        self.session = session
+
+    def on_end(self, state: RunState, now: float) -> None:
+        session = self.session
+        session.grid.close()
+        session.recorder.close()
+        for client in range(len(session.nodes)):
+            session.clients[client].train_samples = session.recorder.train_examples.get(client, 0)

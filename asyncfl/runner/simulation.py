@@ -14,7 +14,6 @@ the server (stop or go on).  One K-async update's path from its finished compute
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
@@ -28,10 +27,11 @@ from asyncfl.config.runnable import scenario_warnings
 from asyncfl.config.schema import Scenario
 from asyncfl.learn.executors import float32_precision
 from asyncfl.runner.callbacks.base import Callback, Progress, RunState
-from asyncfl.runner.loop_guards import LoopGuards, RunInterrupted, RunOutOfMemory, interrupts_deferred
+from asyncfl.runner.loop_guards import LoopGuards, RunInterrupted, interrupts_deferred
 from asyncfl.runner.parts import OutsideLearning, assemble, live_callbacks
 from asyncfl.runner.record import record_of, staleness_of
 from asyncfl.runner.replay import ReplayLearner, ReplayUntil, SavedFeedback
+from asyncfl.runner.run_end import end_callbacks, run_end
 from asyncfl.sim.servers import SERVER_MODES, ClosedRound, RoundHandoff, ServerContext
 from asyncfl.sim.servers.base import happen_now
 
@@ -94,11 +94,6 @@ class Simulation:
         s = self.scenario
         env = simpy.Environment()
         limit = s.stop.virtual_time_s if s.stop.virtual_time_s is not None else math.inf
-        if self.resume is None:
-            for callback in self.callbacks:
-                callback.on_start(self.state)
-        elif self.resume["aggregations"] == 0:  # killed before the first aggregation: nothing to replay
-            self.go_live()
         rounds = RoundHandoff(env)
         context = ServerContext(
             env, self.clients, self.parts.work, s.server, s.seed, rounds, self._log, limit,
@@ -107,19 +102,23 @@ class Simulation:
         env.process(self._loop(env, rounds))  # first: it waits before the server can close a round
         server = env.process(SERVER_MODES[s.server.mode].process(context))
         try:
-            with LoopGuards() as self.guards:
-                self.state.stalled = env.run(until=server)  # why the server gave up, if it did
-            if self.progress.status == "running":
-                self.progress.status = "finished"
-        except KeyboardInterrupt:
-            self.progress.status = "interrupted"  # summary and figures for what has run, then re-raise
+            # whatever ends it, the files of what has run are written and summary.json says how it ended
+            with run_end(self.state, self.out.path, lambda: self.finish(env.now)):
+                self._begin()
+                with LoopGuards() as self.guards:
+                    self.state.stalled = env.run(until=server)  # why the server gave up, if it did
+        except KeyboardInterrupt:  # summary and figures for what has run are written: say where to resume
             raise RunInterrupted(self.out.path) from None
-        except MemoryError:  # the files of what has run are written; finish() raises RunOutOfMemory
-            self.progress.status = "out_of_memory"  # not ended: it resumes from its last checkpoint
-            self.state.failed_stage = "simulation"
-        finally:
-            self.finish(env.now)
         return self.progress
+
+    def _begin(self) -> None:
+        """A fresh run's callbacks hear ``on_start``; a resumed one killed before its first aggregation has
+        nothing to replay."""
+        if self.resume is None:
+            for callback in self.callbacks:
+                callback.on_start(self.state)
+        elif self.resume["aggregations"] == 0:
+            self.go_live()
 
     def _loop(self, env: simpy.Environment, rounds: RoundHandoff):
         """The run loop as a SimPy process: each closed round in, the answer (stop or go on) back out.  An
@@ -165,10 +164,11 @@ class Simulation:
         self.live_learner.restore(checkpoint["learner"])
         self.learner, self.feedback, self.callbacks = self.live_learner, self.selection_feedback, self.live_callbacks
         self.log_event = self.out.event
-        progress = Progress(**checkpoint["progress"])
-        self.state = RunState(progress, time.perf_counter() - checkpoint["elapsed_s"], checkpoint["stop"])
+        state = self.state  # the same object run_end holds, with the checkpoint's progress
+        state.progress = Progress(**checkpoint["progress"])
+        state.started, state.stop = time.perf_counter() - checkpoint["elapsed_s"], checkpoint["stop"]
         for callback in self.callbacks:
-            callback.on_resume(self.state, checkpoint)
+            callback.on_resume(state, checkpoint)
 
     def _learning_state(self) -> dict:
         """The learning side's part of a checkpoint, with the feedback every aggregation so far recorded."""
@@ -176,31 +176,11 @@ class Simulation:
 
     def finish(self, now: float) -> None:
         """Close the bar; write clients.csv, offline_periods.csv, summary.json and the figures for
-        whatever has run (:func:`asyncfl.runner.callbacks.end_of_run.end_of_run`).  Out of memory in one of
-        them: the others still write their files (but no figure is drawn), summary.json names the
-        stage that failed, and :class:`RunOutOfMemory` is raised."""
-        state = self.state
-        state.scenario_warnings = scenario_warnings(self.scenario)
-        for callback in self.live_callbacks:
-            if state.failed_stage is not None and callback.stage == "figures":
-                continue  # memory is short: drawing would fail too, and nothing else needs them
-            try:
-                callback.on_end(state, now)
-            except MemoryError:
-                state.failed_stage = state.failed_stage or callback.stage
-        if state.failed_stage is not None:
-            self._record_failure(state)
-            raise RunOutOfMemory(self.out.path, state.failed_stage) from None
-
-    def _record_failure(self, state: RunState) -> None:
-        """summary.json with ``failed_stage`` (written whole, over the one the run wrote, if any)."""
-        path = self.out.path / "summary.json"
-        try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # the summary's own stage failed: say what is known
-            summary = {"status": state.progress.status, "rounds": state.progress.rounds}
-        error = f"out of memory in the {state.failed_stage} stage"
-        self.out.write_json("summary.json", {**summary, "failed_stage": state.failed_stage, "error": error})
+        whatever has run (:func:`asyncfl.runner.callbacks.end_of_run.end_of_run`, through
+        :func:`asyncfl.runner.run_end.end_callbacks`: a failure in one of them leaves the others to write
+        their files and summary.json names its stage)."""
+        self.state.scenario_warnings = scenario_warnings(self.scenario)
+        end_callbacks(self.state, now, self.live_callbacks, self.out)
 
 
 def saved_feedback(checkpoint: dict) -> list:

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from asyncfl.runner.record import AggregationRecord
+from asyncfl.runner.summary import RunStatus, RunSummary
 
 
 @dataclass
@@ -18,7 +19,7 @@ class Progress:
     last_accuracy: float = math.nan
     target_time: float | None = None
     target_round: int | None = None
-    status: str = "running"
+    status: RunStatus = "running"
     rounds: int = 0
     staleness: list[int] = field(default_factory=list)
 
@@ -43,14 +44,19 @@ class RunState:
     """What the callbacks share: the progress record, the wall-clock start (moved back on resume by
     the time the run had already taken), whether the latest aggregation ends the run, and ``stalled``:
     the server's sentence when it stopped because no client can ever take work again (None otherwise), and
-    what the scenario itself warns about (set as the run ends, for summary.json)."""
+    what the scenario itself warns about (set as the run ends, for summary.json).  ``reason``: why a ``failed``
+    run failed (the exception's type and message, one line), ``failed_stage`` where it failed if not in the
+    simulation, and ``error`` what went wrong there (:func:`asyncfl.runner.run_end.run_end` sets them)."""
 
     progress: Progress = field(default_factory=Progress)
     started: float = field(default_factory=time.perf_counter)
     stop: bool = False
     stalled: str | None = None
     scenario_warnings: list[str] = field(default_factory=list)  # asyncfl.config.runnable.scenario_warnings
-    failed_stage: str | None = None  # where the run ran out of memory: simulation, output or figures
+    failed_stage: str | None = None  # where the run failed or ran out of memory: simulation, output or figures
+    reason: str | None = None  # status failed: the exception, one line
+    error: str | None = None  # what failed in failed_stage
+    summary: RunSummary | None = None  # summary.json as last written (SummaryJson builds it)
 
     def wall_seconds(self) -> float:
         return time.perf_counter() - self.started
@@ -59,7 +65,7 @@ class RunState:
 class Callback:
     """The four hooks of the run loop; a callback overrides the ones it needs (the others do nothing)."""
 
-    stage = "output"  # what summary.json's failed_stage says when its on_end runs out of memory
+    stage = "output"  # what summary.json's failed_stage says when its on_end raises or runs out of memory
 
     def on_start(self, state: RunState) -> None:
         """A fresh run, before the clock starts (a resumed run never hears it)."""

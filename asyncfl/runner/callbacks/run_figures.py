@@ -5,11 +5,12 @@ summary.json (``figures_seconds``)."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
-from asyncfl.output.reading import read_summary
 from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.runner.callbacks.clients_table import ClientsTable
+from asyncfl.runner.summary import write_summary
 
 
 class RunFigures(Callback):
@@ -29,5 +30,6 @@ class RunFigures(Callback):
         table = ClientTable.from_run(columns) if columns is not None else None
         render_run_figures(self.out.path, client_table=table)
         del columns, table
-        summary = read_summary(self.out.path)
-        self.out.write_json("summary.json", {**summary, "figures_seconds": time.perf_counter() - started})
+        if state.summary is not None:  # the summary the run holds, not the file read back
+            state.summary = replace(state.summary, figures_seconds=time.perf_counter() - started)
+            write_summary(self.out, state.summary)

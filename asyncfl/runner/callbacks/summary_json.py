@@ -10,11 +10,13 @@ from importlib import metadata
 from typing import Any, Mapping
 
 from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.summary import RunSummary, write_summary
 
 
 class SummaryJson(Callback):
-    """Writes summary.json in ``on_end`` (the timeline clients included, for the figures; with
-    ``output.format`` parquet, ``format``: parquet, or csv for a run that can still resume).  ``algorithm``:
+    """Builds summary.json (:class:`~asyncfl.runner.summary.RunSummary`) in ``on_end`` and writes it (the timeline
+    clients included, for the figures; with ``output.format`` parquet, ``format``: parquet, or csv for a run that
+    can still resume).  ``algorithm``:
     the aggregation rule's name when it is not the scenario's ``algorithm.name``; ``machine``: what computed it."""
 
     def __init__(
@@ -32,37 +34,41 @@ class SummaryJson(Callback):
         self.machine = machine  # the processor (runner.parts.machine_description): this module needs no torch
 
     def on_end(self, state: RunState, now: float) -> None:
-        summary = {**self.summary(state, now), "timeline_clients": sorted(self.out.timeline)}
-        if self.scenario.output.format != "csv":  # which files the run holds (a CSV run's summary is as it was)
-            summary["format"] = self.out.tables_format
-        self.out.write_json("summary.json", summary)
+        state.summary = self.summary(state, now)
+        write_summary(self.out, state.summary)
 
-    def summary(self, state: RunState, now: float) -> dict:
+    def summary(self, state: RunState, now: float) -> RunSummary:
         p, s, learner = state.progress, self.scenario, self.learner
-        return {
-            "status": p.status,
-            "diverged_round": p.rounds if p.status == "diverged" else None,
-            "scenario": s.name,
-            "algorithm": self.algorithm,
-            "seed": s.seed,
-            "device": str(self.device),
-            "final_accuracy": _json_float(p.last_accuracy),
-            "best_accuracy": _json_float(p.best_accuracy),
-            "virtual_time_s": now,
-            "rounds": p.rounds,
-            "updates": len(p.staleness),
-            "staleness_mean": statistics.fmean(p.staleness) if p.staleness else None,
-            "target_accuracy": s.stop.target_accuracy,
-            "time_to_target_s": p.target_time,
-            "rounds_to_target": p.target_round,
-            "training_jobs_computed": learner.jobs.computed,
-            "timing_only": s.timing_only,
-            "trainer": type(learner.jobs.trainer).__name__ if learner.jobs.trainer else None,
-            "real_seconds": state.wall_seconds(),
-            "versions": dict(_versions()),
-            "machine": None if self.machine is None else dict(self.machine),
-            "warnings": self.warnings(state, now),
-        }
+        return RunSummary(
+            status=p.status,
+            diverged_round=p.rounds if p.status == "diverged" else None,
+            scenario=s.name,
+            algorithm=self.algorithm,
+            seed=s.seed,
+            device=str(self.device),
+            final_accuracy=_json_float(p.last_accuracy),
+            best_accuracy=_json_float(p.best_accuracy),
+            virtual_time_s=now,
+            rounds=p.rounds,
+            updates=len(p.staleness),
+            staleness_mean=statistics.fmean(p.staleness) if p.staleness else None,
+            target_accuracy=s.stop.target_accuracy,
+            time_to_target_s=p.target_time,
+            rounds_to_target=p.target_round,
+            training_jobs_computed=learner.jobs.computed,
+            timing_only=s.timing_only,
+            trainer=type(learner.jobs.trainer).__name__ if learner.jobs.trainer else None,
+            real_seconds=state.wall_seconds(),
+            versions=dict(_versions()),
+            machine=None if self.machine is None else dict(self.machine),
+            warnings=self.warnings(state, now),
+            timeline_clients=sorted(self.out.timeline),
+            # which files the run holds (a CSV run's summary is as it was)
+            format=self.out.tables_format if self.scenario.output.format != "csv" else None,
+            reason=state.reason,
+            failed_stage=state.failed_stage,
+            error=state.error,
+        )
 
     def warnings(self, state: RunState, now: float) -> list[str]:
         """What the scenario warns about (TiFL tiers smaller than a round, training work past its bound), and
