@@ -31,12 +31,13 @@ from asyncfl.config import ConfigError, Scenario, read_yaml, validate_scenario
 from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import CHECKPOINT_FILE as FILE
 from asyncfl.output.run_directory import ENDED
+from asyncfl.runner.callbacks.base import Checkpoint
 
 FINAL = ENDED  # a run that ended cannot be resumed
 CHUNK = 1 << 24  # bytes read at a time when a log is read back
 
 
-def save_checkpoint(run_dir: Path, state: dict) -> None:
+def save_checkpoint(run_dir: Path, state: Checkpoint) -> None:
     write_serialized(run_dir, serialized(state))
 
 
@@ -71,7 +72,7 @@ class CheckpointWriter:
         self.run_dir = run_dir
         self.read: dict[str, tuple[int, int]] = {}  # log -> (bytes read back, their CRC-32)
 
-    def __call__(self, state: dict) -> None:
+    def __call__(self, state: Checkpoint) -> None:
         crcs = {}
         for name, end in state["offsets"].items():
             start, crc = self.read.get(name, (0, 0))
@@ -81,19 +82,19 @@ class CheckpointWriter:
         write_serialized(self.run_dir, serialized({**packed(state), "crc32": crcs}))
 
 
-def packed(state: dict) -> dict:
+def packed(state: Checkpoint) -> dict:
     """The progress record's staleness of every update so far as one int64 tensor: a list is pickled number by
     number, at every checkpoint of a run that only grows (:func:`unpacked` reads it back)."""
     progress = state["progress"]
     return {**state, "progress": {**progress, "staleness": torch.tensor(progress["staleness"], dtype=torch.int64)}}
 
 
-def unpacked(checkpoint: dict) -> dict:
+def unpacked(checkpoint: dict) -> Checkpoint:
     """A checkpoint as the run saved it (the staleness a list again; older checkpoints hold one already)."""
     staleness = checkpoint["progress"]["staleness"]
     if isinstance(staleness, torch.Tensor):
         checkpoint["progress"]["staleness"] = staleness.tolist()
-    return checkpoint
+    return Checkpoint(**checkpoint)
 
 
 def log_crc32(path: Path, end: int, start: int = 0, crc: int = 0) -> tuple[int, int]:
@@ -115,7 +116,7 @@ def log_crc32(path: Path, end: int, start: int = 0, crc: int = 0) -> tuple[int, 
     return crc, first_nul
 
 
-def check_logs(run_dir: Path, checkpoint: dict) -> None:
+def check_logs(run_dir: Path, checkpoint: Checkpoint) -> None:
     """Every log a resume continues is the one the checkpoint saw: at least as long as its offset, with
     those bytes unchanged (their CRC-32; checkpoints of older versions have none) and free of NUL bytes,
     the blocks two processes writing at once leave.  A damaged log is a ConfigError naming it."""
@@ -155,7 +156,7 @@ def read_summary_status(run_dir: Path) -> str | None:
     return summary.get("status") if summary else None
 
 
-def load_for_resume(run_dir: Path) -> tuple[Scenario, dict | None]:
+def load_for_resume(run_dir: Path) -> tuple[Scenario, Checkpoint | None]:
     """The run's scenario and its last checkpoint (None if it died before the first one), after
     checking that the logs it continues are intact (call it holding the run directory)."""
     if not (run_dir / "config.yaml").is_file():

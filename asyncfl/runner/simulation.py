@@ -26,7 +26,7 @@ import torch
 from asyncfl.config.runnable import scenario_warnings
 from asyncfl.config.schema import Scenario
 from asyncfl.learn.executors import float32_precision
-from asyncfl.runner.callbacks.base import Callback, Progress, RunState
+from asyncfl.runner.callbacks.base import Callback, Checkpoint, Progress, RunState
 from asyncfl.runner.loop_guards import LoopGuards, RunInterrupted, interrupts_deferred
 from asyncfl.runner.parts import OutsideLearning, assemble, live_callbacks
 from asyncfl.runner.record import record_of, staleness_of
@@ -49,7 +49,7 @@ class Simulation:
         scenario: Scenario,
         run_dir: Path,
         quiet: bool = True,
-        resume: dict | None = None,
+        resume: Checkpoint | None = None,
         callbacks: Sequence[Callback] = (),
         learning: OutsideLearning | None = None,
     ) -> None:
@@ -183,7 +183,7 @@ class Simulation:
         end_callbacks(self.state, now, self.live_callbacks, self.out)
 
 
-def saved_feedback(checkpoint: dict) -> list:
+def saved_feedback(checkpoint: Checkpoint) -> list:
     """What the selection policy was told at each aggregation up to the checkpoint."""
     return checkpoint["learner"].get("feedback_log", [])
 

@@ -6,9 +6,41 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from asyncfl.runner.record import AggregationRecord
 from asyncfl.runner.summary import RunStatus, RunSummary
+
+
+class SavedProgress(TypedDict):
+    """:class:`Progress` as a checkpoint holds it (``Progress(**saved)`` restores it)."""
+
+    best_accuracy: float
+    last_accuracy: float
+    target_time: float | None
+    target_round: int | None
+    status: RunStatus
+    rounds: int
+    staleness: list[int]  # saved as one int64 tensor (asyncfl.runner.checkpoint.packed)
+
+
+class _CheckpointSaved(TypedDict):
+    aggregations: int
+    time: float
+    stop: bool
+    learner: dict[str, Any]
+    progress: SavedProgress
+    offsets: dict[str, int]
+    elapsed_s: float
+
+
+class Checkpoint(_CheckpointSaved, total=False):
+    """What checkpoint.pt holds (:mod:`asyncfl.runner.checkpoint`; tensors and plain values only, so that it
+    loads with ``weights_only``): the aggregation and virtual time it was saved at, whether that aggregation
+    stopped the run, the learning side's state, the progress record, every log's byte offset and the wall-clock
+    seconds the run had taken; ``crc32`` (each log's, up to its offset) is added as it is written."""
+
+    crc32: dict[str, int]
 
 
 @dataclass
@@ -23,9 +55,12 @@ class Progress:
     rounds: int = 0
     staleness: list[int] = field(default_factory=list)
 
-    def saved(self) -> dict:
+    def saved(self) -> SavedProgress:
         """As a checkpoint holds it (``Progress(**saved)`` restores it): a copy of every field."""
-        return {**vars(self), "staleness": list(self.staleness)}
+        return SavedProgress(
+            best_accuracy=self.best_accuracy, last_accuracy=self.last_accuracy, target_time=self.target_time,
+            target_round=self.target_round, status=self.status, rounds=self.rounds, staleness=list(self.staleness),
+        )  # fmt: skip
 
     def count(self, record: AggregationRecord) -> None:
         self.rounds = record.round
@@ -73,7 +108,7 @@ class Callback:
     def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
         """After every live aggregation (not while a resumed run replays up to its checkpoint)."""
 
-    def on_resume(self, state: RunState, checkpoint: dict) -> None:
+    def on_resume(self, state: RunState, checkpoint: Checkpoint) -> None:
         """A resumed run, once the checkpoint's learning state is back in place."""
 
     def on_end(self, state: RunState, now: float) -> None:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, Checkpoint, RunState
 from asyncfl.runner.record import AggregationRecord
 
 
@@ -21,7 +21,9 @@ class Checkpointer(Callback):
     flushed after every aggregation.  ``save(state)`` writes the checkpoint; ``learner_state()`` is the
     learning world's part of it."""
 
-    def __init__(self, out: Any, every: Any, save: Callable[[dict], None], learner_state: Callable[[], dict]) -> None:
+    def __init__(
+        self, out: Any, every: Any, save: Callable[[Checkpoint], None], learner_state: Callable[[], dict]
+    ) -> None:
         self.out, self.every, self.save, self.learner_state = out, every, save, learner_state
         self.enabled = every.every_rounds is not None or every.every_virtual_s is not None
         self.last = (0, 0.0)  # (version, virtual time) of the latest checkpoint
@@ -43,7 +45,7 @@ class Checkpointer(Callback):
         else:
             self.out.flush()
 
-    def on_resume(self, state: RunState, checkpoint: dict) -> None:
+    def on_resume(self, state: RunState, checkpoint: Checkpoint) -> None:
         self.last = (checkpoint["aggregations"], checkpoint["time"])
 
     def checkpoint(self, state: RunState, version: int, now: float) -> None:
@@ -52,12 +54,12 @@ class Checkpointer(Callback):
         if not self.enabled:
             return
         self.last_wall = state.wall_seconds()
-        self.save({
-            "aggregations": version,
-            "time": now,
-            "stop": state.stop,
-            "learner": self.learner_state(),
-            "progress": state.progress.saved(),
-            "offsets": self.out.offsets(),
-            "elapsed_s": state.wall_seconds(),
-        })  # fmt: skip
+        self.save(Checkpoint(
+            aggregations=version,
+            time=now,
+            stop=state.stop,
+            learner=self.learner_state(),
+            progress=state.progress.saved(),
+            offsets=self.out.offsets(),
+            elapsed_s=state.wall_seconds(),
+        ))  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from asyncfl.runner.callbacks.base import Callback, RunState
+from asyncfl.runner.callbacks.base import Callback, Checkpoint, RunState
 from asyncfl.runner.record import AggregationRecord
 
 
@@ -21,7 +21,7 @@ class ProgressBar(Callback):
     def on_start(self, state: RunState) -> None:
         self._open()
 
-    def on_resume(self, state: RunState, checkpoint: dict) -> None:
+    def on_resume(self, state: RunState, checkpoint: Checkpoint) -> None:
         self._open()
         self.bar.update(checkpoint["aggregations"])
 
