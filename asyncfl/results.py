@@ -153,9 +153,9 @@ def _unfinished(run_dir: Path, status: str) -> str:
 
 
 def _reason(run_dir: Path) -> str:
-    """summary.json's ``reason`` of a failed run (an older summary.json that still says running has none)."""
+    """summary.json's ``reason`` of a failed run (an older asyncfl left ``running`` and no reason)."""
     summary = read_summary(run_dir, required=False)
-    return str(summary.get("reason") or "its summary.json names no reason")
+    return str(summary.get("reason") or f"its summary.json still says {summary.get('status') or 'nothing'}")
 
 
 @dataclass(frozen=True, eq=False)

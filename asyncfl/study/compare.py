@@ -84,8 +84,8 @@ def _bias_markdown(r: dict) -> dict[str, str]:
 
 
 def is_finished(run_dir: Path) -> bool:
-    """Whether a run has ended (summary.json holds finished, target_reached or diverged): a sweep's
-    resume skips it, a report counts it."""
+    """Whether a run has ended (summary.json holds finished, target_reached or diverged; not interrupted,
+    out_of_memory or failed): a sweep's resume skips it, a report counts it."""
     return read_summary(run_dir, required=False).get("status") in ENDED
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
@@ -16,9 +17,11 @@ pytest.importorskip("flwr")
 import status_apps  # noqa: E402  (tests/flower is on sys.path)
 import toy_app  # noqa: E402
 
+import asyncfl  # noqa: E402
 import asyncfl.flower  # noqa: E402
 from asyncfl.cli.main import main  # noqa: E402
 from asyncfl.errors import ConfigError  # noqa: E402
+from asyncfl.flower.k_async import run_k_async  # noqa: E402
 from asyncfl.results import read_run  # noqa: E402
 
 KEYS = {"data": {"clients": 4}, "output": {"plot": False}}
@@ -84,3 +87,28 @@ def test_a_flower_run_that_ends_normally_is_finished_or_target_reached(tmp_path)
         flower={"run_config": {"num-server-rounds": 5}},
     )  # fmt: skip
     assert run.summary["status"] == "target_reached" and run.summary["rounds"] == 1
+
+
+class RefusesRound2(asyncfl.Callback):
+    def on_aggregation(self, state, record) -> None:
+        if record.round == 2:
+            raise ConfigError("callback: round 2 is refused; allowed: round 1")
+
+
+def test_a_k_async_flower_run_raising_mid_run_ends_failed_and_is_not_offered_a_resume(tmp_path):
+    s = asyncfl.Scenario.from_dict({
+        "data": {"dataset": "digits", "clients": 2}, "server": {"mode": "k_async", "k": 1, "concurrency": 2},
+        "algorithm": {"name": "fedasync"}, "stop": {"rounds": 4}, "output": {"plot": False},
+        "flower": {"client_app": "x:app", "initial_arrays": "x:arrays"},
+    })  # fmt: skip
+    with pytest.raises(ConfigError, match="^callback: round 2 is refused; allowed: round 1$"):
+        run_k_async(status_apps.plus_one, s, tmp_path / "run", first_arrays=lambda: [np.zeros(3, np.float32)],
+                    callbacks=[RefusesRound2()])  # fmt: skip
+    summary = _summary(tmp_path / "run")
+    assert (
+        summary["status"] == "failed"
+        and summary["reason"] == "ConfigError: callback: round 2 is refused; allowed: round 1"
+    )
+    assert summary["rounds"] == 2
+    with pytest.raises(ConfigError, match=r"run it again \(a Flower run cannot be resumed\)"):
+        read_run(tmp_path / "run")
