@@ -49,16 +49,12 @@ class RunSummary:
     format: str | None = field(default=None, metadata=OPTIONAL)  # output.format other than csv
     reason: str | None = field(default=None, metadata=OPTIONAL)  # status failed: the exception, one line
     failed_stage: str | None = field(default=None, metadata=OPTIONAL)  # simulation, output or figures
-    error: str | None = field(default=None, metadata=OPTIONAL)  # what failed in failed_stage
+    error: str | None = field(default=None, metadata=OPTIONAL)  # out of memory: in which stage
     figures_seconds: float | None = field(default=None, metadata=OPTIONAL)
 
     def as_json(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {
-            name: value
-            for (name, value), f in zip(values.items(), fields(self))
-            if value is not None or not f.metadata.get("optional")
-        }
+        values = ((f, getattr(self, f.name)) for f in fields(self))
+        return {f.name: value for f, value in values if value is not None or not f.metadata.get("optional")}
 
 
 @dataclass(frozen=True)
@@ -72,8 +68,8 @@ class FailedSummary:
     error: str | None
 
     def as_json(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {name: value for name, value in values.items() if value is not None or name in ("status", "rounds")}
+        values = ((f.name, getattr(self, f.name)) for f in fields(self))
+        return {name: value for name, value in values if value is not None or name in ("status", "rounds")}
 
 
 def write_summary(out: Any, summary: RunSummary | FailedSummary) -> None:

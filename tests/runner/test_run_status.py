@@ -12,6 +12,7 @@ import pytest
 
 import asyncfl
 from asyncfl.errors import ConfigError
+from asyncfl.runner.callbacks.summary_json import SummaryJson
 from asyncfl.runner.start import resume_run
 
 SCENARIO = {
@@ -98,3 +99,16 @@ def test_a_normal_run_is_finished_and_its_summary_has_no_failure_keys(tmp_path):
     summary = run.summary
     assert summary["status"] == "finished" and run.status == "finished"
     assert not {"reason", "failed_stage", "error"} & summary.keys()
+
+
+def test_when_the_summary_itself_cannot_be_built_summary_json_still_says_how_the_run_ended(tmp_path, monkeypatch):
+    def broken(self, state, now):
+        raise ValueError("no summary today")
+
+    monkeypatch.setattr(SummaryJson, "summary", broken)
+    with pytest.raises(ValueError, match="^no summary today$"):
+        asyncfl.run(SCENARIO, out=tmp_path / "run")
+    assert _summary(tmp_path / "run") == {
+        "status": "failed", "rounds": 4, "reason": "ValueError: no summary today", "failed_stage": "output"
+    }  # fmt: skip
+    assert not list((tmp_path / "run").glob(".*.tmp"))

@@ -79,18 +79,17 @@ class RunState:
     """What the callbacks share: the progress record, the wall-clock start (moved back on resume by
     the time the run had already taken), whether the latest aggregation ends the run, and ``stalled``:
     the server's sentence when it stopped because no client can ever take work again (None otherwise), and
-    what the scenario itself warns about (set as the run ends, for summary.json).  ``reason``: why a ``failed``
-    run failed (the exception's type and message, one line), ``failed_stage`` where it failed if not in the
-    simulation, and ``error`` what went wrong there (:func:`asyncfl.runner.run_end.run_end` sets them)."""
+    what the scenario itself warns about (set as the run ends, for summary.json).  How the run ended beyond
+    ``progress.status`` (:mod:`asyncfl.runner.run_end` sets them): ``reason``, ``failed_stage``, ``error``."""
 
     progress: Progress = field(default_factory=Progress)
     started: float = field(default_factory=time.perf_counter)
     stop: bool = False
     stalled: str | None = None
     scenario_warnings: list[str] = field(default_factory=list)  # asyncfl.config.runnable.scenario_warnings
-    failed_stage: str | None = None  # where the run failed or ran out of memory: simulation, output or figures
+    failed_stage: str | None = None  # where it ran out of memory (simulation, output, figures) or an on_end raised
     reason: str | None = None  # status failed: the exception, one line
-    error: str | None = None  # what failed in failed_stage
+    error: str | None = None  # out of memory: "out of memory in the <failed_stage> stage"
     summary: RunSummary | None = None  # summary.json as last written (SummaryJson builds it)
 
     def wall_seconds(self) -> float:
@@ -112,4 +111,5 @@ class Callback:
         """A resumed run, once the checkpoint's learning state is back in place."""
 
     def on_end(self, state: RunState, now: float) -> None:
-        """The run ended (finished, stopped, diverged or interrupted) at virtual time ``now``."""
+        """The run ended (however: finished, target_reached, diverged, interrupted, out_of_memory or failed, see
+        :mod:`asyncfl.runner.run_end`) at virtual time ``now``."""

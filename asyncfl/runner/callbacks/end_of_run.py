@@ -28,7 +28,7 @@ def end_of_run(
 ) -> list[Callback]:
     """The tables' format (``output.format``), clients.csv, the strategy's tables, offline_periods.csv,
     summary.json, the figures (``output.plot``) and, for a run that ended, no checkpoint: for whatever
-    has run (a finished, diverged or interrupted run alike).  ``round_spans``: (start, close, round) of
+    has run (a finished, diverged, interrupted or failed run alike).  ``round_spans``: (start, close, round) of
     every aggregation, filled in during the run; ``reasons``: the failure reasons
     ``population.eligibility`` adds; ``algorithm``: summary.json's name of the aggregation rule when it is not
     the scenario's ``algorithm.name`` (a Flower ServerApp's strategy); ``machine``: summary.json's processor."""
