@@ -57,29 +57,31 @@ def report_dir(sweep_dir: Path, baseline: str | None) -> int:
 
 
 def _write_sweep_report(sweep_dir: Path, baseline: str | None) -> int:
-    from asyncfl.output.reading import read_summary
-    from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records
+    from asyncfl.study.compare import STUDY_FILE, sweep_records
+    from asyncfl.study.completeness import study_completeness
     from asyncfl.study.report import write_report
+    from asyncfl.study.spec import declared_runs
 
     raw = read_yaml(sweep_dir / STUDY_FILE)
     records = sweep_records(sweep_dir)
     if not records:
         raise ConfigError(f"{sweep_dir}: no finished runs to report (no <variant>/seed<N>/metrics.csv).")
-    unfinished = [f"{r.label}/seed{r.seed} ({read_summary(r.path, required=False).get('status', 'no summary.json')})"
-                  for r in records if not is_finished(r.path)]  # fmt: skip
-    if unfinished:  # their measures are NaN (seed_statistics.run_measures): counted as missing seeds
-        print(f"warning: {sweep_dir}: {len(unfinished)} run(s) have not ended, so the report counts them as missing "
-              f"seeds: {', '.join(unfinished)}. Finish them with `python -m asyncfl run --resume {sweep_dir}`.",
-              file=sys.stderr)  # fmt: skip
-    variants = list(dict.fromkeys(r.label for r in records))
+    completeness = study_completeness(sweep_dir, *declared_runs(raw))
+    if completeness.partial:  # still a useful report, but not the study: said here and atop report.md
+        print(f"warning: {sweep_dir}: {completeness.notice(sweep_dir)}", file=sys.stderr)
+    variants = [v for v in dict.fromkeys(r.label for r in records) if not completeness.has_no_results(v)]
     chosen = baseline if baseline is not None else raw.get("baseline")
+    if baseline is None and chosen is not None and completeness.has_no_results(chosen):
+        print(f"warning: {sweep_dir / STUDY_FILE}: baseline {chosen!r} has no finished run, so the report "
+              "pairs nothing against it (no verdicts).", file=sys.stderr)  # fmt: skip
+        chosen = None
     if chosen is not None and chosen not in variants:
         where = "--baseline" if baseline is not None else f"{sweep_dir / STUDY_FILE}: baseline"
         raise ConfigError(f"{where}: {chosen!r} is not a variant with finished runs; allowed: {', '.join(variants)}.")
     claims, note = sweep_claims(sweep_dir, raw)
     if note:
         print(f"warning: {note}", file=sys.stderr)
-    written = write_report(sweep_dir, records, chosen, raw.get("targets") or (), claims, note)
+    written = write_report(sweep_dir, records, chosen, raw.get("targets") or (), claims, note, completeness)
     print(written[1].read_text(encoding="utf-8"), end="")
     for path in written:
         print(path)

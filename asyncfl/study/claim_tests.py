@@ -367,7 +367,8 @@ def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
         cells.update({
             f"difference [{1 - 2 * ALPHA:.0%} sign-flip interval]": interval,
             "sign-flip p (other side)": f"{r['p_sign_flip']:.4f} ({r['p_other_side']:.4f}){mc}",
-            "Holm p (other side)": f"{r['p_holm']:.4f} ({r['p_holm_other_side']:.4f})", "verdict": r["verdict"],
+            "Holm p (other side)": f"{r['p_holm']:.4f} ({r['p_holm_other_side']:.4f})",
+            "verdict": r["verdict"] + (f" (partial study: {r['partial']})" if r.get("partial") else ""),
         })  # fmt: skip
         if "verdict_across_axis" in r:
             cells["verdict across the axis"] = r["verdict_across_axis"]

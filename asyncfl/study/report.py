@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import pandas as pd
 import yaml
@@ -34,6 +34,7 @@ from asyncfl.output.tables import markdown, write_csv, write_markdown
 from asyncfl.output.writing import write_atomic
 from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows, seed_markdown, seed_rows
 from asyncfl.study.claims import Claim
+from asyncfl.study.completeness import Completeness, mark_partial_claims
 from asyncfl.study.measures import column_of
 from asyncfl.study.seed_statistics import (
     CONFIDENCE,
@@ -190,8 +191,9 @@ def _is_accuracy(measure: str) -> bool:
     return measure.endswith("accuracy") or measure.startswith("last-quarter accuracy")
 
 
-def markdown_rows(rows: Sequence[Mapping]) -> list[dict[str, str]]:
-    """One Markdown row per variant and measure; accuracies in percent (points), times in virtual s."""
+def markdown_rows(rows: Sequence[Mapping], missing: Collection[str] = ()) -> list[dict[str, str]]:
+    """One Markdown row per variant and measure; accuracies in percent (points), times in virtual s.
+    A variant of ``missing`` (declared, no run a result) shows ``missing`` for its mean."""
     out = []
     for r in rows:
         scale, digits = (100.0, 1) if _is_accuracy(r["measure"]) else (1.0, 1)
@@ -199,8 +201,9 @@ def markdown_rows(rows: Sequence[Mapping]) -> list[dict[str, str]]:
             "variant": r["variant"],
             "measure": r["measure"] + (" (%)" if _is_accuracy(r["measure"]) else ""),
             "seeds": f"{r['n']}/{r['seeds']}",
-            "mean ± 95% CI": format_interval(r["mean"], r["ci_half_width"], scale, digits),
-        }
+            "mean ± 95% CI": "missing" if r["variant"] in missing
+            else format_interval(r["mean"], r["ci_half_width"], scale, digits),
+        }  # fmt: skip
         if "baseline" in r:
             is_base = r["variant"] == r["baseline"]
             cells["paired difference vs " + r["baseline"]] = (
@@ -219,14 +222,37 @@ def write_report(
     targets: Sequence[float] = (),
     claims: Sequence[Claim] = (),
     claims_note: str = "",
+    completeness: Completeness | None = None,
 ) -> list[Path]:
     """report.csv and report.md for ``records`` (every run of a study) into ``out_dir``; with declared
     ``claims`` also claims.csv and claims.md (:mod:`asyncfl.study.claim_tests`) with the pairs behind them in
     claims_seeds.csv and claims_seeds.md; the claims table ends report.md and
-    which opens with ``claims_note`` (e.g. that study.yaml's claims were edited after the sweep started)."""
+    which opens with ``claims_note`` (e.g. that study.yaml's claims were edited after the sweep started).
+    ``completeness``: the runs the study declares; when some are not results (:mod:`asyncfl.study.completeness`)
+    report.md and claims.md open by saying so, every declared variant gets its rows (``missing`` where it
+    has no result), seeds count against the declared ones, and each claim says what its variants lack."""
+    completeness = completeness or Completeness((), ())
+    records = [r for r in records if not completeness.is_gap(r.label, r.seed)]  # failed, unfinished: no result
     columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))  # last_quarter:<c>
-    table = measure_table(records, targets, columns)
-    rows = report_rows(table, baseline)
+    table = declared_table(measure_table(records, targets, columns), completeness)
+    rows, missing = declared_rows(report_rows(table, baseline), completeness)
+    written = [write_csv(out_dir / "report.csv", rows)]
+    intro = completeness.heading() + report_intro(baseline, bool(claims))
+    report_md = write_markdown(out_dir / "report.md", markdown_rows(rows, missing), intro)
+    written.append(report_md)
+    if claims:
+        written += write_claims(out_dir, claims, claims_note, table, records, completeness)
+        append_section(report_md, "## Declared claims\n\n" + (out_dir / "claims.md").read_text("utf-8"))
+    shares = study_weight_table(records)
+    if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a group of clients?
+        written.append(write_csv(out_dir / "weight_shares.csv", shares))
+        append_section(report_md, weight_section(shares))
+    append_section(report_md, tuning_section(out_dir, claims))  # tune: what was tuned, on which seeds, the choice
+    return written
+
+
+def report_intro(baseline: str | None, has_claims: bool) -> str:
+    """What report.md says above its table."""
     intro = f"Mean ± {CONFIDENCE:.0%} confidence interval (Student t) over seeds (n/a: one seed); accuracies in %."
     if baseline:
         intro += (
@@ -235,32 +261,62 @@ def write_report(
         )
     else:
         intro += " No baseline, so no paired verdicts: name one with `baseline:` or `report --baseline VARIANT`."
-    if claims:  # the two can disagree near 0.05: a t-interval per measure against a Holm-corrected permutation test
+    if has_claims:  # the two can disagree near 0.05: a t-interval per measure against a Holm-corrected permutation test
         intro += (
             " This table describes (each row a two-sided t-interval, uncorrected); the declared claims below are"
             " the tested verdicts (sign-flip test, Holm-corrected), and where the two differ the claims hold."
         )
-    written = [write_csv(out_dir / "report.csv", rows)]
-    report_md = write_markdown(out_dir / "report.md", markdown_rows(rows), intro)
-    written.append(report_md)
-    if claims:
-        ends = run_ends(records)
-        tested = claim_rows(claims, table, ends, run_datasets(records))
-        intro = (f"**Note:** {claims_note}\n\n" if claims_note else "") + CLAIMS_INTRO
-        if any(claim.measure.startswith("time_to:") for claim in claims):
-            intro += TIME_RESOLUTION
-        claims_md = write_markdown(out_dir / "claims.md", claim_markdown(tested), intro)
-        append_section(report_md, "## Declared claims\n\n" + claims_md.read_text("utf-8"))
-        pairs = seed_rows(claims, table, ends)
-        seeds_md = write_markdown(out_dir / "claims_seeds.md", seed_markdown(pairs), SEEDS_INTRO)
-        written += [write_csv(out_dir / "claims.csv", tested), claims_md]
-        written += [write_csv(out_dir / "claims_seeds.csv", pairs, digits=None), seeds_md]
-    shares = study_weight_table(records)
-    if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a group of clients?
-        written.append(write_csv(out_dir / "weight_shares.csv", shares))
-        append_section(report_md, weight_section(shares))
-    append_section(report_md, tuning_section(out_dir, claims))  # tune: what was tuned, on which seeds, the choice
-    return written
+    return intro
+
+
+def write_claims(
+    out_dir: Path,
+    claims: Sequence[Claim],
+    claims_note: str,
+    table: Mapping[str, Mapping[str, Mapping[int, float]]],
+    records: Sequence[RunRecord],
+    completeness: Completeness,
+) -> list[Path]:
+    """claims.csv / claims.md and claims_seeds.csv / claims_seeds.md (see :func:`write_report`)."""
+    ends = run_ends(records)
+    tested = mark_partial_claims(claim_rows(claims, table, ends, run_datasets(records)), completeness)
+    intro = completeness.heading() + (f"**Note:** {claims_note}\n\n" if claims_note else "") + CLAIMS_INTRO
+    if any(claim.measure.startswith("time_to:") for claim in claims):
+        intro += TIME_RESOLUTION
+    claims_md = write_markdown(out_dir / "claims.md", claim_markdown(tested), intro)
+    pairs = seed_rows(claims, table, ends)
+    seeds_md = write_markdown(out_dir / "claims_seeds.md", seed_markdown(pairs), SEEDS_INTRO)
+    return [write_csv(out_dir / "claims.csv", tested), claims_md,
+            write_csv(out_dir / "claims_seeds.csv", pairs, digits=None), seeds_md]  # fmt: skip
+
+
+def declared_table(
+    table: Mapping[str, Mapping[str, Mapping[int, float]]], completeness: Completeness
+) -> dict[str, Mapping[str, Mapping[int, float]]]:
+    """``table`` (:func:`measure_table`) with every declared variant, in the declared order: one without a
+    result has every measure and no seed (a complete study's table as it is)."""
+    if not completeness.partial:
+        return dict(table)
+    measures = next(iter(table.values()), {})
+    out = {v: table.get(v, dict.fromkeys(measures, {})) for v in completeness.variants}
+    return {**out, **{v: m for v, m in table.items() if v not in out}}
+
+
+def declared_rows(rows: Sequence[Mapping], completeness: Completeness) -> tuple[list[dict], list[str]]:
+    """report.csv's rows with seeds counted against the declared ones and ``missing`` as the verdict of a
+    variant with no result; and those variants (a complete study's rows as they are)."""
+    if not completeness.partial:
+        return [dict(r) for r in rows], []
+    missing = [v for v in completeness.variants if completeness.has_no_results(v)]
+    out = []
+    for row in rows:
+        row = dict(row)
+        if row["variant"] in completeness.variants:
+            row["seeds"] = len(completeness.seeds)
+        if row["variant"] in missing and "vs_baseline" in row:
+            row["vs_baseline"] = "missing"
+        out.append(row)
+    return out, missing
 
 
 # an FL-FDMS verdict once rested on 43 s steps: +30 s "contradicted", +1.6 s evaluated every round

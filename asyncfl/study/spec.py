@@ -138,6 +138,16 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
     )
 
 
+def declared_runs(raw: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The variants (sensitivity axis expanded) and seeds a study declares, read from ``raw`` (a sweep's
+    study.yaml) without validating its scenarios: the runs a report of its sweep should hold."""
+    problems: list[str] = []  # a sweep's study.yaml was valid when it ran; what is unreadable now is skipped
+    declared = _variants(raw.get("compare"), problems)
+    axis = parse_sensitivity(raw.get("sensitivity"), [name for name, _ in declared], problems)
+    variants = axis.expand(declared) if axis else declared
+    return tuple(name for name, _ in variants), tuple(_seeds(raw.get("seeds"), raw, problems))
+
+
 def _declared_name(variant: str, axis: Sensitivity | None) -> str:
     """The compare: name a variant expanded on the sensitivity axis came from."""
     for label in axis.values if axis else ():

@@ -42,6 +42,7 @@ from asyncfl.output.writing import write_atomic
 from asyncfl.sections import resolved_dump
 from asyncfl.study.claims import DECLARED_FILE, declared_claims, record_claims
 from asyncfl.study.compare import STUDY_FILE, is_finished, write_comparison
+from asyncfl.study.completeness import study_completeness
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord
 from asyncfl.study.spec import RunSpec, Study
@@ -123,8 +124,10 @@ def _run_held(
     records = [RunRecord(r.variant, r.seed, sweep_dir / r.rel_dir) for r in study.runs]
     write_comparison(sweep_dir, records, study.targets, title=study.name)
     finished = [r for r in records if has_table(r.path / "metrics.csv")]
-    write_report(sweep_dir, finished, study.baseline if study.baseline in {r.label for r in finished} else None,
-                 study.targets, study.claims)  # fmt: skip
+    completeness = study_completeness(sweep_dir, study.variants, study.seeds)
+    with_results = {r.label for r in finished if not completeness.is_gap(r.label, r.seed)}
+    write_report(sweep_dir, finished, study.baseline if study.baseline in with_results else None,
+                 study.targets, study.claims, completeness=completeness)  # fmt: skip
     return SweepResult(sweep_dir, done + len(jobs) - len(failures), skipped, failures)
 
 
