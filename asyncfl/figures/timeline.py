@@ -133,7 +133,9 @@ def draw_timeline(
     handles = legend + ax.get_legend_handles_labels()[0]
     columns = len(handles) if len(handles) <= 9 else math.ceil(len(handles) / 2)  # more: two rows, within the width
     legend = fig.legend(handles=handles, loc="lower center", ncol=columns, fontsize=8, frameon=False)
-    ax.set_title(f"{run_label(run_dir)}: {_who(chosen, clients, worked)}, virtual s {start:,.0f} to {until:,.0f}")
+    busy = {s.client for s in segments if s.start < until and s.end > start}  # a task in the window shown
+    who = _who(chosen, clients, worked, busy)
+    ax.set_title(f"{run_label(run_dir)}: {who}, virtual s {start:,.0f} to {until:,.0f}")
     fig.set_layout_engine(RowLayout([ax], below=legend))
     return fig
 
@@ -152,11 +154,15 @@ def bar_collection(bars: list[tuple[float, float, float, float, str]]) -> PolyCo
     return PolyCollection(vertices, facecolors=colors, edgecolors=colors, linewidths=0)
 
 
-def _who(chosen: list[int], clients: int | list[int] | None, worked: set[int]) -> str:
-    """What the title says of the rows: how they were chosen."""
+def _who(chosen: list[int], clients: int | list[int] | None, worked: set[int], busy: set[int]) -> str:
+    """What the title says of the rows: how they were chosen, and how many of them had a task in the
+    window shown (``busy``; ``worked``: a task at any time of the run)."""
     if isinstance(clients, list):
         return f"{len(chosen)} chosen clients"
-    idle = sum(c not in worked for c in chosen)
-    if idle:
-        return f"{len(chosen) - idle} clients that worked and {idle} that never did, spread over their speeds"
-    return f"{len(chosen)} clients that worked, spread over their speeds"
+    never = sum(c not in worked for c in chosen)
+    elsewhere = sum(c in worked and c not in busy for c in chosen)  # e.g. offline throughout the window
+    parts = [f"{len(chosen) - never - elsewhere} clients that worked"]
+    parts += [f"{elsewhere} with no task in this window"] if elsewhere else []
+    parts += [f"{never} that never did"] if never else []
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{listed}, spread over their speeds"
