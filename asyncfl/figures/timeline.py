@@ -133,7 +133,8 @@ def draw_timeline(
     handles = legend + ax.get_legend_handles_labels()[0]
     columns = len(handles) if len(handles) <= 9 else math.ceil(len(handles) / 2)  # more: two rows, within the width
     legend = fig.legend(handles=handles, loc="lower center", ncol=columns, fontsize=8, frameon=False)
-    busy = {s.client for s in segments if s.start < until and s.end > start}  # a task in the window shown
+    busy = {s.client for s in segments if s.start < until and s.end > start}  # a task in the window shown,
+    busy |= {f.client for f in failures if start <= f.time <= until}  # as "worked" counts one over the run
     who = _who(chosen, clients, worked, busy)
     ax.set_title(f"{run_label(run_dir)}: {who}, virtual s {start:,.0f} to {until:,.0f}")
     fig.set_layout_engine(RowLayout([ax], below=legend))
