@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure  # the object API: no pyplot, no global backend to switch (PNGs via Agg)
 
-from asyncfl.figures.common import accuracy_limits, run_title, save_figure, time_of_day_axis
+from asyncfl.figures.common import RunFigure, accuracy_limits, run_title, save_figure, time_of_day_axis
 from asyncfl.figures.layout import RowLayout
 from asyncfl.output.reading import has_table, read_columns
 
@@ -101,3 +101,6 @@ def draw_timing(run_dir: Path) -> Figure:
     fig.suptitle(f"{run_title(run_dir)}, timing only")
     fig.set_layout_engine(RowLayout((ax_updates, ax_length)))
     return fig
+
+
+FIGURE = RunFigure("accuracy", lambda run: draw_progress(run.run_dir), order=10)

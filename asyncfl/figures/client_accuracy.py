@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from asyncfl.figures.common import ClientTable, read_clients, run_label, spread_ties
+from asyncfl.figures.common import ClientTable, RunFigure, named, read_clients, run_label, spread_ties
 from asyncfl.figures.layout import RowLayout
 from asyncfl.output.client_statistics import bias_stats
 from asyncfl.output.csv_text import clean
@@ -89,3 +89,11 @@ def bias_table_row(label: str, stats: dict[str, float]) -> dict[str, str]:
         "Worst 10%": f"{stats['worst10_mean']:.1f} ± {stats['worst10_std']:.1f}",
         "Best 10%": f"{stats['best10_mean']:.1f} ± {stats['best10_std']:.1f}",
     }
+
+
+FIGURE = RunFigure(
+    "client_accuracy",
+    lambda run: named("client_accuracy.png", draw_client_accuracy(run.run_dir, run.table)),
+    writes_beside=lambda run: write_client_accuracy_tables(run.run_dir, run.table),
+    order=50,
+)

@@ -1,11 +1,12 @@
 """What every run figure shares: the run's label and title (from config.yaml and the directory's
-place), the accuracy axis's range, the time-of-day axis, the phase colours, clients.csv, and saving a
-PNG that says which run it shows."""
+place), the accuracy axis's range, the time-of-day axis, the phase colours, clients.csv, saving a PNG that
+says which run it shows, and a figure's registration (:class:`RunFigure`)."""
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
@@ -192,3 +193,38 @@ def save_figure(fig: Figure, path: Path, title: str | None = None, dpi: int = 12
         fig.set_layout_engine(None)  # laid out: no engine, so savefig draws once
     fig.savefig(path, dpi=dpi, metadata={"Title": title} if title is not None else None)
     return path
+
+
+@dataclass(frozen=True)
+class FigureInput:
+    """What a run figure may read: its run directory, clients.csv's columns (read once for every figure),
+    and the timeline's view (``render --window`` / ``--clients``, written to ``timeline_name``)."""
+
+    run_dir: Path
+    table: ClientTable
+    window: tuple[float, float | None] | None = None
+    clients: int | list[int] | None = None
+    timeline_name: str = "timeline.png"
+
+
+@dataclass(frozen=True)
+class RunFigure:
+    """One figure of a run, registered by its module of this package as ``FIGURE = RunFigure(...)`` (or by a
+    plug-in with ``asyncfl.figures.FIGURES.register``): :func:`asyncfl.figures.render_run_figures` draws every
+    registered figure, in ``(order, name)`` order, into the run directory.
+
+    ``name``: the registration's name (``"staleness"``).  ``draw(run)``: the file name and the figure, or None
+    when the run holds nothing worth drawing; it raises ``NotRecorded`` (:mod:`asyncfl.figures.timeline_files`)
+    when a file it needs is missing (the figure is skipped with a note).  ``writes_beside(run)``: files written
+    next to a drawn figure once every figure is drawn (e.g. its numbers as tables).  ``order``: place among the
+    run's figures (the built-ins 10 to 70; a new figure goes last)."""
+
+    name: str
+    draw: Callable[[FigureInput], tuple[str, Figure] | None]
+    writes_beside: Callable[[FigureInput], Any] | None = None
+    order: int = 1000
+
+
+def named(file: str, fig: Figure | None) -> tuple[str, Figure] | None:
+    """``(file, fig)``, or None when there is no figure: what :attr:`RunFigure.draw` returns."""
+    return None if fig is None else (file, fig)

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure  # (object API: no pyplot, no global backen
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from asyncfl.figures.aggregate import SCATTER_ALL_UP_TO, group_sums, speed_groups, speed_label, visible_points
-from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label, spread_ties
+from asyncfl.figures.common import COLORS, ClientTable, RunFigure, named, read_clients, run_label, spread_ties
 from asyncfl.figures.layout import RowLayout
 
 
@@ -77,3 +77,8 @@ def _outcomes_by_speed(ax, clients: ClientTable, speed: np.ndarray):
     ax.set_ylabel("share of attempts (rest: still running)")
     ax.set_ylim(0, 1)
     return ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+
+
+FIGURE = RunFigure(
+    "participation", lambda run: named("participation.png", draw_participation(run.run_dir, run.table)), order=40
+)

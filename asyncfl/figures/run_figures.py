@@ -1,4 +1,6 @@
-"""Every figure of one run, drawn from its run directory alone (none re-parses events.jsonl):
+"""Every figure of one run, drawn from its run directory alone (none re-parses events.jsonl): each is a
+registration (``FIGURE = RunFigure(...)``, :class:`~asyncfl.figures.common.RunFigure`) of a module of this
+package, found by :data:`FIGURES`, or added by user code (``FIGURES.register``).  The built-ins, in order:
 
 ``accuracy_vs_time.png`` test accuracy against virtual time and rounds (``updates_vs_time.png`` when
                          timing only), see :mod:`asyncfl.figures.accuracy`
@@ -17,15 +19,15 @@ from pathlib import Path
 
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
-from asyncfl.figures.accuracy import draw_progress
-from asyncfl.figures.client_accuracy import draw_client_accuracy, write_client_accuracy_tables
-from asyncfl.figures.common import ClientTable, read_clients, run_title, save_figure
-from asyncfl.figures.participation import draw_participation
-from asyncfl.figures.staleness import draw_staleness
-from asyncfl.figures.time_breakdown import draw_time_breakdown
-from asyncfl.figures.timeline import draw_timeline, timeline_rows
+from asyncfl.figures.common import ClientTable, FigureInput, RunFigure, read_clients, run_title, save_figure
+from asyncfl.figures.timeline import timeline_rows
 from asyncfl.figures.timeline_files import NotRecorded
-from asyncfl.figures.timezones import draw_timezones
+from asyncfl.registry import Registry, discover
+
+FIGURES: Registry = discover(
+    __name__.rpartition(".")[0], [str(Path(__file__).parent)], "FIGURE", entry_type=RunFigure, axis="figures"
+)
+"""figure name -> its registration, in the order a run's figures are drawn."""
 
 
 def render_run_figures(
@@ -35,36 +37,33 @@ def render_run_figures(
     timeline_name: str = "timeline.png",
     client_table: ClientTable | None = None,
 ) -> list[Path]:
-    """Every figure whose data the run directory holds; returns the files written.  Every figure is
-    drawn before any file is written, so a damaged file (a ConfigError naming it and the line) leaves
-    every figure as it was rather than some redrawn and some stale.  A figure whose files an older
-    run directory lacks is skipped with a note on stderr.  ``window`` and ``clients``: see
-    :func:`draw_timeline`, which is written to ``timeline_name``.  ``client_table``: clients.csv's
-    columns as the run that wrote it holds them (default: clients.csv is read once, for every figure)."""
+    """Every registered figure (:data:`FIGURES`) whose data the run directory holds; returns the files
+    written.  Every figure is drawn before any file is written, so a damaged file (a ConfigError naming it
+    and the line) leaves every figure as it was rather than some redrawn and some stale.  A figure whose
+    files an older run directory lacks is skipped with a note on stderr.  ``window`` and ``clients``: see
+    :func:`~asyncfl.figures.timeline.draw_timeline`, which is written to ``timeline_name``.
+    ``client_table``: clients.csv's columns as the run that wrote it holds them (default: clients.csv is
+    read once, for every figure)."""
     if clients is not None:
         try:
             timeline_rows(run_dir, {}, clients)  # a bad --clients fails before anything is drawn
         except NotRecorded:
             pass  # said below, when the timeline is skipped
-    figures: dict[str, Figure] = dict([draw_progress(run_dir)])
     table = read_clients(run_dir) if client_table is None else client_table
-    draws = (
-        (timeline_name, lambda: draw_timeline(run_dir, window, clients, table)),
-        ("staleness.png", lambda: draw_staleness(run_dir)),
-        ("participation.png", lambda: draw_participation(run_dir, table)),
-        ("client_accuracy.png", lambda: draw_client_accuracy(run_dir, table)),
-        ("time_breakdown.png", lambda: draw_time_breakdown(run_dir, table)),
-        ("timezones.png", lambda: draw_timezones(run_dir, table)),
-    )
-    for name, draw in draws:
+    run = FigureInput(run_dir, table, window, clients, timeline_name)
+    figures: dict[str, Figure] = {}
+    drawn: list[RunFigure] = []
+    for registration in FIGURES.values():
         try:
-            fig = draw()
+            made = registration.draw(run)
         except NotRecorded as missing:
             print(f"note: {missing}", file=sys.stderr)
             continue
-        if fig is not None:
-            figures[name] = fig
-    if "client_accuracy.png" in figures:
-        write_client_accuracy_tables(run_dir, table)
+        if made is not None:
+            figures[made[0]] = made[1]
+            drawn.append(registration)
+    for registration in drawn:
+        if registration.writes_beside is not None:
+            registration.writes_beside(run)
     title = run_title(run_dir)
     return [save_figure(fig, run_dir / name, title) for name, fig in figures.items()]

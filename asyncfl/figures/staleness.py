@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 from matplotlib.ticker import MaxNLocator
 
-from asyncfl.figures.common import run_label
+from asyncfl.figures.common import RunFigure, named, run_label
 from asyncfl.figures.layout import RowLayout
 from asyncfl.figures.timeline_files import update_staleness
 
@@ -34,3 +34,6 @@ def draw_staleness(run_dir: Path) -> Figure | None:
     ax.set_title(f"{run_label(run_dir)}: {len(tau):,} updates, max τ = {top}")
     fig.set_layout_engine(RowLayout([ax]))
     return fig
+
+
+FIGURE = RunFigure("staleness", lambda run: named("staleness.png", draw_staleness(run.run_dir)), order=30)

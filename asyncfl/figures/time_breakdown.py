@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
 from asyncfl.figures.aggregate import group_means, speed_groups
-from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label
+from asyncfl.figures.common import COLORS, ClientTable, RunFigure, named, read_clients, run_label
 from asyncfl.figures.layout import RowLayout
 from asyncfl.output.columns import TIME_BREAKDOWN_COLUMNS  # clients.csv's: they add up to the run
 
@@ -65,3 +65,8 @@ def draw_time_breakdown(run_dir: Path, clients: ClientTable | None = None) -> Fi
     ax.set_title(f"{run_label(run_dir)}: where {length:,.0f} virtual s went, per speed group")
     fig.set_layout_engine(RowLayout([ax], right=legend))
     return fig
+
+
+FIGURE = RunFigure(
+    "time_breakdown", lambda run: named("time_breakdown.png", draw_time_breakdown(run.run_dir, run.table)), order=60
+)

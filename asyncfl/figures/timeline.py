@@ -13,7 +13,7 @@ from matplotlib.figure import Figure  # (object API: no pyplot, no global backen
 from matplotlib.patches import Patch
 
 from asyncfl.errors import ConfigError
-from asyncfl.figures.common import COLORS, ClientTable, read_clients, run_label, time_of_day_axis
+from asyncfl.figures.common import COLORS, ClientTable, RunFigure, named, read_clients, run_label, time_of_day_axis
 from asyncfl.figures.layout import RowLayout
 from asyncfl.figures.timeline_files import aggregation_times, offline_periods, task_segments, timeline_clients
 
@@ -167,3 +167,10 @@ def _who(chosen: list[int], clients: int | list[int] | None, worked: set[int], b
     parts += [f"{never} that never did"] if never else []
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return f"{listed}, spread over their speeds"
+
+
+FIGURE = RunFigure(
+    "timeline",
+    lambda run: named(run.timeline_name, draw_timeline(run.run_dir, run.window, run.clients, run.table)),
+    order=20,
+)

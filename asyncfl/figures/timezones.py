@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure  # (object API: no pyplot, no global backend)
 
-from asyncfl.figures.common import ClientTable, read_clients, run_label, run_start, time_of_day_axis
+from asyncfl.figures.common import ClientTable, RunFigure, named, read_clients, run_label, run_start, time_of_day_axis
 from asyncfl.figures.layout import RowLayout
 from asyncfl.output.reading import has_table, read_columns
 
@@ -66,3 +66,6 @@ def _times_of(versions: np.ndarray, rounds: np.ndarray, times: np.ndarray) -> np
     at = np.minimum(np.searchsorted(rounds, versions, sorter=order), len(rounds) - 1)
     found = rounds[order[at]] == versions
     return np.where(found, times[order[at]], np.nan)
+
+
+FIGURE = RunFigure("timezones", lambda run: named("timezones.png", draw_timezones(run.run_dir, run.table)), order=70)
