@@ -1,5 +1,5 @@
 """Open extension points: every axis (availability kinds, data sets, models, partitioners, server
-modes, selection policies, algorithms) is a :class:`Registry`.
+modes, selection policies, algorithms, compressors, server optimizers, a run's figures) is a :class:`Registry`.
 
 The built-ins are the public modules of the axis' package, each setting one module-level constant
 to its registration (``KIND``, ``DATASET``, ``MODEL``, ``PARTITIONER``, ``MODE``, ``KIND`` of
@@ -40,7 +40,9 @@ class NameTaken(ValueError):
 class Registry(dict):
     """``{name: entry}`` of one axis, in ``(order, name)`` order (the order of allowed values in messages
     and the reference: the built-ins state theirs, a new entry goes last).  A name registered twice is
-    an error naming it.  ``entry_type``: what :func:`register_object` routes here (None: nothing)."""
+    an error naming it.  ``entry_type``: what :func:`register_object` routes here (None: nothing).
+    ``schema``: the scenario schema is built from this registry (False: an axis no scenario key names, such
+    as the run's figures, which leaves the schema and its cache alone)."""
 
     def __init__(
         self,
@@ -48,9 +50,11 @@ class Registry(dict):
         entry_type: type | None = None,
         name: Callable[[Any], str] = attrgetter("name"),
         order: Callable[[Any], int] = attrgetter("order"),
+        schema: bool = True,
     ) -> None:
         super().__init__()
         self.axis, self.entry_type, self._name, self._order = axis, entry_type, name, order
+        self.schema = schema
         ALL.append(self)
 
     def register(self, entry: Any) -> Any:
@@ -87,9 +91,10 @@ def discover(
     order: Callable[[Any], int] = attrgetter("order"),
     entry_type: type | None = None,
     axis: str | None = None,
+    schema: bool = True,
 ) -> Registry:
     """The :class:`Registry` of every ``attribute`` set by a public module of ``package``."""
-    registry = Registry(axis or package, entry_type, name, order)
+    registry = Registry(axis or package, entry_type, name, order, schema)
     for module in public_modules(package, path):
         entry = getattr(module, attribute, None)
         if entry is not None:
@@ -100,8 +105,8 @@ def discover(
 
 
 def state() -> tuple:
-    """What the registries hold now (names and entries' identities): the schema is cached per state."""
-    return tuple((r.axis, tuple((key, id(entry)) for key, entry in r.items())) for r in ALL)
+    """What the schema's registries hold now (names and entries' identities): the schema is cached per state."""
+    return tuple((r.axis, tuple((key, id(entry)) for key, entry in r.items())) for r in ALL if r.schema)
 
 
 def register_object(entry: Any) -> None:

@@ -27,7 +27,7 @@ from asyncfl.config.schema import Scenario, scenario_model
 from asyncfl.learn.datasets import REGISTRY as DATASETS
 from asyncfl.learn.datasets import DataSet, RawData
 from asyncfl.sim.availability import KINDS
-from asyncfl.sim.availability.base import INF, AvailabilityKind, Section
+from asyncfl.sim.availability.base import INF, AvailabilityKind, AvailabilityModel, Section
 from asyncfl.testing import check_availability_kind, check_strategy
 
 # --- the plug-in: three registrations, written as a user would write them -------------------------
@@ -61,7 +61,7 @@ class BlackoutSection(Section):
     until_s: float = Field(default=8.0, gt=0)
 
 
-class Blackout:
+class Blackout(AvailabilityModel):
     round_indexed = False
 
     def __init__(self, spec):

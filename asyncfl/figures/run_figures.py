@@ -25,8 +25,9 @@ from asyncfl.figures.timeline_files import NotRecorded
 from asyncfl.registry import Registry, discover
 
 FIGURES: Registry = discover(
-    __name__.rpartition(".")[0], [str(Path(__file__).parent)], "FIGURE", entry_type=RunFigure, axis="figures"
-)
+    __name__.rpartition(".")[0], [str(Path(__file__).parent)], "FIGURE", entry_type=RunFigure, axis="figures",
+    schema=False,
+)  # fmt: skip
 """figure name -> its registration, in the order a run's figures are drawn."""
 
 

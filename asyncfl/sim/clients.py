@@ -204,8 +204,7 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
     plan = TaskPlan(client.id, rnd, attempt, t0, [], t0, steps=work.steps(client))
     availability = client.availability
     if not availability.online(t0, rnd):
-        why_not = getattr(availability, "why_not", None)  # eligibility: which condition is missing
-        plan.failure = "offline" if why_not is None else why_not(t0, rnd)
+        plan.failure = availability.why_not(t0, rnd)  # "offline"; eligibility: which condition is missing
         return plan
     if client.battery is not None and not client.battery.can_accept(t0):
         plan.failure = "battery"
@@ -226,7 +225,6 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
     )
     t, elapsed, battery = t0, 0.0, client.battery
     deadline_at = t0 + deadline_s
-    next_cut = getattr(availability, "next_cut", None)  # eligibility: (time, reason) of the first condition to end
     for duration, energy in phases:
         plan.phase_starts.append(t)
         # Is the task past the deadline by the end of this phase?  Decided on durations: the absolute
@@ -237,10 +235,7 @@ def _plan(client: ClientDevice, work: Work, t0: float, rnd: int, deadline_s: flo
         late = elapsed > deadline_s
         end = t + duration if late else min(t + duration, deadline_at)
         # the earliest cut wins; on equal times offline beats deadline beats battery
-        if next_cut is None:
-            reason, cut = "offline", availability.next_offline(t, rnd)
-        else:
-            cut, reason = next_cut(t, rnd)
+        cut, reason = availability.next_cut(t, rnd)  # eligibility: the first of its conditions to end
         if late and drop_late and deadline_at < cut:
             reason, cut = "deadline", deadline_at
         if battery is not None:

@@ -202,4 +202,4 @@ class ChargedIndex(IdleOnlineIndex):
         if availability.online(now, version):
             if battery is None or battery.can_accept(now):
                 return True, availability.next_offline(now, version)
-        return False, getattr(availability, "earliest_online", availability.next_online)(now)
+        return False, availability.earliest_online(now)

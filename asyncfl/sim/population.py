@@ -278,7 +278,7 @@ def availability_builder(
     UTC, ``start_s_of_day``), for diurnal processes; ``stream_id`` > 0 keys a second process of the
     same client (the unmetered network) on streams of its own."""
     draw = Draw(num_clients, seed, label_histograms, clusters, local0, start_s_of_day, stream_id)
-    return kind_of(spec).build(spec, draw)
+    return kind_of(spec).models(spec, draw)
 
 
 def build_availability(

@@ -8,7 +8,10 @@ Each example is built the way a run builds it (validated spec -> the kind's ``bu
 * order independence: the answers do not depend on the order in which the questions are asked;
 * determinism by seed, and a different seed giving a different pattern (kinds that say ``seeded``);
 * the long-run fraction of time (or rounds) online equals the p_i the kind reports
-  (``probabilities``), with a tiny p and with p = 1 (always online, never drops).
+  (``probabilities``), with a tiny p and with p = 1 (always online, never drops);
+* every model is an :class:`~asyncfl.sim.availability.base.AvailabilityModel`, and the capabilities it
+  declares (overridden or default) agree with its three answers: ``why_not``, ``next_cut``,
+  ``earliest_online``, ``next_online_within``, ``offline_seconds`` and ``online_in_rounds``.
 
 An example whose ``file`` is ``"TRACE"`` reads the checks' own trace: every client online half the time.
 Every check takes the kind (its registered name or its :class:`AvailabilityKind`) and optionally the
@@ -25,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from asyncfl.config import validate_scenario
-from asyncfl.sim.availability import KINDS, AvailabilityKind, Draw
+from asyncfl.sim.availability import KINDS, AvailabilityKind, AvailabilityModel, Draw
+from asyncfl.sim.availability.base import walk_offline
 from asyncfl.testing.suite import CheckOutcome, example_cases, expected_failures, names, run_checks
 
 CLIENTS = 40
@@ -126,6 +130,45 @@ def check_models_say_whether_they_count_rounds(kind, example: str | None = None)
             assert model.round_indexed == (clock(kind_, spec) == "rounds"), (
                 f"{name}: round_indexed is {model.round_indexed} but counts_rounds says {kind_.counts_rounds(spec)!r}"
             )
+
+
+def check_models_are_availability_models(kind, example: str | None = None) -> None:
+    """Every model the kind builds is an AvailabilityModel: the simulation calls its capabilities directly."""
+    for kind_, name, raw in _examples(kind, example):
+        for model in models(kind_, validated(kind_, raw), seed=0)[:3]:
+            assert isinstance(model, AvailabilityModel), (
+                f"{name}: the model is a {type(model).__name__}, not an asyncfl.sim.availability.AvailabilityModel"
+            )
+
+
+def check_capabilities_agree_with_the_answers(kind, example: str | None = None) -> None:
+    """why_not is None exactly when online; next_cut is (next_offline, a reason); earliest_online is a lower
+    bound of next_online; next_online_within is next_online up to ``until``; a continuous-time model's
+    offline_seconds is its offline periods summed; a round-indexed model's online_in_rounds its online()."""
+    for kind_, name, raw in _examples(kind, example):
+        spec = validated(kind_, raw)
+        clock_ = clock(kind_, spec)
+        for model in models(kind_, spec, seed=5)[:6]:
+            for t, r in questions(clock_, np.random.default_rng(6)):
+                online, back = model.online(t, r), model.next_online(t)
+                assert (model.why_not(t, r) is None) == online, f"{name}: why_not({t}) disagrees with online"
+                cut, reason = model.next_cut(t, r)
+                assert cut == model.next_offline(t, r) and reason, f"{name}: next_cut({t}) is not next_offline"
+                assert model.earliest_online(t) <= back, f"{name}: earliest_online({t}) after next_online {back}"
+                until = t + 100.0
+                within = model.next_online_within(t, until)
+                assert within == back if back <= until else within > until, f"{name}: next_online_within({t})"
+            if clock_ == "rounds":
+                rounds = np.arange(50, dtype=np.int64)
+                starts = 3.0 * rounds + 0.5
+                states = np.asarray(model.online_in_rounds(rounds, starts)).astype(bool).tolist()
+                assert states == [model.online(float(s), int(r)) for s, r in zip(starts, rounds)], name
+            else:
+                walked = sum(b - a for a, b in walk_offline(model, 2_000.0))
+                measured = model.offline_seconds(2_000.0)
+                assert math.isclose(measured, walked, rel_tol=1e-9, abs_tol=1e-6), (
+                    f"{name}: offline_seconds(2000) = {measured}, but its offline periods add up to {walked}"
+                )
 
 
 def check_answers_are_consistent(kind, example: str | None = None) -> None:
@@ -244,11 +287,13 @@ def check_p_one_is_always_online(kind, example: str | None = None) -> None:
 
 KIND_CHECKS: tuple[Callable, ...] = (check_examples_are_declared,)  # once per kind
 EXAMPLE_CHECKS: tuple[Callable, ...] = (
+    check_models_are_availability_models,
     check_models_say_whether_they_count_rounds,
     check_answers_are_consistent,
     check_answers_do_not_depend_on_the_asking_order,
     check_determinism_by_seed,
     check_long_run_fraction_online_is_p,
+    check_capabilities_agree_with_the_answers,
 )
 P_CHECKS: tuple[Callable, ...] = (check_tiny_p_is_rarely_online_but_comes_back, check_p_one_is_always_online)
 ALL_CHECKS = KIND_CHECKS + EXAMPLE_CHECKS + P_CHECKS

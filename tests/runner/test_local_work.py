@@ -18,6 +18,7 @@ from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob
 from asyncfl.learn.training import Training
 from asyncfl.runner import start
+from asyncfl.sim.availability import AvailabilityModel
 from asyncfl.sim.clients import ClientDevice, Work, check_time_budget, plan_task
 from asyncfl.sim.profiles import DeviceProfile
 
@@ -25,7 +26,7 @@ TOL = 1e-5
 
 
 def _client(speed: float, train_samples: int) -> ClientDevice:
-    class Online:
+    class Online(AvailabilityModel):
         def online(self, t, rnd):
             return True
 

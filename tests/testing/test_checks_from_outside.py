@@ -14,7 +14,7 @@ from pydantic import Field
 from asyncfl.algorithms import Aggregate
 from asyncfl.algorithms.base import AlgorithmParams, AlgorithmTags, Memoryless, weighted_sum
 from asyncfl.sections import Section
-from asyncfl.sim.availability import AvailabilityKind
+from asyncfl.sim.availability import AvailabilityKind, AvailabilityModel
 from asyncfl.testing import check_availability_kind, check_strategy
 from asyncfl.testing.parametrize import parametrize_with_checks
 
@@ -127,7 +127,7 @@ class PeriodicSection(Section):
     p: float = Field(default=0.5, gt=0, le=1)
 
 
-class Periodic:
+class Periodic(AvailabilityModel):
     round_indexed = False
     period_s = 10.0
 

@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from asyncfl.sim.availability.base import AvailabilityKind, Section
+from asyncfl.sim.availability.base import AvailabilityKind, AvailabilityModel, Section
 
 
 class ToyAvailability(Section):
@@ -43,7 +43,7 @@ class ToyAvailability(Section):
     period_s: float = Field(default=100.0, gt=0, description="period, seconds")
 
 
-class Toy:
+class Toy(AvailabilityModel):
     round_indexed = False
 
     def __init__(self, period_s: float) -> None:

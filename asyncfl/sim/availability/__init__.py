@@ -12,10 +12,11 @@ Round-indexed models (Bernoulli without ``slot_s``, ``MarkovRounds``, ``CyclicRo
 ``ClusterDropout``) decide once per sync round and hold the state for the whole round; they answer
 ``next_online(t) = t`` because they have no notion of time between rounds.
 
-Every model says whether it is ``round_indexed``.  Round-indexed ones may give
-``online_in_rounds(rounds)``; continuous-time ones may give ``offline_seconds(until)``, their offline
-time in [0, until], where they can count it faster than a walk along next_online / next_offline
-(clients.csv's ``offline_s``).
+Every model is an :class:`~asyncfl.sim.availability.base.AvailabilityModel` and says whether it is
+``round_indexed``.  The base class declares the other capabilities with defaults right for any model
+(``why_not``, ``next_cut``, ``earliest_online``, ``next_online_within``, ``offline_seconds``,
+``online_in_rounds``, ``schedule``); a model overrides one where it can answer faster or say more, e.g.
+``offline_seconds(until)`` counted from its draws rather than walked along next_online / next_offline.
 
 Probability p = 1 means online at every time and round (never drops: ``next_offline`` is inf);
 p = 0 means never online (continuous-time models: ``next_online`` is inf).  Validation refuses
@@ -33,10 +34,21 @@ from __future__ import annotations
 import sys
 
 from asyncfl.sim.availability import base
-from asyncfl.sim.availability.base import DAY_S, HOUR_S, INF, AllOf, AvailabilityKind, Draw
+from asyncfl.sim.availability.base import DAY_S, HOUR_S, INF, AllOf, AvailabilityKind, AvailabilityModel, Draw
 from asyncfl.sim.availability.registry import KINDS, Availability, kind_of
 
-__all__ = ["DAY_S", "HOUR_S", "INF", "KINDS", "AllOf", "Availability", "AvailabilityKind", "Draw", "kind_of"]
+__all__ = [
+    "DAY_S",
+    "HOUR_S",
+    "INF",
+    "KINDS",
+    "AllOf",
+    "Availability",
+    "AvailabilityKind",
+    "AvailabilityModel",
+    "Draw",
+    "kind_of",
+]
 
 
 def _public_names() -> dict[str, object]:

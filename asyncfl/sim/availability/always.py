@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from asyncfl.sim.availability.base import INF, AvailabilityKind, Section
+from asyncfl.sim.availability.base import INF, AvailabilityKind, AvailabilityModel, Section
 
 __all__ = ["Always", "AlwaysOnline"]
 
@@ -13,7 +13,7 @@ class AlwaysOnline(Section):
     kind: Literal["always"] = "always"
 
 
-class Always:
+class Always(AvailabilityModel):
     round_indexed = False
 
     def online(self, t: float, rnd: int) -> bool:

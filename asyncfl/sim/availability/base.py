@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Literal, Union
+from typing import Annotated, Any, Callable, Iterator, Literal, Union
 
 import numpy as np
 from pydantic import BeforeValidator, Field
@@ -33,7 +33,7 @@ HOUR_S = 3600.0
 DAY_S = 86400.0
 LABEL_MIX_STREAM = 0xFFFF_FFF0  # stream ids above any client id: FedAU's class weights m
 
-__all__ = ["INF", "HOUR_S", "DAY_S", "AllOf", "AvailabilityKind", "Draw", "Section", "SwitchPath"]
+__all__ = ["INF", "HOUR_S", "DAY_S", "AllOf", "AvailabilityKind", "AvailabilityModel", "Draw", "Section", "SwitchPath"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class AvailabilityKind:
     ``section``: the YAML keys (a :class:`Section` whose ``kind: Literal["name"]`` names the kind);
     it joins the schema's ``population.availability`` union.
     ``build(spec, draw)``: what is shared by all clients is drawn here, once; returns ``model(i)``, client
-    i's model (``online(t, rnd)``, ``next_offline(t, rnd)``, ``next_online(t)``, ``round_indexed``).
+    i's model, an :class:`AvailabilityModel` (runs build through :meth:`models`, which checks that).
     ``probabilities(spec, draw)``: every client's p_i (clients.csv's ``availability_p``, fedavg_known_p's
     weights); NaN where the kind has none.
     ``counts_rounds(spec)``: what makes this spec decide once per sync round, as errors name it (e.g.
@@ -76,6 +76,23 @@ class AvailabilityKind:
     @property
     def name(self) -> str:
         return self.section.model_fields["kind"].annotation.__args__[0]
+
+    def models(self, spec: Any, draw: Draw) -> Callable[[int], AvailabilityModel]:
+        """``build(spec, draw)``, each client's model checked to be an :class:`AvailabilityModel` (whose
+        defaults the simulation relies on): a plug-in's model that is not is a :class:`ConfigError`."""
+        build = self.build(spec, draw)
+
+        def model(i: int) -> AvailabilityModel:
+            built = build(i)
+            if not isinstance(built, AvailabilityModel):
+                raise ConfigError(
+                    f"{draw.where}: kind {self.name!r} built a {type(built).__name__}, which is not an "
+                    "asyncfl.sim.availability.AvailabilityModel; subclass it (it gives the defaults of why_not, "
+                    "next_cut, earliest_online, next_online_within, offline_seconds and online_in_rounds)."
+                )
+            return built
+
+        return model
 
     def check_k_async(self, spec: Any) -> None:
         """Raise :class:`ConfigError` if ``spec`` cannot run with server.mode k_async (no sync rounds there)."""
@@ -175,7 +192,85 @@ def label_correlated_p(spec: LabelCorrelated, label_histograms: np.ndarray | Non
     return [float(x) for x in p]
 
 
-class SwitchPath:
+class AvailabilityModel:
+    """One client's availability process: pure functions of (t, round) given the client's own stream.
+
+    A model answers three questions (no default):
+
+    ``online(t, rnd)``        is the client reachable at time t (in sync round rnd)?
+    ``next_offline(t, rnd)``  the first time >= t at which an online client drops (t if offline; inf: never)
+    ``next_online(t)``        the first time >= t at which it is online (round-indexed models: t)
+
+    and says whether it is ``round_indexed`` (decides once per sync round; default False).  The other
+    capabilities have defaults that are right for any model; a model overrides one where it can say more
+    or answer faster (each built-in override says why):
+
+    ``why_not(t, rnd)``                the reason the client cannot take work at t (None when it can):
+                                       ``"offline"``; eligibility (:class:`AllOf`) names the condition
+    ``next_cut(t, rnd)``               (time, reason) at which a task started at t is cut:
+                                       (``next_offline(t, rnd)``, ``"offline"``)
+    ``earliest_online(t)``             a lower bound of ``next_online(t)`` for the dispatcher to look
+                                       again then: ``next_online(t)`` itself
+    ``next_online_within(t, until)``   ``next_online(t)`` where it is not after ``until``, else any time
+                                       after ``until``: ``next_online(t)``
+    ``offline_seconds(until)``         offline time in [0, until] (clients.csv's ``offline_s``) of a
+                                       continuous-time model: summed along its switches (:func:`walk_offline`)
+    ``online_in_rounds(rounds, starts)`` a round-indexed model's state (1 online, 0 offline) in each of
+                                       ``rounds``, begun at ``starts``: ``online(start, round)`` round by round
+    ``schedule``                       a schedule shared by every client of the kind (``dropped(rnd)``: the
+                                       ids offline in round rnd; the model's ``client`` is its id), so that
+                                       all clients' offline time is measured in one pass: None
+    """
+
+    round_indexed: bool = False
+    schedule: Any = None
+
+    def online(self, t: float, rnd: int) -> bool:
+        raise NotImplementedError
+
+    def next_offline(self, t: float, rnd: int) -> float:
+        raise NotImplementedError
+
+    def next_online(self, t: float) -> float:
+        raise NotImplementedError
+
+    def why_not(self, t: float, rnd: int) -> str | None:
+        return None if self.online(t, rnd) else "offline"
+
+    def next_cut(self, t: float, rnd: int) -> tuple[float, str]:
+        return self.next_offline(t, rnd), "offline"
+
+    def earliest_online(self, t: float) -> float:
+        return self.next_online(t)
+
+    def next_online_within(self, t: float, until: float) -> float:
+        return self.next_online(t)
+
+    def offline_seconds(self, until: float) -> float:
+        total = 0.0  # plain adds: sum() compensates on 3.12+
+        for start, end in walk_offline(self, until):
+            total += end - start
+        return total
+
+    def online_in_rounds(self, rounds: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        return np.asarray([self.online(s, r) for s, r in zip(starts.tolist(), rounds.tolist())])
+
+
+def walk_offline(model: AvailabilityModel, until: float) -> Iterator[tuple[float, float]]:
+    """The offline periods in [0, until] of a continuous-time model, found along its on/off switches."""
+    t = 0.0
+    while t < until:
+        if model.online(t, 0):
+            nxt = model.next_offline(t, 0)
+            if nxt <= t:
+                return
+        else:
+            nxt = model.next_online_within(t, until)  # eligibility: no walk past until
+            yield t, min(nxt, until)
+        t = nxt
+
+
+class SwitchPath(AvailabilityModel):
     """A model whose on/off path is a list of flip times drawn on demand (Markov, Diurnal): state i
     holds on [s_i, s_{i+1}) of ``switches``, alternating from ``first_online``; ``_extend_past(t)``
     draws the path until it is known past t."""
@@ -211,7 +306,7 @@ class SwitchPath:
         return total
 
 
-class AllOf:
+class AllOf(AvailabilityModel):
     """Eligibility as production FL defines it (Bonawitz et al. 2019): the client takes work only
     while every condition holds (available/idle, charging, on an unmetered network).  Each condition
     is an availability-like process; ``reasons`` names the failure recorded when one ends mid-task

@@ -7,7 +7,14 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from asyncfl.sim.availability.base import INF, AvailabilityKind, Probability, Section, p_in_unit_interval
+from asyncfl.sim.availability.base import (
+    INF,
+    AvailabilityKind,
+    AvailabilityModel,
+    Probability,
+    Section,
+    p_in_unit_interval,
+)
 
 __all__ = ["Bernoulli", "BernoulliAvailability"]
 
@@ -55,7 +62,7 @@ class _LazyDraws:
             self._extend()
 
 
-class Bernoulli:
+class Bernoulli(AvailabilityModel):
     """Online with probability p, independently per sync round (``slot_s`` None) or per time slot.
 
     In round mode the client stays online for the whole round once it is drawn online.
@@ -65,7 +72,7 @@ class Bernoulli:
         self.p, self.slot_s, self.draws = p, slot_s, _LazyDraws(p, rng)
         self.round_indexed = slot_s is None
 
-    def online_in_rounds(self, rounds: np.ndarray) -> np.ndarray:
+    def online_in_rounds(self, rounds: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
         """Round mode: the state (1 online, 0 offline) in each of ``rounds``."""
         self.draws[int(rounds.max())]
         return np.frombuffer(bytes(self.draws.draws), dtype=np.uint8)[rounds]

@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from asyncfl.seeding import stream
-from asyncfl.sim.availability.base import INF, AvailabilityKind, Section
+from asyncfl.sim.availability.base import INF, AvailabilityKind, AvailabilityModel, Section
 
 __all__ = ["ClusterDropout", "ClusterDropoutAvailability", "DropoutSchedule"]
 
@@ -59,7 +59,7 @@ class DropoutSchedule:
         return frozenset(dropped)
 
 
-class ClusterDropout:
+class ClusterDropout(AvailabilityModel):
     """One client's view of a shared :class:`DropoutSchedule`."""
 
     round_indexed = True  # its offline time is measured over all clients at once (results.OfflineMeter)

@@ -10,7 +10,14 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from asyncfl.errors import ConfigError
-from asyncfl.sim.availability.base import INF, AvailabilityKind, Probability, Section, p_in_unit_interval
+from asyncfl.sim.availability.base import (
+    INF,
+    AvailabilityKind,
+    AvailabilityModel,
+    Probability,
+    Section,
+    p_in_unit_interval,
+)
 
 __all__ = ["Cyclic", "CyclicAvailability", "CyclicRounds", "cyclic_on_rounds"]
 
@@ -41,7 +48,7 @@ def cyclic_on_rounds(p: float, period: int) -> int:
     return min(period, max(1, round(p * period))) if p > 0 else 0
 
 
-class CyclicRounds:
+class CyclicRounds(AvailabilityModel):
     """FedAU's cyclic participation: online in ``on_rounds`` consecutive rounds of every ``period``
     rounds, shifted by a per-client integer phase.  ``on_rounds`` = max(1, round(p * period)) for p > 0
     (FedAU's rule: every client shows up at least once per period), 0 for p = 0."""
@@ -52,7 +59,7 @@ class CyclicRounds:
 
     round_indexed = True
 
-    def online_in_rounds(self, rounds: np.ndarray) -> np.ndarray:
+    def online_in_rounds(self, rounds: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
         """Whether online in each of ``rounds``."""
         return (rounds + self.phase) % self.period < self.on_rounds
 
@@ -66,7 +73,7 @@ class CyclicRounds:
         return t
 
 
-class Cyclic:
+class Cyclic(AvailabilityModel):
     """Online during the first p*period of every period, shifted by a per-client phase.
 
     Window k is [k*period - phase, k*period - phase + p*period).  Every answer compares t with

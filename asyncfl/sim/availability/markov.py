@@ -12,6 +12,7 @@ from asyncfl.errors import ConfigError
 from asyncfl.sim.availability.base import (
     INF,
     AvailabilityKind,
+    AvailabilityModel,
     Probability,
     Section,
     SwitchPath,
@@ -91,7 +92,7 @@ class Markov(SwitchPath):
         return self.switches[i + 1]
 
 
-class MarkovRounds:
+class MarkovRounds(AvailabilityModel):
     """FedAU's Markovian participation: a two-state chain over sync rounds.
 
     Stationary online probability p: from online the client leaves with probability 1/(p C), from
@@ -112,7 +113,7 @@ class MarkovRounds:
 
     round_indexed = True
 
-    def online_in_rounds(self, rounds: np.ndarray) -> np.ndarray:
+    def online_in_rounds(self, rounds: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
         """The state (1 online, 0 offline) in each of ``rounds``."""
         self._state(int(rounds.max()))
         return np.frombuffer(bytes(self.states), dtype=np.uint8)[rounds]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from asyncfl.errors import ConfigError
-from asyncfl.sim.availability.base import INF, AvailabilityKind, Section
+from asyncfl.sim.availability.base import INF, AvailabilityKind, AvailabilityModel, Section
 from asyncfl.sim.tracefiles import read_rows
 
 __all__ = ["Trace", "TraceAvailability", "read_availability_trace"]
@@ -22,7 +22,7 @@ class TraceAvailability(Section):
     file: Path
 
 
-class Trace:
+class Trace(AvailabilityModel):
     """Online exactly during the given sorted, disjoint [start, end) intervals."""
 
     round_indexed = False
