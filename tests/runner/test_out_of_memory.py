@@ -12,7 +12,7 @@ import yaml
 from conftest import table
 
 import asyncfl.figures.common as figures_common
-import asyncfl.figures.run_figures as run_figures
+import asyncfl.figures.participation as participation
 from asyncfl.cli import main
 from asyncfl.output import writing
 from asyncfl.runner.simulation import Simulation
@@ -59,7 +59,7 @@ def test_out_of_memory_in_the_figures_keeps_every_file_and_names_the_stage(tmp_p
     def no_memory(*_args, **_kwargs):
         raise MemoryError("Unable to allocate 1.27 GiB for an array with shape (17, 10000000)")
 
-    monkeypatch.setattr(run_figures, "draw_participation", no_memory)
+    monkeypatch.setattr(participation, "draw_participation", no_memory)
     code, failed, err = _run(tmp_path, "failed", capsys)
     assert code == 2
     assert "Traceback" not in err and err.count("error:") == 1
