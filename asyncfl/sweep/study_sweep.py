@@ -14,7 +14,8 @@ Layout (the same whichever executor ran it)::
 A run is finished when its summary.json holds a final status (finished, target_reached,
 diverged; not interrupted, out_of_memory or failed).  ``--resume SWEEP_DIR`` skips finished runs; with the
 local executor an unfinished run that has a checkpoint continues from it (``asyncfl.runner.checkpoint``),
-every other one is redone (its partial directory is deleted first).  Ray tasks write a run directory only when it is complete.
+every other one is redone (its partial directory is deleted first).  Ray tasks write a run directory only
+when it is complete.
 A finished run whose config.yaml disagrees with the study is an error, so a resumed sweep never
 mixes two settings under one variant name; nor may it change the study's ``claims:``, which were
 declared before the runs and are recorded in declared_claims.yaml when the sweep starts.  One process
