@@ -57,6 +57,13 @@ def events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
+def version_of(event: dict) -> int | None:
+    """An events.jsonl line's version: a client event's ``base_version``, a server event's ``round``; a line
+    holds exactly one of the two."""
+    assert ("round" in event) != ("base_version" in event), event
+    return event["round"] if event["client"] is None else event["base_version"]
+
+
 def table(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as handle:
         return list(csv.DictReader(handle))

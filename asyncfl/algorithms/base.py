@@ -64,6 +64,11 @@ class Context:
     seen: frozenset[int] = frozenset()
     participation: tuple[float, ...] | None = None
 
+    @property
+    def round(self) -> int:
+        """The aggregation's round, as every run file counts it (``version + 1``): a paper's 1-based t."""
+        return self.version + 1
+
 
 @dataclass
 class Aggregate:

@@ -20,7 +20,7 @@ from weighting.
 
 g(t), ``cutoff``: ``linear`` t0 + t/b (Theorem 1, convex), ``sqrt`` c max(sqrt t, sqrt t0) (Theorem 2,
 non-convex) or ``none``.  The paper gives no constants: t0 = 20, b = 4 (linear) is our choice.  t is
-Algorithm 1's 1-based round, t = context.version + 1.  Algorithm 1 decrements N_t for every client with
+Algorithm 1's 1-based round, t = context.round.  Algorithm 1 decrements N_t for every client with
 psi = 0; a client never received has G_i = 0 and is not in E_t, so only clients of E_t are counted
 (otherwise N_t could turn negative).  N_t = 0 (nobody contributes) leaves the model unchanged.
 
@@ -134,12 +134,12 @@ class FedAR:
             self.tau[u.client] = 0
             self.ever[u.client] = True
             self.lr = u.lr
-        g = cutoff_rounds(self.params.cutoff, context.version + 1)
+        g = cutoff_rounds(self.params.cutoff, context.round)
         weights = psi(self.tau.astype(np.float64), g, self.params.rho, self.params.psi_max) * self.ever
         members = np.flatnonzero(self.ever)
         excluded = [int(c) for c in members if weights[c] == 0.0]
         n_t = len(members) - len(excluded)
-        row = {"round": context.version + 1, "g": g, "n_t": n_t, "excluded": " ".join(map(str, excluded))}
+        row = {"round": context.round, "g": g, "n_t": n_t, "excluded": " ".join(map(str, excluded))}
         if self.params.record_step_ratio:  # opt-in columns: existing runs keep their file byte for byte
             psi_sum = float(weights[members].sum())
             row |= {"psi_sum": psi_sum, "step_ratio": psi_sum / n_t if n_t else math.nan}

@@ -94,7 +94,7 @@ class FedAsync:
         u = updates[0]
         a = self.params.mixing * staleness_weight(self.params.staleness, u.staleness)
         new = fedasync_mix(global_params, self.base_model(u.base_version, global_params), u.delta, a)
-        self._remember(context.version + 1, new)
+        self._remember(context.round, new)
         return Aggregate(new, weights={u.client: a}, notes={u.client: {"staleness": u.staleness}})
 
     def state_dict(self) -> dict:

@@ -108,7 +108,7 @@ class FlFdms:
     def aggregate(self, global_params: torch.Tensor, updates: Sequence[Update], context: Context) -> Aggregate:
         pairs_all, pairs_computed = self._update_similarity(updates) if updates else (0, 0)
         self.log.append({
-            "round": context.version + 1,
+            "round": context.round,
             "active": len(updates),
             "pairs_all": pairs_all,
             "pairs_computed": pairs_computed,
@@ -120,7 +120,7 @@ class FlFdms:
         weights = self._weights(updates, friends)
         step = weighted_sum(updates, weights)
         if self.params.elimination.enabled:
-            self._eliminate(elimination_threshold(self.params.elimination, self.num_clients, context.version + 1))
+            self._eliminate(elimination_threshold(self.params.elimination, self.num_clients, context.round))
         return Aggregate(
             global_params + self.params.server_lr * step,
             weights={**{k: 0.0 for k in friends}, **{u.client: w for u, w in zip(updates, weights)}},

@@ -22,14 +22,14 @@ def draw_timezones(run_dir: Path, clients: ClientTable | None = None) -> Figure 
     if not clients.rows or "utc_offset_h" not in clients or not has_table(run_dir / "updates.csv"):
         return None
     rounds = read_columns(run_dir / "rounds.csv", usecols=["round", "time"])
-    updates = read_columns(run_dir / "updates.csv", usecols=["version", "client"])
-    if not len(rounds["round"]) or not len(updates["version"]):
+    updates = read_columns(run_dir / "updates.csv", usecols=["round", "client"])
+    if not len(rounds["round"]) or not len(updates["round"]):
         return None
     ids, offsets = clients["client"], clients["utc_offset_h"].astype(float)
     order = np.argsort(ids, kind="stable")  # clients.csv is in id order: this is a no-op there
     at = order[np.searchsorted(ids, updates["client"].astype(ids.dtype), sorter=order)]
     zone = offsets[at]
-    t = _times_of(updates["version"], rounds["round"], rounds["time"])
+    t = _times_of(updates["round"], rounds["round"], rounds["time"])
     end = float(rounds["time"].max())
     bins = np.arange(0.0, end + 3600.0, 3600.0)
     zones, sizes = np.unique(offsets, return_counts=True)

@@ -55,9 +55,9 @@ ROUNDS_OPTIONAL = {
 
 # written during the run so that figures never re-parse events.jsonl nor re-simulate anything
 UPDATES = {
-    "version": "the version the update went into",
+    "round": "the round (aggregation) the update went into: the version it made",
     "client": "the client that sent it",
-    "base_version": "the version it was trained from (version - 1 - staleness)",
+    "base_version": "the version it was trained from (round - 1 - staleness)",
     "staleness": "versions behind when aggregated",
 }
 TASKS = {
@@ -110,7 +110,7 @@ CLIENTS_OPTIONAL = {
 }
 
 WEIGHTS = {
-    "round": "the version",
+    "round": "the round (aggregation): the version it made",
     "client": "the client whose update was weighted",
     "weight": "its weight in the aggregation",
 }  # then the strategy's own columns, sorted (algorithm.record_weights)

@@ -148,7 +148,8 @@ class RunDirectory:
     def event(
         self, t: float, client: int | None, event: str, version: int | None, reason: str | None, replaying: bool = False
     ) -> None:
-        """One JSON line ``{"t","client","event","round"[,"reason"]}``, formatted by hand: at 10^5
+        """One JSON line ``{"t","client","event","base_version"[,"reason"]}`` (a server event, ``aggregate``:
+        ``"round"``, the version it made, in place of ``base_version``), formatted by hand: at 10^5
         clients ``json.dumps`` dominated the run (same text, see tests/runner/test_timing_only.py).
         ``replaying`` (resuming up to a checkpoint): the lines are already on disk; only the phases
         of the timeline clients' running tasks are noted, so a task that spans the checkpoint is whole."""
@@ -159,13 +160,16 @@ class RunDirectory:
         if replaying or self.events is None or (client is not None and client >= self.event_limit):
             return
         who = "null" if client is None else int(client)
-        rnd = "null" if version is None else int(version)
+        # one name each, as every run file says it: a client's task started from base_version; an aggregation
+        # is the round it counts, the version it made
+        key = "round" if client is None else "base_version"
+        number = "null" if version is None else int(version)
         tail = "}\n" if reason is None else f',"reason":{json.dumps(reason)}}}\n'  # a Flower app's error text: escaped
         if t is not self._time:  # a group of same-time steps passes one float object: format it once
             if not math.isfinite(t):  # nan/inf would make the line invalid JSON: a bug upstream, said loudly
                 raise ValueError(f"events.jsonl: event {event!r} of client {client} at non-finite time t={t!r}")
             self._time, self._time_text = t, repr(round(t, 9))
-        self.events.write(f'{{"t":{self._time_text},"client":{who},"event":"{event}","round":{rnd}{tail}')
+        self.events.write(f'{{"t":{self._time_text},"client":{who},"event":"{event}","{key}":{number}{tail}')
 
     def _task_event(self, t: float, client: int, event: str, version: int, reason: str | None, replaying: bool) -> None:
         if event in PHASES:
@@ -191,11 +195,11 @@ class RunDirectory:
     def aggregated(
         self, version: int, clients: Iterable[int], base_versions: Iterable[int], staleness: Iterable[int]
     ) -> None:
-        """updates.csv: one row per update aggregated into ``version``, written as one block: a sync round at
-        10^5 clients aggregates 10^5 updates."""
+        """updates.csv: one row per update aggregated in round ``version`` (the version it made), written as one
+        block: a sync round at 10^5 clients aggregates 10^5 updates."""
         clients = list(clients)
         self.updates.append({
-            "version": [version] * len(clients), "client": clients,
+            "round": [version] * len(clients), "client": clients,
             "base_version": list(base_versions), "staleness": list(staleness),
         })  # fmt: skip
 

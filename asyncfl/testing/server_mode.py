@@ -115,9 +115,9 @@ def tasks(log: list[dict]) -> tuple[list[dict], int]:
         task = open_tasks.get(client)
         if task is None:
             assert e["event"] in ("download", "fail"), f"client {client} starts a task with {e['event']}"
-            task = open_tasks[client] = {"client": client, "base": e["round"], "start": e["t"], "last": None}
+            task = open_tasks[client] = {"client": client, "base": e["base_version"], "start": e["t"], "last": None}
         else:
-            assert e["round"] == task["base"], f"client {client} runs two tasks at once: {e}"
+            assert e["base_version"] == task["base"], f"client {client} runs two tasks at once: {e}"
             assert e["event"] == "fail" or e["event"] == NEXT[task["last"]], f"{task['last']} then {e}"
         if e["event"] == "fail":
             assert e.get("reason") in REASONS, f"a failure without a known reason: {e}"
@@ -165,8 +165,8 @@ def check_every_aggregated_update_arrived_first(mode, example: str | None = None
         updates = table(run_dir / "updates.csv")
         assert updates, f"{name}: updates.csv is empty"
         for u in updates:
-            version, base, staleness = int(u["version"]), int(u["base_version"]), int(u["staleness"])
-            assert staleness == version - 1 - base >= 0, f"{name}: staleness is not version - 1 - base_version: {u}"
+            version, base, staleness = int(u["round"]), int(u["base_version"]), int(u["staleness"])
+            assert staleness == version - 1 - base >= 0, f"{name}: staleness is not round - 1 - base_version: {u}"
             # rounds.csv keeps 6 decimals of the time
             assert any(t <= aggregated_at[version] + 1e-6 for t in arrivals[(int(u["client"]), base)]), (
                 f"{name}: an update aggregated before it arrived: {u}"
@@ -180,7 +180,7 @@ def check_round_counts_add_up(mode, example: str | None = None) -> None:
         assert [int(r["round"]) for r in rounds] == list(range(1, len(rounds) + 1)), f"{name}: rounds skip"
         times = [float(r["time"]) for r in rounds]
         assert times == sorted(times), f"{name}: rounds.csv is not in time order"
-        per_version = Counter(int(u["version"]) for u in table(run_dir / "updates.csv"))
+        per_version = Counter(int(u["round"]) for u in table(run_dir / "updates.csv"))
         for r in rounds:
             received, version = int(r["received"]), int(r["round"])
             assert per_version[version] == received, f"{name}: round {version} received {received}, updates.csv says"

@@ -52,7 +52,7 @@ def peak_hours_markdown(run: Path) -> str:
     peak_local = config["population"]["availability"]["peak_hour"]
     rounds, updates = pd.read_csv(run / "rounds.csv"), pd.read_csv(run / "updates.csv")
     zones = pd.read_csv(run / "clients.csv").set_index("client")["utc_offset_h"]
-    hour = (updates["version"].map(rounds.set_index("round")["time"]) // 3600).astype(int) % 24
+    hour = (updates["round"].map(rounds.set_index("round")["time"]) // 3600).astype(int) % 24
     delivered = pd.crosstab(hour.to_numpy(), zones.reindex(updates["client"]).to_numpy())
     rounds_per_hour = (rounds["time"] // 3600).astype(int).value_counts()
     lines = [

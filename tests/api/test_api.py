@@ -51,7 +51,7 @@ def test_run_returns_the_run_with_its_tables_and_calls_user_callbacks(tmp_path):
     assert isinstance(run.metrics, pd.DataFrame) and len(run.metrics) == 5  # the initial model + 4 aggregations
     assert run.rounds["time"].tolist() == pytest.approx(counting.times, abs=1e-6)  # the CSV keeps 6 decimals
     assert counting.ended_at == pytest.approx(run.summary["virtual_time_s"], abs=1e-6)
-    assert len(run.clients) == 12 and set(run.updates["version"]) == {1, 2, 3, 4}
+    assert len(run.clients) == 12 and set(run.updates["round"]) == {1, 2, 3, 4}
     assert (run.events["event"] == "aggregate").sum() == 4
     assert run.config["seed"] == 3 and run.config["data"]["clients"] == 12
     again = asyncfl.read_run(run.path)
@@ -91,7 +91,7 @@ def test_run_study_runs_every_variant_and_seed_and_reads_its_tables(tmp_path):
     assert set(study.report["variant"]) == {"all6", "three"} and "vs_baseline" in study.report
     three = study.run("three", 1)
     assert three.config["server"]["clients_per_round"] == 3 and three.summary["seed"] == 1
-    assert set(three.updates.groupby("version").size()) <= {1, 2, 3}  # at most 3 updates per round
+    assert set(three.updates.groupby("round").size()) <= {1, 2, 3}  # at most 3 updates per round
     assert asyncfl.read_study(study.path).runs.equals(study.runs)
 
 

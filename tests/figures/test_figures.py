@@ -152,12 +152,12 @@ def test_updates_csv_holds_every_aggregated_update(runs):
         rounds = table(runs[mode] / "rounds.csv")
         assert len(updates) == sum(int(r["received"]) for r in rounds)
         for u in updates:
-            assert int(u["version"]) - 1 - int(u["base_version"]) == int(u["staleness"]) >= 0
-        arrivals = {(e["client"], e["round"]) for e in events(runs[mode]) if e["event"] == "arrive"}
+            assert int(u["round"]) - 1 - int(u["base_version"]) == int(u["staleness"]) >= 0
+        arrivals = {(e["client"], e["base_version"]) for e in events(runs[mode]) if e["event"] == "arrive"}
         assert {(int(u["client"]), int(u["base_version"])) for u in updates} <= arrivals
     k_async = table(runs["k_async"] / "updates.csv")
     assert max(int(u["staleness"]) for u in k_async) == 3  # server.max_staleness
-    assert [int(u["version"]) for u in k_async] == sorted(i // 3 + 1 for i in range(60))  # K = 3, 20 versions
+    assert [int(u["round"]) for u in k_async] == sorted(i // 3 + 1 for i in range(60))  # K = 3, 20 versions
 
 
 def test_accuracy_axis_fits_the_data_and_the_title_names_the_algorithm(runs):

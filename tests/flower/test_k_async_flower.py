@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import toy_app  # noqa: E402  (tests/flower is on sys.path: pytest's rootdir-relative import)
 import yaml  # noqa: E402
-from conftest import events, scenario, table  # noqa: E402
+from conftest import events, scenario, table, version_of  # noqa: E402
 from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
 
@@ -105,7 +105,7 @@ def first_arrays(native):
 
 
 def timeline(run_dir: Path) -> list[tuple]:
-    return [(e["client"], e["event"], e["round"], e.get("reason")) for e in events(run_dir)]
+    return [(e["client"], e["event"], version_of(e), e.get("reason")) for e in events(run_dir)]
 
 
 def test_fedbuff_on_a_flower_client_app_follows_the_native_run(tmp_path):
@@ -190,7 +190,7 @@ def test_fedhist_sends_the_round_and_run_config_lr(tmp_path, device_trace):
     configs: list = []
     arrays = lambda: [np.zeros(3, dtype=np.float32)]  # noqa: E731
     run_dir = run_k_async(plus_one_app(configs=configs), s, tmp_path / "run", first_arrays=arrays)
-    downloads = [(e["client"], e["round"] + 1) for e in events(run_dir) if e["event"] == "download"]
+    downloads = [(e["client"], e["base_version"] + 1) for e in events(run_dir) if e["event"] == "download"]
     assert [(client, config["server-round"]) for client, config in configs] == downloads
     assert {config["lr"] for _, config in configs} == {0.05}
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"

@@ -98,7 +98,7 @@ def test_each_stage_costs_its_round_trips_and_the_round_is_one_record(tmp_path):
     assert (rounds[0]["time"], plain_rounds[0]["time"]) == pytest.approx((0.804847, 0.501256), abs=1e-6)
     # compute happens in the collect stage only (client 3: 40 examples at 100 samples/s), as in the plain round
     assert rounds[0]["slowest_task_s"] - plain_rounds[0]["slowest_task_s"] > 0
-    assert list(run.updates["version"]) == [1] * 4 + [2] * 4 and set(run.updates["staleness"]) == {0}
+    assert list(run.updates["round"]) == [1] * 4 + [2] * 4 and set(run.updates["staleness"]) == {0}
 
 
 def test_a_client_dropping_mid_protocol_is_left_out_of_the_sum_as_flower_does(tmp_path):

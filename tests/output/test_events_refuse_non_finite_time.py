@@ -18,4 +18,4 @@ def test_an_event_at_a_non_finite_time_is_refused_and_nothing_is_written(tmp_pat
         out.event(t, 0, "compute", 0, None)
     out.close()
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
-    assert [json.loads(line) for line in lines] == [{"t": 1.5, "client": 0, "event": "download", "round": 0}]
+    assert [json.loads(line) for line in lines] == [{"t": 1.5, "client": 0, "event": "download", "base_version": 0}]

@@ -115,19 +115,19 @@ def test_timing_only_records_carry_nan_learning_columns_and_the_same_timing(tmp_
 
 
 def test_updates_csv_holds_the_records_base_versions_and_each_one_is_the_tasks_start_version(tmp_path):
-    """updates.csv: base_version + staleness = version - 1 (the version the update went into), and the base
-    version is the version the client's task logged when it started downloading (events.jsonl's ``round`` of
-    its ``download`` event)."""
+    """updates.csv: base_version + staleness = round - 1 (round: the aggregation the update went into), and the
+    base version is the version the client's task logged when it started downloading (events.jsonl's
+    ``base_version`` of its ``download`` event)."""
     run_dir = run(tmp_path, **{**K_ASYNC, "timing_only": True})
     rows = table(run_dir / "updates.csv")
     assert rows and any(int(r["staleness"]) > 0 for r in rows)
     for r in rows:
-        assert int(r["base_version"]) + int(r["staleness"]) == int(r["version"]) - 1
+        assert int(r["base_version"]) + int(r["staleness"]) == int(r["round"]) - 1
     starts = {}  # client -> base versions of its downloads, in order
     for line in (run_dir / "events.jsonl").read_text().splitlines():
         if '"event":"download"' in line:
             client = int(line.split('"client":')[1].split(",")[0])
-            starts.setdefault(client, []).append(int(line.split('"round":')[1].split("}")[0].split(",")[0]))
+            starts.setdefault(client, []).append(int(line.split('"base_version":')[1].split("}")[0].split(",")[0]))
     for r in rows:
         assert int(r["base_version"]) in starts[int(r["client"])]
 

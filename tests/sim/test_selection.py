@@ -130,9 +130,9 @@ def _task_starts(run_dir) -> list[tuple[int, int, float]]:
     """(client, round, time) of every task's first event."""
     seen, out = set(), []
     for e in events(run_dir):
-        if e.get("client") is not None and (e["client"], e["round"]) not in seen:
-            seen.add((e["client"], e["round"]))
-            out.append((e["client"], e["round"], e["t"]))
+        if e.get("client") is not None and (e["client"], e["base_version"]) not in seen:
+            seen.add((e["client"], e["base_version"]))
+            out.append((e["client"], e["base_version"], e["t"]))
     return out
 
 
@@ -152,7 +152,7 @@ def test_online_never_asks_an_offline_client_and_uniform_does(tmp_path, kind):
     if kind != "uniform":
         assert offline == []
         assert not any(
-            e.get("reason") == "offline" and e["t"] == pytest.approx(starts[e["round"]]) for e in events(folder)
+            e.get("reason") == "offline" and e["t"] == pytest.approx(starts[e["base_version"]]) for e in events(folder)
         )
     else:
         assert len(offline) > 20  # p = 0.5: about half of the asked clients are offline
@@ -227,7 +227,7 @@ def test_feedback_holds_each_aggregated_update(tmp_path, device_trace, highest_l
     # client 2 was cut by the 2 s deadline every round: the server saw it run at least 2 s (Oort's t_i)
     assert feedback.duration_s[2] == pytest.approx(2.0) and math.isnan(feedback.loss[2])
     assert [entry[6] for entry in simulation.selection_feedback.log] == [[(2, pytest.approx(2.0))]] * 3
-    updates = [(int(u["version"]), int(u["client"])) for u in table(tmp_path / "updates.csv")]
+    updates = [(int(u["round"]), int(u["client"])) for u in table(tmp_path / "updates.csv")]
     assert updates == [(v, c) for v in (1, 2, 3) for c in (0, 1)]
     assert np.isfinite(feedback.loss[:2]).all()
     # the policy saw, at round r, the losses of round r - 1's updates (NaN before the first)

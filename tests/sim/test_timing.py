@@ -10,7 +10,7 @@ Setup shared by the tests (logreg on digits: 64 * 10 + 10 = 650 float32 paramete
 from __future__ import annotations
 
 import pytest
-from conftest import events, run, table
+from conftest import events, run, table, version_of
 
 TRANSFER = 0.5026
 COMPUTE = (0.16, 0.32, 1.6)
@@ -37,7 +37,7 @@ def trace(device_trace):
 def test_round_with_deadline_matches_hand_computed_times(tmp_path, trace):
     """Deadline 2 s, late updates dropped: client 2 (arrival 2.6052) is cut off at t = 2."""
     run_dir = run(tmp_path, **_base(trace, deadline_s=2.0), stop={"rounds": 2})
-    got = [(e["event"], e["client"], e["t"], e.get("reason"), e["round"]) for e in events(run_dir)]
+    got = [(e["event"], e["client"], e["t"], e.get("reason"), version_of(e)) for e in events(run_dir)]
     expected_round0 = [
         ("download", 0, 0.0, None, 0), ("download", 1, 0.0, None, 0), ("download", 2, 0.0, None, 0),
         ("compute", 0, TRANSFER, None, 0), ("compute", 1, TRANSFER, None, 0), ("compute", 2, TRANSFER, None, 0),
@@ -68,7 +68,7 @@ def test_late_update_is_delivered_to_the_next_round_with_staleness(tmp_path, tra
     there with staleness 1."""
     run_dir = run(tmp_path, **_base(trace, deadline_s=2.0, late_updates="next_round"), stop={"rounds": 2})
     late_arrival = [e for e in events(run_dir) if e["event"] == "arrive" and e["client"] == 2]
-    assert late_arrival[0]["t"] == pytest.approx(ARRIVAL[2]) and late_arrival[0]["round"] == 0
+    assert late_arrival[0]["t"] == pytest.approx(ARRIVAL[2]) and late_arrival[0]["base_version"] == 0
     assert not any(e["event"] == "fail" for e in events(run_dir))
     rounds = table(run_dir / "rounds.csv")
     assert [float(r["time"]) for r in rounds] == pytest.approx([2.0, 2.0 + ARRIVAL[1]], abs=1e-9)
@@ -86,7 +86,7 @@ def test_client_going_offline_mid_task_fails_at_that_moment(tmp_path, trace):
     base = _base(trace, deadline_s=2.0)
     base["population"]["availability"] = {"kind": "trace", "file": str(availability)}
     run_dir = run(tmp_path, **base, stop={"rounds": 2})
-    fails = [(e["client"], e["t"], e["reason"], e["round"]) for e in events(run_dir) if e["event"] == "fail"]
+    fails = [(e["client"], e["t"], e["reason"], e["base_version"]) for e in events(run_dir) if e["event"] == "fail"]
     assert fails == [(1, 0.7, "offline", 0), (2, 2.0, "deadline", 0), (1, 2.0, "offline", 1), (2, 4.0, "deadline", 1)]
     rounds = table(run_dir / "rounds.csv")
     assert [(r["received"], r["failed_offline"], r["failed_deadline"]) for r in rounds] == [("1", "1", "1")] * 2
@@ -123,7 +123,7 @@ def test_k_async_staleness_follows_versions(tmp_path, trace):
         [ARRIVAL[0], ARRIVAL[1], 2 * ARRIVAL[0], ARRIVAL[2]], abs=1e-9
     )
     assert [r["staleness_max"] for r in rounds] == ["0", "1", "1", "3"]
-    arrivals = [(e["client"], e["round"]) for e in events(run_dir) if e["event"] == "arrive"]
+    arrivals = [(e["client"], e["base_version"]) for e in events(run_dir) if e["event"] == "arrive"]
     assert arrivals == [(0, 0), (1, 0), (0, 1), (2, 0)]
 
 
