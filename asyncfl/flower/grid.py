@@ -68,6 +68,7 @@ from flwr.supercore.task_identity import TaskIdentity
 from asyncfl.errors import ConfigError
 from asyncfl.flower.nodes import FlowerNodes, client_of, message_bytes
 from asyncfl.flower.secure_aggregation import COLLECT, LAST, continues, stage_of
+from asyncfl.flower.threads import MESSAGE_UNAVAILABLE, Batch, ThreadCalls
 from asyncfl.sim.clients import DoneWork, EventSink, TaskPlan, Work, phase_seconds, plan_task, run_task
 from asyncfl.sim.servers import ClosedRound
 
@@ -138,6 +139,8 @@ class VirtualGrid(Grid):
         self.content_bytes: dict[int, int] = {}
         self.stage: str | None = None  # the SecAgg+ stage last run, while its round goes on (secure_aggregation)
         self.owner = threading.get_ident()  # the thread that runs the ServerApp
+        self.threads = ThreadCalls()  # a legacy app's pool threads (asyncfl.flower.threads)
+        self.batch: Batch | None = None  # the legacy round whose calls the pool threads make
         self.closed = False
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
 
@@ -165,6 +168,7 @@ class VirtualGrid(Grid):
             if self.closed:
                 raise RunNotRunningException
             return list(self.nodes.node_ids)
+        self.threads.raise_kept()
         self.waiting += 1
         if self.waiting > WAITING_LIMIT:
             raise ConfigError(
@@ -191,15 +195,17 @@ class VirtualGrid(Grid):
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
         """Push ``messages`` now and return the replies in by the virtual deadline ``now + timeout`` (None: all),
-        in arrival order; the clock stands at the moment of return (the last reply, or the deadline)."""
+        in arrival order; the clock stands at the moment of return (the last reply, or the deadline).  A call from
+        another thread is one of a legacy app's batch (:meth:`expect`)."""
         messages = list(messages)
+        if threading.get_ident() != self.owner:
+            return self._batch_call(messages, timeout)
+        self.threads.raise_kept()
         deadline_of(timeout)  # before anything is pushed: a refused call changes nothing
         kinds = {m.metadata.message_type.split(".")[0] for m in messages}
         train = MessageType.TRAIN in kinds
         stage = stage_of(messages) if train else None  # a SecAgg+ stage: one of its round's four trips
-        halted = self.stage is not None and not continues(self.stage, stage)
-        if halted:
-            self.trained, self.stage = self.trained + 1, None  # the workflow halted: that round is over
+        halted = self._halted(stage)
         if messages and not self.timed_evaluation and kinds == {MessageType.EVALUATE}:
             return self._evaluate_untimed(messages, halted)
         if train and self.stage is None and self.should_stop():  # a round's first trip only
@@ -209,35 +215,113 @@ class VirtualGrid(Grid):
         self.content_bytes.clear()
         updates = train and stage in (None, COLLECT)  # replies that are updates: clients.csv's participations
         tasks = [self._push(message, updates) for message in messages]
-        ends = [task.plan.end for task in tasks]
-        close_at = min(t0 + deadline_s, max(ends, default=t0))
+        outcome = self._finish(t0, t0 + deadline_s, tasks, train, stage)
+        outcome.halted = halted
+        self.listener(outcome)
+        return [task.reply for task in outcome.returned]
+
+    def _halted(self, stage: str | None) -> bool:
+        """Whether the SecAgg+ round under way stopped short of its last stage (this trip is not its next one)."""
+        halted = self.stage is not None and not continues(self.stage, stage)
+        if halted:
+            self.trained, self.stage = self.trained + 1, None  # the workflow halted: that round is over
+        return halted
+
+    def _finish(self, t0: float, deadline: float, tasks: list[Task], train: bool, stage: str | None) -> Outcome:
+        """Close the round of ``tasks`` pushed at ``t0`` (at the last end, or ``deadline``): the clock there, the
+        tasks forgotten, the version moved on after a round's last train trip."""
+        close_at = min(deadline, max((task.plan.end for task in tasks), default=t0))
         self._advance(close_at)
         outcome = self._close(t0, close_at, tasks)
-        outcome.stage, outcome.halted = stage, halted
+        outcome.stage = stage
         for task in tasks:
             self.tasks.pop(task.message.metadata.message_id, None)  # given up or returned: never pulled again
         if train and stage in (None, LAST):  # a round's last trip: the next one trains a new version
             self.trained += 1
         self.stage = stage if stage != LAST else None
-        self.listener(outcome)
-        return [task.reply for task in outcome.returned]
+        return outcome
+
+    # --- a legacy app's pool threads (asyncfl.flower.threads) ---------------------------------------------
+    def expect(self, node_ids: Sequence[int], train: bool) -> None:
+        """The ServerApp's thread announces a legacy round: one single-message call per node of ``node_ids``
+        comes next, from Flower's pool threads; they are answered in this order, pushed at the current time."""
+        self.threads.raise_kept()
+        if train and self.should_stop():
+            raise RunStopped
+        self.content_bytes.clear()
+        self.batch = Batch(list(node_ids), self.env.now, train) if node_ids else None
+
+    def _batch_call(self, messages: list[Message], timeout: float | None) -> list[Message]:
+        """One pool thread's call: answered in its turn (see :class:`~asyncfl.flower.threads.Batch`)."""
+        calls = self.threads
+        with calls.condition:
+            try:
+                batch = self._batch_of(messages)
+                calls.wait_turn(batch, messages[0].metadata.dst_node_id)
+                if calls.error is not None:
+                    raise RuntimeError("an earlier call of this round failed (raised in the ServerApp's thread)")
+                reply = self._answer_in_turn(batch, messages[0], timeout)
+            except BaseException as error:
+                if calls.error is None:
+                    calls.error = error
+                raise
+            finally:
+                calls.condition.notify_all()
+        return [reply]
+
+    def _batch_of(self, messages: list[Message]) -> Batch:
+        """The batch a pool thread's call belongs to; a call asyncfl cannot place is refused."""
+        batch = self.batch
+        node = messages[0].metadata.dst_node_id if len(messages) == 1 else None
+        if batch is None or node not in batch.nodes or batch.nodes.index(node) < len(batch.tasks):
+            raise ConfigError(
+                f"send_and_receive was called from a thread of the ServerApp with {len(messages)} message(s) for "
+                "no round announced by a legacy strategy's configure_fit / configure_evaluate; allowed: calls from "
+                "the ServerApp's own thread, or a flwr.server.Server driving a flwr.server.strategy.Strategy"
+            )
+        return batch
+
+    def _answer_in_turn(self, batch: Batch, message: Message, timeout: float | None) -> Message:
+        """Push ``message`` at the batch's start; its reply, Flower's expired one if not back by the deadline (its
+        ttl: the legacy round_timeout); the last call closes the batch as one round."""
+        if batch.deadline_s is None:
+            batch.deadline_s = min(deadline_of(timeout), float(message.metadata.ttl))
+        untimed = not batch.train and not self.timed_evaluation
+        task = self._answer_now(message, batch.started) if untimed else self._push(message, batch.train)
+        batch.tasks.append(task)
+        reply = task.reply
+        if task.plan.end > batch.started + batch.deadline_s:
+            reply = Message(Error(code=ErrorCode.MESSAGE_UNAVAILABLE, reason=MESSAGE_UNAVAILABLE), reply_to=message)
+            _stamp(reply, batch.started + batch.deadline_s, message)
+        if batch.turn() is None:
+            self.batch = None
+            if untimed:
+                self.listener(self._untimed_outcome(batch.tasks, False))
+            else:
+                self.listener(
+                    self._finish(batch.started, batch.started + batch.deadline_s, batch.tasks, batch.train, None)
+                )
+        return reply
 
     def _evaluate_untimed(self, messages: Sequence[Message], halted: bool) -> list[Message]:
         """Every message answered now by its node's ClientApp, in push order; nothing is timed (a task of zero
         length stands for each answer in the outcome the listener hears).  ``halted``: see :class:`Outcome`."""
-        now = self.env.now
-        tasks = []
-        for message in messages:
-            self._identify(message, now)
-            client = client_of(message.metadata.dst_node_id)
-            reply = self.nodes.call(client, message)
-            _stamp(reply, now, message)
-            answered = TaskPlan(client, self.trained, 0, now, [], now)
-            tasks.append(Task(message, answered, reply, train=False))
-        closed = ClosedRound(self.trained + 1, now, now, selected=[t.plan.client for t in tasks])
-        outcome = Outcome(closed, tasks, returned=list(tasks), halted=halted)
-        self.listener(outcome)
+        tasks = [self._answer_now(message, self.env.now) for message in messages]
+        self.listener(self._untimed_outcome(tasks, halted))
         return [task.reply for task in tasks]
+
+    def _answer_now(self, message: Message, now: float) -> Task:
+        """``message`` answered at ``now`` by its node's ClientApp, untimed (a task of zero length)."""
+        self._identify(message, now)
+        client = client_of(message.metadata.dst_node_id)
+        reply = self.nodes.call(client, message)
+        _stamp(reply, now, message)
+        return Task(message, TaskPlan(client, self.trained, 0, now, [], now), reply, train=False)
+
+    def _untimed_outcome(self, tasks: list[Task], halted: bool) -> Outcome:
+        now = self.env.now
+        closed = ClosedRound(self.trained + 1, now, now, selected=[t.plan.client for t in tasks])
+        return Outcome(closed, tasks, returned=list(tasks), halted=halted)
 
     def _download_bytes(self, message: Message) -> int:
         """:func:`message_bytes` of a pushed message, once per content object of the batch at hand."""

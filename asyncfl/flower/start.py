@@ -35,6 +35,7 @@ from asyncfl.flower.grid import RunStopped, VirtualGrid
 from asyncfl.flower.k_async import run_k_async
 from asyncfl.flower.nodes import FlowerNodes
 from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder, expected_rounds
+from asyncfl.flower.threads import ordered_app
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.results import Run, read_run
@@ -188,7 +189,7 @@ class FlowerSession:
                 callback.on_start(self.state)
             # RunStopped: the scenario's stop: ended the run inside the ServerApp's loop (a normal end)
             with apps_seeded(self.app_seed), suppress(RunStopped):
-                server_app(grid=self.grid, context=context)
+                ordered_app(server_app, self.grid)(grid=self.grid, context=context)  # legacy: flower.threads
 
     def _finish(self) -> None:
         now = self.grid.env.now
