@@ -132,8 +132,9 @@ def sorted_failures(failures: Sequence[Any]) -> list[Any]:
 
 def ordered_app(app: Any, grid: Any) -> Any:
     """``app`` itself for a new-style ServerApp (its ``main`` drives the Grid from one thread); for a legacy one, a
-    copy whose components carry an :class:`OrderedStrategy` (Flower's default ``FedAvg()`` where the app names no
-    strategy, as ``flwr.server.server.init_defaults``)."""
+    copy whose strategy is an :class:`OrderedStrategy`: the components' own Server's strategy when they give a Server
+    (Flower ignores their strategy then), else their strategy, else Flower's default ``FedAvg()``, as
+    ``flwr.server.server.init_defaults`` chooses."""
     if not isinstance(app, ServerApp) or app._main is not None:
         return app
     legacy = copy.copy(app)
@@ -144,13 +145,12 @@ def ordered_app(app: Any, grid: Any) -> Any:
             parts = server_fn(context)
         else:  # the deprecated ServerApp(server=..., config=..., strategy=..., client_manager=...)
             parts = ServerAppComponents(app._server, app._config, app._strategy, app._client_manager)
-        strategy = parts.strategy
-        if strategy is None:
-            strategy = parts.server.strategy if parts.server is not None else FedAvg()
-        return ServerAppComponents(
-            server=parts.server, config=parts.config, strategy=OrderedStrategy(strategy, grid),
-            client_manager=parts.client_manager,
-        )  # fmt: skip
+        server, strategy = parts.server, parts.strategy
+        if server is not None:  # Flower then ignores the components' strategy (init_defaults): the server's runs
+            server.set_strategy(OrderedStrategy(server.strategy, grid))
+            return ServerAppComponents(server=server, config=parts.config, client_manager=parts.client_manager)
+        strategy = OrderedStrategy(strategy if strategy is not None else FedAvg(), grid)
+        return ServerAppComponents(config=parts.config, strategy=strategy, client_manager=parts.client_manager)
 
     legacy._server_fn = ordered_server_fn
     return legacy

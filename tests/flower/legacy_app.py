@@ -17,7 +17,7 @@ from flwr.app import Context, MetricRecord
 from flwr.client import NumPyClient
 from flwr.clientapp import ClientApp
 from flwr.common import ndarrays_to_parameters
-from flwr.server import ServerAppComponents, ServerConfig
+from flwr.server import Server, ServerAppComponents, ServerConfig, SimpleClientManager
 from flwr.server.strategy import FedAvg
 from flwr.serverapp import ServerApp
 
@@ -78,3 +78,14 @@ def server_fn(context: Context) -> ServerAppComponents:
 
 
 server_app = ServerApp(server_fn=server_fn)
+
+
+def one_thread_server_fn(context: Context) -> ServerAppComponents:
+    """:func:`server_fn` in a legacy ``Server`` whose thread pool has one thread (fewer than the clients sampled)."""
+    parts = server_fn(context)
+    server = Server(client_manager=SimpleClientManager(), strategy=parts.strategy)
+    server.set_max_workers(1)
+    return ServerAppComponents(server=server, config=parts.config)
+
+
+one_thread_server_app = ServerApp(server_fn=one_thread_server_fn)

@@ -82,3 +82,18 @@ def test_same_seed_same_files_whatever_the_threads_order(tmp_path, monkeypatch):
         assert all((out / name).read_bytes() == first for out in runs[1:]), name
     metrics = [without_wall_seconds(out / "metrics.csv") for out in runs]
     assert all(table == metrics[0] for table in metrics[1:])
+
+
+def test_a_pool_smaller_than_the_round_answers_every_call_in_turn(tmp_path):
+    """A legacy Server with one pool thread for 4 sampled clients: the calls come one after another, the Grid still
+    makes one round of them (no call waits for one the pool has not started), with the strategy wrapped inside the
+    app's own Server; the same rounds and parameters as the default pool gives."""
+    flower = {**legacy_app.FLOWER, "run_config": {"num-server-rounds": ROUNDS}}
+    scenario = {**SECTIONS, "flower": flower}
+    one = asyncfl.flower.run(legacy_app.one_thread_server_app, legacy_app.client_app, scenario, tmp_path / "one")
+    one_thread = [w.copy() for w in legacy_app.ROUNDS]
+    pool = run_legacy(tmp_path / "pool")
+    assert (tmp_path / "one" / "rounds.csv").read_bytes() == (tmp_path / "pool" / "rounds.csv").read_bytes()
+    assert list(one.rounds["received"]) == list(pool.rounds["received"]) == [4, 4, 4]
+    for a, b in zip(one_thread, legacy_app.ROUNDS):
+        np.testing.assert_array_equal(a, b)
