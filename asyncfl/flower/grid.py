@@ -39,6 +39,11 @@ version (:attr:`VirtualGrid.trained`) moves on after the last (unmask), and the 
 before a round's first trip.  Flower's DefaultWorkflow polls :meth:`get_node_ids` from a thread in real time: those
 calls answer the same list and change nothing (see the method).
 
+Legacy apps (``ServerApp(server_fn=...)`` with a ``flwr.server.strategy``): Flower's ``Server`` calls
+:meth:`send_and_receive` from a thread pool, one message a call; the strategy's ``configure_fit`` /
+``configure_evaluate`` announce each such round (:meth:`VirtualGrid.expect`) and its calls are answered in the
+announced order, pushed at one virtual time and closed as one round (:mod:`asyncfl.flower.threads`).
+
 Time: ``timeout`` is a virtual deadline counted from the push (None or inf: none; a negative or NaN one is refused
 with a :class:`~asyncfl.errors.ConfigError`, as is a message whose ``ttl`` is not above 0); :meth:`send_and_receive`
 advances the clock to the moment it returns (every reply in, or the deadline).  Message timestamps (``created_at``
