@@ -125,6 +125,10 @@ CLIENT_COLUMNS = tuple(CLIENTS)
 TIME_BREAKDOWN_COLUMNS = tuple(TIME_BREAKDOWN)
 WEIGHTS_COLUMNS = tuple(WEIGHTS)
 
+# columns renamed since runs first wrote them (file -> {old name: new name}): an older run directory reads
+# with today's names (updates.csv's version became round when the run files took one name for each thing)
+RENAMED_COLUMNS = {"updates.csv": {"version": "round"}}
+
 TEXT_COLUMNS = ("utc_time", "outcome")  # the run's text columns (the others are numbers): kept as text in Parquet
 
 # what a reader checks (asyncfl.output.reading): the tables the figures read, with the columns every

@@ -20,7 +20,7 @@ import yaml
 
 from asyncfl.errors import ConfigError
 from asyncfl.lazy import LazyModule
-from asyncfl.output.columns import REQUIRED_COLUMNS, TEXT_COLUMNS
+from asyncfl.output.columns import RENAMED_COLUMNS, REQUIRED_COLUMNS, TEXT_COLUMNS
 
 # libyaml's safe loader where PyYAML was built with it (the same data, parsed several times faster:
 # every figure title reads config.yaml), the pure-Python one otherwise
@@ -60,8 +60,9 @@ def read_table(path: Path, usecols=None) -> pd.DataFrame:
     :data:`asyncfl.output.columns.REQUIRED_COLUMNS` names for the file hold a number in every row."""
     name = path.name
     path = table_file(path)
+    renamed = RENAMED_COLUMNS.get(name)
     try:
-        table = load_table(path, usecols)
+        table = load_table(path, None if renamed else usecols)  # renamed: usecols are today's names
     except pd.errors.EmptyDataError:
         raise ConfigError(f"{path}: empty (not even a header line): {DAMAGED}.") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -70,6 +71,12 @@ def read_table(path: Path, usecols=None) -> pd.DataFrame:
         raise ConfigError(f"{path}{where}; {DAMAGED}.") from None
     except (ValueError, OSError) as exc:  # usecols names a column the header lacks; a damaged Parquet file
         raise ConfigError(f"{path}: {exc}; {DAMAGED}.") from None
+    if renamed:
+        table = table.rename(columns={old: new for old, new in renamed.items() if new not in table})
+        unknown = [c for c in usecols or () if c not in table]
+        if unknown:
+            raise ConfigError(f"{path}: no column(s) {', '.join(unknown)} in the header; {DAMAGED}.")
+        table = table if usecols is None else table[[c for c in table.columns if c in usecols]]
     wanted = REQUIRED_COLUMNS.get(name, ())
     missing = [c for c in wanted if c not in table and (usecols is None or c in usecols)]
     if missing:
@@ -110,6 +117,8 @@ def read_columns(path: Path, usecols=None) -> dict[str, np.ndarray]:
         if header is None:
             raise ConfigError(f"{found}: empty (not even a header line): {DAMAGED}.")
         cells = [(line, row) for line, row in enumerate(rows, start=2) if row]
+    renamed = RENAMED_COLUMNS.get(path.name, {})
+    header = [renamed[n] if n in renamed and renamed[n] not in header else n for n in header]
     for line, row in cells:
         if len(row) > len(header):
             raise ConfigError(f"{found}, line {line}: {len(row)} fields where the header has {len(header)}; {DAMAGED}.")
