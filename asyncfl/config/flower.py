@@ -29,10 +29,13 @@ def check_app_spec(spec: object) -> None:
 
 class FlowerMetrics(Section):
     """Which keys of the evaluate replies' MetricRecord are metrics.csv's accuracy and loss (each the
-    examples-weighted mean over the replies, as Flower's FedAvg aggregates them)."""
+    examples-weighted mean over the replies, as Flower's FedAvg aggregates them), and which keys of the MetricRecord
+    a strategy's server-side ``evaluate_fn`` returns are its central_accuracy and central_loss."""
 
     accuracy: str = Field(default="eval_acc", description="reply metric read as accuracy")
     loss: str = Field(default="eval_loss", description="reply metric read as loss")
+    central_accuracy: str = Field(default="accuracy", description="evaluate_fn metric read as central_accuracy")
+    central_loss: str = Field(default="loss", description="evaluate_fn metric read as central_loss")
 
 
 class FlowerWork(Section):

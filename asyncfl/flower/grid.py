@@ -44,6 +44,13 @@ Legacy apps (``ServerApp(server_fn=...)`` with a ``flwr.server.strategy``): Flow
 ``configure_evaluate`` announce each such round (:meth:`VirtualGrid.expect`) and its calls are answered in the
 announced order, pushed at one virtual time and closed as one round (:mod:`asyncfl.flower.threads`).
 
+Stopping: once the scenario's ``stop:`` ends the run (asked before each round's first train trip), the Grid ends
+the rounds the way a Flower run without nodes to ask would: every later :meth:`send_and_receive` returns no reply
+at once, runs nothing, moves no virtual time and is not recorded, and :meth:`get_node_ids` keeps answering the
+nodes (a strategy's ``sample_nodes`` would wait forever for none).  No exception passes through the ServerApp:
+``Strategy.start`` goes through its remaining rounds with nothing to aggregate, returns the last aggregated arrays,
+and the app's own code after it runs (its final model is saved as the app saves it).
+
 Time: ``timeout`` is a virtual deadline counted from the push (None or inf: none; a negative or NaN one is refused
 with a :class:`~asyncfl.errors.ConfigError`, as is a message whose ``ttl`` is not above 0); :meth:`send_and_receive`
 advances the clock to the moment it returns (every reply in, or the deadline).  Message timestamps (``created_at``
@@ -83,10 +90,6 @@ UNAVAILABLE = "Error: Node Unavailable - the client went offline or ran out of b
 WAITING_LIMIT = 5
 
 
-class RunStopped(Exception):
-    """Raised out of the ServerApp when the scenario's ``stop:`` ends the run (its limits, a diverged model)."""
-
-
 @dataclass
 class Task:
     """One pushed message in the timing world: its plan, and the reply the ServerApp gets (None: none)."""
@@ -115,9 +118,9 @@ class Outcome:
 
 class VirtualGrid(Grid):
     """A Flower ``Grid`` on asyncfl's virtual clock (see the module's docstring).  ``listener(outcome)`` hears
-    every :meth:`send_and_receive` when it returns; ``should_stop()`` is asked before each push of train
-    messages (True: :class:`RunStopped` is raised into the ServerApp); ``timed_evaluation``: False answers
-    evaluate rounds untimed (see the module's docstring)."""
+    every :meth:`send_and_receive` when it returns; ``should_stop()`` is asked before each round's first push of
+    train messages (True: the run is over, :attr:`stopped`, and this and every later send_and_receive returns no
+    reply); ``timed_evaluation``: False answers evaluate rounds untimed (see the module's docstring)."""
 
     def __init__(
         self,
@@ -147,6 +150,7 @@ class VirtualGrid(Grid):
         self.threads = ThreadCalls()  # a legacy app's pool threads (asyncfl.flower.threads)
         self.batch: Batch | None = None  # the legacy round whose calls the pool threads make
         self.closed = False
+        self.stopped = False  # the scenario's stop: ended the run (see the module's docstring)
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
 
     # --- what a Grid must honour (flwr/serverapp/grid/grid.py) ---------------------------------------------
@@ -174,6 +178,8 @@ class VirtualGrid(Grid):
                 raise RunNotRunningException
             return list(self.nodes.node_ids)
         self.threads.raise_kept()
+        if self.stopped:  # the strategy's rounds after the stop sample nodes, and push nothing: not waiting
+            return list(self.nodes.node_ids)
         self.waiting += 1
         if self.waiting > WAITING_LIMIT:
             raise ConfigError(
@@ -207,6 +213,8 @@ class VirtualGrid(Grid):
             return self._batch_call(messages, timeout)
         self.threads.raise_kept()
         deadline_of(timeout)  # before anything is pushed: a refused call changes nothing
+        if self.stopped:
+            return []
         kinds = {m.metadata.message_type.split(".")[0] for m in messages}
         train = MessageType.TRAIN in kinds
         stage = stage_of(messages) if train else None  # a SecAgg+ stage: one of its round's four trips
@@ -214,7 +222,8 @@ class VirtualGrid(Grid):
         if messages and not self.timed_evaluation and kinds == {MessageType.EVALUATE}:
             return self._evaluate_untimed(messages, halted)
         if train and self.stage is None and self.should_stop():  # a round's first trip only
-            raise RunStopped
+            self.stopped = True
+            return []
         t0 = self.env.now
         deadline_s = deadline_of(timeout)
         self.content_bytes.clear()
@@ -247,14 +256,20 @@ class VirtualGrid(Grid):
         return outcome
 
     # --- a legacy app's pool threads (asyncfl.flower.threads) ---------------------------------------------
-    def expect(self, node_ids: Sequence[int], train: bool) -> None:
+    def expect(self, node_ids: Sequence[int], train: bool) -> bool:
         """The ServerApp's thread announces a legacy round: one single-message call per node of ``node_ids``
-        comes next, from Flower's pool threads; they are answered in this order, pushed at the current time."""
+        comes next, from Flower's pool threads; they are answered in this order, pushed at the current time.
+        False once the scenario's stop: ended the run (asked before a train round): the strategy then asks no
+        node, and Flower's legacy Server skips such a round, so the app's code after its rounds runs."""
         self.threads.raise_kept()
-        if train and self.should_stop():
-            raise RunStopped
+        if train and not self.stopped and self.should_stop():
+            self.stopped = True
+        if self.stopped:
+            self.batch = None
+            return False
         self.content_bytes.clear()
         self.batch = Batch(list(node_ids), self.env.now, train) if node_ids else None
+        return True
 
     def _batch_call(self, messages: list[Message], timeout: float | None) -> list[Message]:
         """One pool thread's call: answered in its turn (see :class:`~asyncfl.flower.threads.Batch`)."""
@@ -468,4 +483,4 @@ def _stamp(reply: Message, at: float, message: Message) -> None:
     metadata.delivered_at = repr(at)
 
 
-__all__ = ["Outcome", "RunStopped", "Task", "VirtualGrid"]
+__all__ = ["Outcome", "Task", "VirtualGrid"]

@@ -41,12 +41,18 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+from flwr.app import ArrayRecord, Message
+
 from asyncfl.flower.evaluation import arrays_finite, examples_of, metric, reply_metric, weighted_metrics
 from asyncfl.flower.grid import Outcome
 from asyncfl.flower.nodes import FlowerNodes
 from asyncfl.flower.secure_aggregation import COLLECT, LAST
+from asyncfl.output.columns import CENTRAL_COLUMNS
+from asyncfl.output.writing import Log
 from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.runner.callbacks.metrics import MetricsRecorder
+from asyncfl.runner.callbacks.stop_rules import StopRules
 from asyncfl.runner.record import AggregationRecord, Learned, is_diverged, record_of
 from asyncfl.runner.timing_learning import TimingLearner
 from asyncfl.sim.servers import ClosedRound
@@ -57,12 +63,16 @@ TRAIN_LOSS = "train_loss"  # the reply metric of Flower's PyTorch template (as a
 
 class FlowerLearner(TimingLearner):
     """The learning side as the end-of-run callbacks read it: nothing is trained by asyncfl (the ClientApps
-    train); clients.csv's ``accuracy`` and ``test_samples`` are each client's latest evaluate reply."""
+    train); clients.csv's ``accuracy`` and ``test_samples`` are each client's latest evaluate reply; the final
+    model is the arrays the app's ``Strategy.start`` returned (``returned``), else those the last train round sent
+    (``sent``)."""
 
     def __init__(self, num_clients: int) -> None:
         super().__init__(0)
         self.accuracies = [NAN] * num_clients
         self.test_sizes = [0] * num_clients
+        self.returned: ArrayRecord | None = None
+        self.sent: ArrayRecord | None = None
 
     def client_accuracies(self) -> list[float]:
         return list(self.accuracies)
@@ -70,33 +80,123 @@ class FlowerLearner(TimingLearner):
     def client_test_sizes(self) -> list[int]:
         return list(self.test_sizes)
 
+    def final_arrays(self) -> dict[str, np.ndarray] | None:
+        arrays = self.returned if self.returned is not None else self.sent
+        return None if arrays is None else {key: array.numpy() for key, array in arrays.items()}
+
 
 class EvaluationMetrics(MetricsRecorder):
-    """metrics.csv from the evaluate replies: an aggregation's line waits for the evaluate round that follows it
-    (:meth:`evaluated`); a line at virtual time 0 (round 0, nothing evaluated) opens the table as in native runs."""
+    """metrics.csv from the evaluate replies and the app's server-side evaluation: an aggregation's line waits for
+    the evaluations that follow it (:meth:`evaluated`, then :meth:`central` when the app evaluates on the server);
+    a line at virtual time 0 (round 0: the initial model, evaluated only on the server) opens the table as in
+    native runs.  The accuracy a line gives the stop rules and summary.json is its federated one, or its central
+    one where it has no federated one.  ``central_keys``: the keys of evaluate_fn's MetricRecord read."""
 
-    held: AggregationRecord | None = None
+    held: AggregationRecord | None = None  # the aggregation whose line waits for its evaluations
+    federated: tuple[float, float, float] | None = None  # (time, accuracy, loss) of the held one, waiting for central
+
+    def __init__(self, out: Any, stop_rules: StopRules, central_keys: tuple[str, str], clock: Any = None) -> None:
+        super().__init__(out, None, 1, stop_rules, [], self._extra_columns)
+        self.clock, self.central_keys = clock, central_keys
+        self.opened = False  # the round-0 line is written
+        self.evaluates_centrally = False  # the app's Strategy.start has an evaluate_fn
+        self.central_values: dict[str, float] = {}
+
+    def starts(self) -> None:
+        """The app's strategy evaluates on the server: metrics.csv gets the central columns, if no line is out yet
+        (else they are not recorded: the header is written)."""
+        if self.opened or self.evaluates_centrally:
+            return
+        self.evaluates_centrally = True
+        self.out.metrics.close()
+        self.out.metrics = Log(self.out.path / "metrics.csv", (*self.out.metrics.columns, *CENTRAL_COLUMNS))
 
     def on_start(self, state: RunState) -> None:
-        self.write(state, 0.0, 0, None, evaluate=False)
+        """The round-0 line waits: the app's server-side evaluation of the initial model may fill it."""
 
     def on_aggregation(self, state: RunState, record: AggregationRecord) -> None:
+        self._open(state)
         self._flush(state)
         self.held = record
 
     def evaluated(self, state: RunState, now: float, version: int, accuracy: float, loss: float) -> None:
+        """A federated evaluation of the held aggregation (``version``: the Grid's, when none is held)."""
+        if self.evaluates_centrally:
+            self.federated = (now, accuracy, loss)
+            return
         record, self.held = self.held, None
-        per_class = [NAN] * len(self.class_columns)
-        self.evaluate = lambda: (accuracy, loss, per_class)
-        self.write(state, now, record.round if record else version, record, evaluate=True)
+        self._line(state, now, record.round if record else version, record, (accuracy, loss), None)
+
+    def central(self, state: RunState, now: float, server_round: int, metrics: Any) -> None:
+        """The app's server-side evaluation of round ``server_round`` (its MetricRecord, or None)."""
+        if not self.evaluates_centrally:
+            return
+        values = tuple(_number(metrics, key) for key in self.central_keys)
+        if server_round == 0 and not self.opened:
+            self._open(state, values)
+            return
+        self._open(state)
+        record, self.held = self.held, None
+        federated, self.federated = self.federated, None
+        at = federated[0] if federated else now  # the same moment: server-side evaluation takes no virtual time
+        version = record.round if record else server_round
+        self._line(state, at, version, record, federated[1:] if federated else None, values)
 
     def on_end(self, state: RunState, now: float) -> None:
+        self._open(state)
         self._flush(state)
+
+    def _open(self, state: RunState, central: tuple[float, float] | None = None) -> None:
+        if not self.opened:
+            self.opened = True
+            self._line(state, 0.0, 0, None, None, central)
 
     def _flush(self, state: RunState) -> None:
         if self.held is not None:
             record, self.held = self.held, None
-            self.write(state, record.time, record.round, record, evaluate=False)
+            federated, self.federated = self.federated, None
+            at = federated[0] if federated else record.time
+            self._line(state, at, record.round, record, federated[1:] if federated else None, None)
+
+    def _line(self, state: RunState, now: float, version: int, record: Any, federated: Any, central: Any) -> None:
+        """One line of metrics.csv; ``federated`` and ``central``: (accuracy, loss) or None (not evaluated)."""
+        accuracy, loss = federated if federated is not None else (NAN, NAN)
+        self.evaluate = lambda: (accuracy, loss, [])
+        self.central_values = dict(zip(CENTRAL_COLUMNS, central or (NAN, NAN))) if self.evaluates_centrally else {}
+        self.write(state, now, version, record, evaluate=federated is not None or central is not None)
+        if central is not None and math.isnan(accuracy):  # no federated accuracy: the central one is the measure
+            state.progress.note_accuracy(central[0], now, version, self.target)
+        progress, stop = state.progress, self.stop_rules.stop
+        if stop.target_accuracy is not None and stop.at_target and progress.target_time is not None:
+            if progress.status == "running":
+                progress.status = "target_reached"
+            state.stop = True
+
+    def _extra_columns(self, now: float) -> dict:
+        return {**(self.clock(now) if self.clock is not None else {}), **self.central_values}
+
+
+class ServerSide:
+    """Hears the app's ``Strategy.start`` (:mod:`asyncfl.flower.server_side`): its server-side evaluations go to
+    metrics.csv at the Grid's virtual time (none after the stop: the rounds the Grid no longer runs), the arrays
+    it returns are the final model, and its ``should_stop`` (flwr >= 1.43) is the run's stop."""
+
+    def __init__(self, grid: Any, state: RunState, metrics: EvaluationMetrics, learner: FlowerLearner) -> None:
+        self.grid, self.state, self.metrics, self.learner = grid, state, metrics, learner
+
+    def starts(self, evaluates: bool) -> None:
+        if evaluates:
+            self.metrics.starts()
+
+    def central(self, server_round: int, metrics: Any) -> None:
+        if not self.grid.stopped:
+            self.metrics.central(self.state, self.grid.env.now, server_round, metrics)
+
+    def returned(self, arrays: ArrayRecord) -> None:
+        self.learner.returned = arrays
+
+    def should_stop(self) -> bool:
+        return self.state.stop
 
 
 class FlowerRecorder:
@@ -139,6 +239,7 @@ class FlowerRecorder:
     def aggregated(self, outcome: Outcome) -> None:
         closed = outcome.closed
         by_plan = {id(task.plan): task for task in outcome.tasks}
+        self.learner.sent = next((sent_arrays(task.message) for task in outcome.tasks), self.learner.sent)
         replies = [by_plan[id(plan)].reply for plan in closed.received]
         losses = [reply_metric(reply, TRAIN_LOSS) for reply in replies]
         for plan, reply in zip(closed.received, replies):
@@ -166,11 +267,18 @@ class FlowerRecorder:
         accuracy, loss = means[keys.accuracy], means[keys.loss]
         closed = outcome.closed
         self.metrics.evaluated(self.state, closed.time, closed.round - 1, accuracy, loss)
-        progress, stop = self.state.progress, self.metrics.stop_rules.stop
-        if stop.target_accuracy is not None and stop.at_target and progress.target_time is not None:
-            if progress.status == "running":
-                progress.status = "target_reached"
-            self.state.stop = True
+
+
+def _number(metrics: Any, key: str) -> float:
+    """``metrics[key]`` (a MetricRecord, or None) when it is a number, else NaN."""
+    value = None if metrics is None else metrics.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else NAN
+
+
+def sent_arrays(message: Message) -> ArrayRecord | None:
+    """The first ArrayRecord a pushed message carries (a train message: the global model it sends)."""
+    records = message.content.array_records if message.has_content() else {}
+    return next(iter(records.values()), None)
 
 
 def expected_rounds(stop_rounds: int | None, run_config: Any) -> int | None:

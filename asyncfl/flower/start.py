@@ -5,9 +5,11 @@ and a run directory written by the native callbacks (:mod:`asyncfl.flower.record
 What of the scenario a Flower run reads: ``data.clients`` (the number of nodes; the ClientApp loads its own data
 by ``partition-id``), ``population`` (speeds, links, availability, battery, eligibility, time zones), ``clock``,
 ``stop`` (``rounds`` and ``virtual_time_s`` end the run at the next train round; ``target_accuracy`` at the next
-one after an evaluation reaches it), ``eval.per_client`` (clients.csv's accuracy from the evaluate replies),
-``output``, ``seed`` and ``flower``.  The ServerApp decides the rest (rounds, sampling, deadlines: a strategy's
-``timeout`` is the virtual deadline).  A Flower run writes no checkpoint: ``--resume`` refuses it.
+one after an evaluation, federated or on the server, reaches it: the Grid then answers the app's remaining rounds
+with no reply, at once, so that ``Strategy.start`` returns and the app's code after it runs; summary.json's
+``stopped_by`` names the rule), ``eval.per_client`` (clients.csv's accuracy from the evaluate replies), ``output``,
+``seed`` and ``flower``.  The ServerApp decides the rest (rounds, sampling, deadlines: a strategy's ``timeout`` is
+the virtual deadline).  A Flower run writes no checkpoint: ``--resume`` refuses it.
 
 Determinism: Python's ``random`` (Flower's ``sample_nodes`` draws from it), numpy's and torch's global generators
 are seeded from ``seed`` (its ``flower`` stream) while the apps run and restored afterwards: user code draws from
@@ -17,7 +19,6 @@ them, so this is the one place asyncfl seeds a global generator.  The same seed 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,11 @@ from asyncfl.config.yaml_files import flower_run_config, override_list, path_arg
 from asyncfl.errors import ConfigError
 from asyncfl.flower.apps import flwr_log, load_app
 from asyncfl.flower.generators import apps_seeded, flower_seeds
-from asyncfl.flower.grid import RunStopped, VirtualGrid
+from asyncfl.flower.grid import VirtualGrid
 from asyncfl.flower.k_async import run_k_async
 from asyncfl.flower.nodes import FlowerNodes
-from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder, expected_rounds
+from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder, ServerSide, expected_rounds
+from asyncfl.flower.server_side import watching_start
 from asyncfl.flower.threads import ordered_app
 from asyncfl.learn.datasets import dataset_spec
 from asyncfl.output.run_directory import refuse_used_out
@@ -146,7 +148,8 @@ class FlowerSession:
         self.state = RunState()
         stop_rules = StopRules(s.stop)
         clock = (lambda now: {"utc_time": utc_time(start, now)}) if start is not None else None
-        self.metrics = EvaluationMetrics(self.out, None, s.eval.every_rounds, stop_rules, [], clock)
+        keys = flower.metrics
+        self.metrics = EvaluationMetrics(self.out, stop_rules, (keys.central_accuracy, keys.central_loss), clock)
         device = torch.device("cpu")
         # the ServerApp's strategy aggregates, not asyncfl's algorithm.name (which asyncfl cannot see inside it)
         rule = f"flower ServerApp {flower.server_app}" if flower.server_app else "flower ServerApp"
@@ -187,9 +190,22 @@ class FlowerSession:
         with run_end(self.state, self.out.path, self._finish):
             for callback in self.callbacks + self.ends:
                 callback.on_start(self.state)
-            # RunStopped: the scenario's stop: ended the run inside the ServerApp's loop (a normal end)
-            with apps_seeded(self.app_seed), suppress(RunStopped):
+            server_side = ServerSide(self.grid, self.state, self.metrics, self.learner)
+            with apps_seeded(self.app_seed), watching_start(self.grid, server_side):
                 ordered_app(server_app, self.grid)(grid=self.grid, context=context)  # legacy: flower.threads
+            self.state.stopped_by = self._stopped_by()
+
+    def _stopped_by(self) -> str:
+        """summary.json's ``stopped_by`` of a run whose ServerApp returned: the stop rule that fired (its YAML
+        path, or ``diverged``), else ``server_app`` (it ended its rounds by itself)."""
+        progress, stop = self.state.progress, self.scenario.stop
+        if not self.state.stop:
+            return "server_app"
+        if progress.status == "diverged":
+            return "diverged"
+        if progress.status == "target_reached":
+            return "stop.target_accuracy"
+        return "stop.rounds" if stop.rounds is not None and progress.rounds >= stop.rounds else "stop.virtual_time_s"
 
     def _finish(self) -> None:
         now = self.grid.env.now

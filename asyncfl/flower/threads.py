@@ -98,13 +98,13 @@ class OrderedStrategy(Strategy):
 
     def configure_fit(self, server_round: int, parameters: Any, client_manager: Any) -> Any:
         instructions = self.strategy.configure_fit(server_round, parameters, client_manager)
-        self.grid.expect([int(proxy.cid) for proxy, _ in instructions], train=True)
-        return instructions
+        stopped = not self.grid.expect([int(proxy.cid) for proxy, _ in instructions], train=True)
+        return [] if stopped else instructions  # stopped: no node asked, the Server skips the round
 
     def configure_evaluate(self, server_round: int, parameters: Any, client_manager: Any) -> Any:
         instructions = self.strategy.configure_evaluate(server_round, parameters, client_manager)
-        self.grid.expect([int(proxy.cid) for proxy, _ in instructions], train=False)
-        return instructions
+        stopped = not self.grid.expect([int(proxy.cid) for proxy, _ in instructions], train=False)
+        return [] if stopped else instructions  # stopped: no node asked, the Server skips the round
 
     def aggregate_fit(self, server_round: int, results: Any, failures: Any) -> Any:
         self.grid.threads.raise_kept()

@@ -25,7 +25,10 @@ METRICS = {
 METRICS_OPTIONAL = {
     "accuracy_class_<c>": "test accuracy on class c (eval.per_class)",
     "utc_time": "the wall-clock date of this virtual time (clock.start_time)",
+    "central_accuracy": "a Flower ServerApp's server-side evaluation (its strategy's evaluate_fn) of the global model",
+    "central_loss": "the loss that server-side evaluation reports",
 }
+CENTRAL_COLUMNS = ("central_accuracy", "central_loss")  # a Flower run whose app evaluates on the server: last
 
 ROUNDS = {
     "time": "virtual seconds at the aggregation",

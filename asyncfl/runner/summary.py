@@ -1,7 +1,7 @@
 """summary.json's content as a type (:class:`RunSummary`), and its one writer (:func:`write_summary`).
 
 Every key a run's summary.json holds is a field here (docs/reference/run-files.md says what each means); the
-optional ones (``format``, ``reason``, ``failed_stage``, ``error``, ``figures_seconds``) are left out of the file
+optional ones (``format``, ``reason``, ``failed_stage``, ``error``, ``figures_seconds``, ``stopped_by``) are left out of the file
 when None, so a normal run's summary.json is as it always was.  It is written from the object the run holds,
 never read back and patched: by the end-of-run callback that builds it (the figures read its
 ``timeline_clients``), again after the figures (``figures_seconds``), and once more only when a later stage of
@@ -51,6 +51,9 @@ class RunSummary:
     failed_stage: str | None = field(default=None, metadata=OPTIONAL)  # simulation, output or figures
     error: str | None = field(default=None, metadata=OPTIONAL)  # out of memory: in which stage
     figures_seconds: float | None = field(default=None, metadata=OPTIONAL)
+    # a Flower ServerApp's run that ended well: what ended it (server_app: the app returned by itself; else the
+    # stop rule, by its YAML path, or diverged)
+    stopped_by: str | None = field(default=None, metadata=OPTIONAL)
 
     def as_json(self) -> dict[str, Any]:
         values = ((f, getattr(self, f.name)) for f in fields(self))

@@ -91,6 +91,7 @@ class RunState:
     reason: str | None = None  # status failed: the exception, one line
     error: str | None = None  # out of memory: "out of memory in the <failed_stage> stage"
     summary: RunSummary | None = None  # summary.json as last written (SummaryJson builds it)
+    stopped_by: str | None = None  # a Flower ServerApp's run: what ended it (summary.json's stopped_by)
 
     def wall_seconds(self) -> float:
         return time.perf_counter() - self.started

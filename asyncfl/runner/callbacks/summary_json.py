@@ -68,6 +68,7 @@ class SummaryJson(Callback):
             reason=state.reason,
             failed_stage=state.failed_stage,
             error=state.error,
+            stopped_by=state.stopped_by,
         )
 
     def warnings(self, state: RunState, now: float) -> list[str]:
