@@ -58,6 +58,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from flwr.app import DEFAULT_TTL, ArrayRecord, ConfigRecord, Message, MessageType, Metadata, RecordDict
 
@@ -249,6 +250,10 @@ class ClientAppLearner(Learner):
         keys = self.keys
         means = weighted_metrics(self.evaluate_all(), (keys.accuracy, keys.loss), keys.examples)
         return means[keys.accuracy], means[keys.loss], []
+
+    def final_arrays(self) -> dict[str, np.ndarray]:
+        """The server's global arrays by their ArrayRecord keys (final_model.npz)."""
+        return {key: array.numpy() for key, array in self.arrays.record(self.params).items()}
 
     def client_accuracies(self) -> list[float]:
         """Each node's reported accuracy of the global arrays (NaN: an error reply, or no such metric)."""

@@ -12,9 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils import parameters_to_vector
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from asyncfl.algorithms import Context, Strategy, Update
 from asyncfl.learn.compression import CompressedUploads
@@ -49,6 +50,7 @@ class LearningWorld(Protocol):
     def train(self, closed: ClosedRound, staleness: Sequence[int]) -> list: ...
     def apply(self, closed: ClosedRound, updates: list, record_weights: bool) -> Learned: ...
     def test_metrics(self) -> tuple[float, float, list[float]]: ...
+    def final_arrays(self) -> dict[str, np.ndarray] | None: ...
     def client_accuracies(self) -> list[float]: ...
     def client_test_sizes(self) -> list[int]: ...
     def state(self) -> dict: ...
@@ -170,6 +172,12 @@ class Learner:
         self.jobs.restore(state["jobs"])
         if "compression" in state:
             self.uploads.restore(state["compression"])
+
+    def final_arrays(self) -> dict[str, np.ndarray]:
+        """The global model by name (its ``state_dict``: final_model.npz, see :mod:`asyncfl.runner.callbacks.
+        final_model`)."""
+        vector_to_parameters(self.params, self.model.parameters())
+        return {name: tensor.detach().cpu().numpy() for name, tensor in self.model.state_dict().items()}
 
     def test_metrics(self) -> tuple[float, float, list[float]]:
         """Global test accuracy, loss and accuracy per class (NaN for a class absent from the test set)."""

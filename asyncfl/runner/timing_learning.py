@@ -42,5 +42,8 @@ class TimingLearner:
     def client_accuracies(self) -> list[float]:
         return []
 
+    def final_arrays(self) -> None:
+        return None  # no model: no final_model.npz
+
     def client_test_sizes(self) -> list[int]:
         return []  # no data set

@@ -35,6 +35,7 @@ def test_stop_rounds_lets_the_app_finish_and_save_its_model(tmp_path):
     run = _run(tmp_path, {"rounds": 3})
     saved = np.load(tmp_path / "app_final.npz")  # the app's code after start() ran
     assert saved["w"].tolist() == [3.0] * 4  # round 3's aggregate: the rounds after the stop aggregated nothing
+    assert np.load(run.path / "final_model.npz")["w"].tolist() == [3.0] * 4  # asyncfl's own: what start() returned
     assert list(run.rounds["round"]) == [1, 2, 3]
     summary = _summary(run)
     assert (summary["status"], summary["stopped_by"], summary["rounds"]) == ("finished", "stop.rounds", 3)

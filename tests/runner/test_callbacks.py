@@ -241,6 +241,7 @@ def _end_of_run(tmp_path, availability: dict, status: str, accuracies: list[floa
         client_test_sizes=list,
         strategy=None,
         jobs=SimpleNamespace(computed=0, trainer=None),
+        final_arrays=lambda: None,
     )
     out = RunDirectory(tmp_path)
     (tmp_path / CHECKPOINT_FILE).write_bytes(b"saved")
