@@ -17,6 +17,8 @@ The mapping from messages to records:
   time (download, a forward pass over their examples, upload) like training ones, and the next round starts after
   them; with ``flower.evaluation: untimed`` they are answered at once (see :mod:`asyncfl.flower.grid`).
   A round no evaluate round follows gets a line with NaN accuracy when the next one closes (or the run ends).
+  The strategy's server-side evaluation (``evaluate_fn``, heard through :mod:`asyncfl.flower.server_side`) fills
+  the same line's ``central_accuracy`` / ``central_loss`` (round 0's: the first line), at the same virtual time.
 - secure aggregation (Flower's SecAgg+ workflow, :mod:`asyncfl.flower.secure_aggregation`): the four stages of a
   federated round (four send_and_receive calls) make one record, as a user reads rounds.csv: ``started`` the setup
   stage's push, ``time`` the unmask stage's return (the round's span covers every stage's round trips),

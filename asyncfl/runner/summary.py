@@ -1,9 +1,9 @@
 """summary.json's content as a type (:class:`RunSummary`), and its one writer (:func:`write_summary`).
 
 Every key a run's summary.json holds is a field here (docs/reference/run-files.md says what each means); the
-optional ones (``format``, ``reason``, ``failed_stage``, ``error``, ``figures_seconds``, ``stopped_by``) are left out of the file
-when None, so a normal run's summary.json is as it always was.  It is written from the object the run holds,
-never read back and patched: by the end-of-run callback that builds it (the figures read its
+optional ones (``format``, ``reason``, ``failed_stage``, ``error``, ``figures_seconds``, ``stopped_by``) are left
+out of the file when None, so a normal run's summary.json is as it always was.  It is written from the object the
+run holds, never read back and patched: by the end-of-run callback that builds it (the figures read its
 ``timeline_clients``), again after the figures (``figures_seconds``), and once more only when a later stage of
 the run's end failed (:func:`asyncfl.runner.run_end.run_end`)."""
 
