@@ -97,3 +97,15 @@ def test_a_pool_smaller_than_the_round_answers_every_call_in_turn(tmp_path):
     assert list(one.rounds["received"]) == list(pool.rounds["received"]) == [4, 4, 4]
     for a, b in zip(one_thread, legacy_app.ROUNDS):
         np.testing.assert_array_equal(a, b)
+
+
+def test_stop_rounds_ends_a_legacy_app_without_an_exception(tmp_path):
+    """stop.rounds: 2 under a ServerConfig of 4 rounds: the strategy asks no node after round 2 (Flower's legacy
+    Server skips a round without instructions), so the app returns normally: 2 rows, stopped_by stop.rounds."""
+    flower = {**legacy_app.FLOWER, "run_config": {"num-server-rounds": 4, "fraction-evaluate": 0.0}}
+    run = asyncfl.flower.run(
+        legacy_app.server_app, legacy_app.client_app, {**SECTIONS, "stop": {"rounds": 2}, "flower": flower},
+        tmp_path / "r",
+    )  # fmt: skip
+    assert list(run.rounds["round"]) == [1, 2] and list(run.rounds["received"]) == [4, 4]
+    assert run.summary["status"] == "finished" and run.summary["stopped_by"] == "stop.rounds"
