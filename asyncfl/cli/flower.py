@@ -1,5 +1,7 @@
-"""``flower SCENARIO.yaml --server-app pkg.module:app --client-app pkg.module:app``: a Flower ServerApp and ClientApp
-on the scenario's virtual clock (:mod:`asyncfl.flower`); the flags override the scenario's ``flower:`` section."""
+"""``flower APP_DIR SCENARIO.yaml [--run-config "k=v ..."]``: a Flower app folder run as ``flwr run APP_DIR`` runs
+it (:mod:`asyncfl.flower.app_folder`), on the scenario's virtual clock; or ``flower SCENARIO.yaml --server-app
+pkg.module:app --client-app pkg.module:app``, the apps named by the flags or the scenario's ``flower:`` section.
+The two forms are told apart by the first argument: a folder is an app folder, a file a scenario."""
 
 from __future__ import annotations
 
@@ -14,7 +16,15 @@ from asyncfl.study.spec import is_study
 
 def add_flower_parser(sub) -> None:
     flower = sub.add_parser("flower", help="run a Flower ServerApp and ClientApp on the scenario's virtual clock")
-    flower.add_argument("scenario", type=Path, help="scenario file (YAML): the population, clock, stop and output")
+    flower.add_argument(
+        "first", type=Path, metavar="[APP_DIR]", help="a Flower app folder (its pyproject.toml names the apps)"
+    )
+    flower.add_argument(
+        "scenario", type=Path, nargs="?", metavar="SCENARIO.yaml", help="the population, clock, stop and output"
+    )
+    flower.add_argument("--run-config", dest="run_config", action="append", default=[], metavar='"KEY=VALUE ..."',
+                        help="override the run config as flwr run does: space-separated key=value pairs (TOML values) "
+                        "or a FILE.toml; over the scenario's flower.run_config, itself over the app's")  # fmt: skip
     flower.add_argument("--server-app", metavar="MODULE:ATTR", help="the ServerApp (default: flower.server_app)")
     flower.add_argument("--client-app", metavar="MODULE:ATTR", help="the ClientApp (default: flower.client_app)")
     flower.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -25,10 +35,39 @@ def add_flower_parser(sub) -> None:
 
 
 def flower_command(args: argparse.Namespace) -> int:
+    app_dir, scenario_path = _app_dir_and_scenario(args.first, args.scenario)
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
-    _refuse_study(args.scenario, overrides)
-    scenario = load_scenario(args.scenario, overrides)
-    return run_flower_scenario(scenario, args.out, args.quiet, args.server_app, args.client_app)
+    _refuse_study(scenario_path, overrides)
+    scenario = load_scenario(scenario_path, overrides)
+    run_config = _parsed_run_config(args.run_config) if args.run_config else None
+    if app_dir is None and run_config is not None:  # over the scenario's here; with an app folder, fused later
+        run_config = {**(scenario.flower.run_config if scenario.flower else {}), **run_config}
+    return run_flower_scenario(
+        scenario, args.out, args.quiet, args.server_app, args.client_app, run_config=run_config, app_dir=app_dir
+    )
+
+
+def _app_dir_and_scenario(first: Path, second: Path | None) -> tuple[Path | None, Path]:
+    """(APP_DIR, SCENARIO) of ``flower APP_DIR SCENARIO.yaml``, or (None, SCENARIO) of ``flower SCENARIO.yaml``."""
+    forms = "allowed: APP_DIR SCENARIO.yaml (a Flower app folder, then the scenario) or SCENARIO.yaml alone"
+    if second is None:
+        if first.is_dir():
+            raise ConfigError(f"{first}: an app folder, but no scenario follows it; {forms}")
+        return None, first
+    if not first.is_dir():
+        what = "a file, not a folder" if first.exists() else "no such folder"
+        raise ConfigError(f"{first}: {what}, yet a second argument ({second}) follows it; {forms}")
+    return first, second
+
+
+def _parsed_run_config(items: list[str]) -> dict:
+    """``--run-config`` items, parsed by flwr's own parser (:func:`asyncfl.flower.app_folder.parse_run_config`)."""
+    from asyncfl.flower.apps import require_flwr
+
+    require_flwr()  # flwr parses them: a missing extra is one line with the install command
+    from asyncfl.flower.app_folder import parse_run_config  # built on flwr: imported once it is known to be there
+
+    return parse_run_config(items)
 
 
 def _refuse_study(path: Path, overrides: list[str]) -> None:

@@ -59,9 +59,12 @@ def run_command(args: argparse.Namespace) -> int:
     return _finished(run_dir)
 
 
-def run_flower_scenario(scenario, out: Path | None, quiet: bool, server_app=None, client_app=None) -> int:
+def run_flower_scenario(
+    scenario, out: Path | None, quiet: bool, server_app=None, client_app=None, *, run_config=None, app_dir=None
+) -> int:
     """Run a scenario with Flower apps (:mod:`asyncfl.flower`): the ``flower`` command, or ``run`` of a scenario whose
-    ``flower:`` names its ClientApp; ``server_app``/``client_app``: the flags' (None: the scenario's)."""
+    ``flower:`` names its ClientApp; ``server_app``/``client_app``: the flags' (None: the scenario's);
+    ``run_config``/``app_dir``: ``--run-config``'s and the app folder's (:func:`asyncfl.flower.run`)."""
     from asyncfl.flower.apps import require_flwr  # flwr: an optional extra
 
     require_flwr()  # before anything imports flwr: a missing extra is one line with the install command
@@ -73,7 +76,10 @@ def run_flower_scenario(scenario, out: Path | None, quiet: bool, server_app=None
         refuse_used_out(out, "refusing to overwrite a run.")
     apps_importable_from_here()
     where = ("--server-app", "--client-app")
-    run = run_flower(server_app, client_app, scenario, out, quiet=quiet, where=where, announce=_announce)
+    run = run_flower(
+        server_app, client_app, scenario, out, run_config=run_config, app_dir=app_dir, quiet=quiet, where=where,
+        run_config_where="--run-config", announce=_announce,
+    )  # fmt: skip
     return _finished(run.path)
 
 

@@ -10,6 +10,8 @@ are those of Flower's PyTorch app template (``flwr new``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from string import Formatter
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -19,6 +21,51 @@ from asyncfl.sections import Section
 
 APP_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 APP_SPEC_RULE = "a 'package.module:attribute' string, as Flower's own tools take it (e.g. my_app.server_app:app)"
+
+
+# What a node's ``flower.node_config`` strings may name: Flower's simulation keys, then the client's profile
+NODE_VALUES = ("partition-id", "num-partitions", "samples-per-s", "uplink-mbps", "downlink-mbps", "latency-s")
+SIMULATION_KEYS = NODE_VALUES[:2]  # set by the simulation itself, as Flower's sets them
+EXAMPLE_VALUES = {"partition-id": 0, "num-partitions": 1, **dict.fromkeys(NODE_VALUES[2:], 1.0)}  # their types
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+NodeConfigValue = bool | int | float | str
+
+
+def node_config_of(template: Mapping[str, NodeConfigValue], values: Mapping[str, float]) -> dict[str, NodeConfigValue]:
+    """One node's ``flower.node_config`` entries: each string's ``{name}`` replaced by the node's ``values[name]``
+    as Python's ``str.format`` writes it (``{{`` and ``}}`` are literal braces, ``{latency-s:.2f}`` formats); a
+    string that is one placeholder alone becomes the value itself (``"{samples-per-s}"`` -> the number 20.0)."""
+    entries: dict[str, NodeConfigValue] = {}
+    for key, value in template.items():
+        alone = PLACEHOLDER.fullmatch(value) if isinstance(value, str) else None
+        if alone and alone.group(1) in values:
+            entries[key] = values[alone.group(1)]
+        else:
+            entries[key] = value.format_map(values) if isinstance(value, str) else value
+    return entries
+
+
+def check_node_config(template: Mapping[str, NodeConfigValue]) -> None:
+    """Raise :class:`ConfigError` naming the key of ``flower.node_config`` that the simulation sets itself, or
+    whose string names a value not in :data:`NODE_VALUES` (or formats it in a way Python cannot)."""
+    allowed = ", ".join("{" + name + "}" for name in NODE_VALUES)
+    for key, value in template.items():
+        if key in SIMULATION_KEYS:
+            raise ConfigError(
+                f"{key}: set by the simulation (the node's index, the population's size), as Flower's sets it; "
+                f"allowed: any other key (its string may say {{{key}}})"
+            )
+        if not isinstance(value, str):
+            continue
+        try:
+            names = [field for _, field, _, _ in Formatter().parse(value) if field is not None]
+            unknown = [name for name in names if name not in NODE_VALUES]
+            if not unknown:
+                value.format_map(EXAMPLE_VALUES)  # a bad format spec raises here, not mid-run
+        except ValueError as error:  # a lone brace, a format spec a number cannot take
+            raise ConfigError(f"{key}: {value!r}: {error}; allowed: placeholders {allowed}, {{{{ and }}}}") from None
+        if unknown:
+            raise ConfigError(f"{key}: {value!r} names {{{unknown[0]}}}; allowed: {allowed}")
 
 
 def check_app_spec(spec: object) -> None:
@@ -63,6 +110,12 @@ class Flower(Section):
     run_config: dict[str, bool | int | float | str] = Field(
         default_factory=dict, description="Flower's run config, passed to both apps' Context"
     )
+    node_config: dict[str, NodeConfigValue] = Field(
+        default_factory=dict,
+        description="entries added to every node's node_config beside partition-id and num-partitions; in a string, "
+        "{partition-id}, {num-partitions}, {samples-per-s}, {uplink-mbps}, {downlink-mbps} and {latency-s} are the "
+        "node's own (e.g. data-path: 'data/{partition-id}.npz')",
+    )
     metrics: FlowerMetrics = FlowerMetrics()
     work: FlowerWork = FlowerWork()
     evaluation: Literal["timed", "untimed"] | None = Field(
@@ -77,6 +130,12 @@ class Flower(Section):
     def _spec(cls, value: str | None) -> str | None:
         if value is not None:
             check_app_spec(value)
+        return value
+
+    @field_validator("node_config")
+    @classmethod
+    def _node_config(cls, value: dict[str, NodeConfigValue]) -> dict[str, NodeConfigValue]:
+        check_node_config(value)
         return value
 
 

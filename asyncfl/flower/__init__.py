@@ -32,19 +32,25 @@ def run(
     *,
     overrides: Iterable[str] = (),
     run_config: Mapping[str, Any] | None = None,
+    app_dir: str | Path | None = None,
     quiet: bool = True,
 ) -> Run:
     """Run ``server_app`` with ``client_app`` on the virtual clock of ``scenario`` (a path, a dict of keys or a
     :class:`~asyncfl.Scenario`) and return the :class:`asyncfl.Run` it wrote.  The apps are the objects or their
     ``package.module:attribute`` strings; None takes the scenario's ``flower.server_app`` / ``flower.client_app``.
-    ``run_config`` replaces ``flower.run_config``; ``overrides``: ``--set`` items."""
+    ``run_config`` replaces ``flower.run_config``; ``overrides``: ``--set`` items.
+
+    ``app_dir``: a Flower app folder, read as ``flwr run`` reads it (the apps then stay None): its
+    ``pyproject.toml`` names the apps, and the run config is ``[tool.flwr.app.config]`` < ``flower.run_config`` <
+    ``run_config`` (each key one the app declares), e.g. ``run(None, None, "s.yaml", app_dir="my_app")``."""
     require_flwr()
     # flwr is an optional extra: the modules built on it are imported once it is known to be there
     from asyncfl.flower.start import run_flower
 
     return run_flower(
-        server_app, client_app, scenario, out_dir, overrides=overrides, run_config=run_config, quiet=quiet
-    )
+        server_app, client_app, scenario, out_dir, overrides=overrides, run_config=run_config, app_dir=app_dir,
+        quiet=quiet,
+    )  # fmt: skip
 
 
 __all__ = ["run"]

@@ -69,6 +69,7 @@ from asyncfl.flower.apps import load_function
 from asyncfl.flower.evaluation import examples_of, metric, reply_metric, weighted_metrics
 from asyncfl.flower.flat_arrays import ArraysMismatch, FlatArrays, as_array_record
 from asyncfl.flower.generators import apps_seeded, flower_seeds
+from asyncfl.flower.node_config import node_configs
 from asyncfl.flower.nodes import FlowerNodes, message_bytes, node_id
 from asyncfl.learn.trainer import TrainingJob, TrainingResult
 from asyncfl.learn.training import Training
@@ -287,7 +288,7 @@ def client_app_learning(client_app: Any, run_id: int, first_arrays: Any = None) 
         record = initial_arrays(s, first_arrays)
         arrays = FlatArrays(record, device)
         initial = arrays.flatten(record)
-        nodes = FlowerNodes(client_app, s.data.clients, run_id, flower.run_config, flower.work)
+        nodes = FlowerNodes(client_app, s.data.clients, run_id, flower.run_config, flower.work, node_configs(s))
         keys = FlowerKeys(
             lr=float(flower.run_config.get("lr", s.training.lr)),
             accuracy=flower.metrics.accuracy,

@@ -79,7 +79,10 @@ class FlowerNodes:
         run_id: int,
         run_config: Mapping[str, Any] | None = None,
         work: FlowerWork | None = None,
+        node_configs: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
+        """``node_configs``: each node's node_config (:func:`asyncfl.flower.node_config.node_configs`); None: what
+        Flower's simulation sets, ``partition-id`` and ``num-partitions``."""
         self.client_app = client_app
         self.run_config = dict(run_config or {})
         self.work = work if work is not None else FlowerWork()
@@ -88,7 +91,9 @@ class FlowerNodes:
             Context(
                 run_id=run_id,
                 node_id=node_id(i),
-                node_config={PARTITION_ID_KEY: i, NUM_PARTITIONS_KEY: num_clients},
+                node_config=(
+                    dict(node_configs[i]) if node_configs else {PARTITION_ID_KEY: i, NUM_PARTITIONS_KEY: num_clients}
+                ),
                 state=RecordDict(),
                 run_config=dict(self.run_config),
             )

@@ -30,10 +30,12 @@ from asyncfl.config.flower import Flower, check_k_async_flower
 from asyncfl.config.schema import Scenario
 from asyncfl.config.yaml_files import flower_run_config, override_list, path_argument
 from asyncfl.errors import ConfigError
+from asyncfl.flower.app_folder import AppFolder, fused_run_config, on_sys_path, read_app_folder
 from asyncfl.flower.apps import flwr_log, load_app
 from asyncfl.flower.generators import apps_seeded, flower_seeds
 from asyncfl.flower.grid import VirtualGrid
 from asyncfl.flower.k_async import run_k_async
+from asyncfl.flower.node_config import node_configs
 from asyncfl.flower.nodes import FlowerNodes
 from asyncfl.flower.recording import EvaluationMetrics, FlowerLearner, FlowerRecorder, ServerSide, expected_rounds
 from asyncfl.flower.server_side import watching_start
@@ -88,14 +90,57 @@ def run_flower(
     *,
     overrides: Iterable[str] = (),
     run_config: Mapping | None = None,
+    app_dir: str | Path | None = None,
     quiet: bool = True,
     where: tuple[str, str] = ("server_app", "client_app"),
+    run_config_where: str = "run_config",
     announce: Callable[[Path], None] | None = None,
 ) -> Run:
     """:func:`asyncfl.flower.run`; ``where``: how the caller names the two apps in its errors (the argument
-    names, or the command's flags); ``announce(run_dir)``: called once the run directory is held."""
+    names, or the command's flags), ``run_config_where`` the run config; ``announce(run_dir)``: called once the
+    run directory is held.  ``app_dir``: a Flower app folder (:mod:`asyncfl.flower.app_folder`): its
+    ``pyproject.toml`` names the apps, and ``run_config`` is fused over its defaults and ``flower.run_config``."""
     out_dir = path_argument(out_dir, "out_dir")
-    s = flower_scenario(scenario, overrides, run_config)
+    if app_dir is None:
+        s = flower_scenario(scenario, overrides, run_config)
+        return _run_flower(server_app, client_app, s, out_dir, quiet, where, announce)
+    app = read_app_folder(path_argument(app_dir, "app_dir"))
+    for given, named in ((server_app, where[0]), (client_app, where[1])):
+        if given is not None:
+            raise ConfigError(
+                f"{named}: the app folder {app.path} names the apps ({app.pyproject}'s [tool.flwr.app.components]); "
+                f"allowed: an app folder or {where[0]} and {where[1]}, not both"
+            )
+    s = flower_scenario(scenario, overrides)
+    s = app_folder_scenario(app, s, {} if run_config is None else flower_run_config(run_config), run_config_where)
+    flower = s.flower or Flower()
+    components = f"{app.pyproject}: [tool.flwr.app.components]"
+    with on_sys_path(app.path):  # as Flower's load_app: the app's own packages import
+        return _run_flower(
+            flower.server_app, flower.client_app, s, out_dir, quiet,
+            (f"{components} serverapp", f"{components} clientapp"), announce,
+        )  # fmt: skip
+
+
+def app_folder_scenario(app: AppFolder, s: Scenario, run_config: Mapping, run_config_where: str) -> Scenario:
+    """``s`` running ``app``: its ``flower:`` section names the folder's apps (a K-async run: its ClientApp only)
+    and holds the run config the app gets, ``app.config`` < ``flower.run_config`` < ``run_config``."""
+    flower = s.flower or Flower()
+    fused = fused_run_config(app, ("flower.run_config", flower.run_config), (run_config_where, run_config))
+    server_app = None if s.server.mode == "k_async" else app.server_app  # K-async: asyncfl's server, no ServerApp
+    update = {"server_app": server_app, "client_app": app.client_app, "run_config": fused}
+    return s.model_copy(update={"flower": flower.model_copy(update=update)})
+
+
+def _run_flower(
+    server_app: Any,
+    client_app: Any,
+    s: Scenario,
+    out_dir: Path | None,
+    quiet: bool,
+    where: tuple[str, str],
+    announce: Callable[[Path], None] | None,
+) -> Run:
     flower = s.flower or Flower()
     k_async = s.server.mode == "k_async"  # asyncfl's K-async server, the ClientApp its trainer: no ServerApp
     if k_async and server_app is not None:
@@ -142,7 +187,7 @@ class FlowerSession:
         classes = dataset_spec(s.data)[1]
         self.out = run_directory(s, run_dir, self.clients, None, classes, start, reasons)
         self.run_id, self.app_seed = flower_seeds(s.seed)
-        self.nodes = FlowerNodes(client_app, n, self.run_id, flower.run_config, flower.work)
+        self.nodes = FlowerNodes(client_app, n, self.run_id, flower.run_config, flower.work, node_configs(s))
         self.learner = FlowerLearner(n)
         self.round_spans: list = []
         self.state = RunState()
