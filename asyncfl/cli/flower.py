@@ -15,7 +15,8 @@ from asyncfl.study.spec import is_study
 
 
 def add_flower_parser(sub) -> None:
-    flower = sub.add_parser("flower", help="run a Flower ServerApp and ClientApp on the scenario's virtual clock")
+    said = "run a Flower app (an app folder, or a ServerApp and ClientApp) on the scenario's virtual clock"
+    flower = sub.add_parser("flower", help=said)
     flower.add_argument(
         "first", type=Path, metavar="[APP_DIR]", help="a Flower app folder (its pyproject.toml names the apps)"
     )

@@ -1,6 +1,6 @@
 """Command line: ``python -m asyncfl [run] FILE.yaml``, ``validate FILE.yaml``, ``plot RUN_DIR``,
 ``compare RUN_DIR...``, ``report SWEEP_DIR``, ``reference``, ``traces convert IN``, ``advise FILE.yaml``,
-``flower FILE.yaml --server-app M:A --client-app M:A``.
+``flower [APP_DIR] FILE.yaml [--run-config "k=v"]``.
 Files with ``compare:``/``seeds:`` run as sweeps (asyncfl.study).  The parser and the dispatch; each
 command's code is in its own module of this package."""
 
