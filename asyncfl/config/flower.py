@@ -19,6 +19,9 @@ from pydantic import Field, field_validator
 from asyncfl.errors import ConfigError
 from asyncfl.sections import Section
 
+# how long Flower's SuperLink still lists a node that went offline, at most: HEARTBEAT_PATIENCE (2) x
+# HEARTBEAT_DEFAULT_INTERVAL (30 s), flwr/common/constant.py (a node is online until 2 intervals after its last beat)
+OFFLINE_GRACE_S = 60.0
 APP_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 APP_SPEC_RULE = "a 'package.module:attribute' string, as Flower's own tools take it (e.g. my_app.server_app:app)"
 
@@ -118,6 +121,12 @@ class Flower(Section):
     )
     metrics: FlowerMetrics = FlowerMetrics()
     work: FlowerWork = FlowerWork()
+    offline_grace_s: float = Field(
+        default=OFFLINE_GRACE_S,
+        ge=0,
+        description="seconds an offline node is still listed by grid.get_node_ids() (Flower's SuperLink notices a "
+        "node is gone only after missed heartbeats: at most 2 x 30 s); 0: exactly the nodes online now",
+    )
     evaluation: Literal["timed", "untimed"] | None = Field(
         default=None,
         description="how evaluate messages cost virtual time: timed (real round trips, as Flower runs them), "

@@ -65,7 +65,9 @@ from __future__ import annotations
 import math
 import numbers
 import threading
+import time
 import uuid
+from logging import ERROR
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -73,11 +75,14 @@ from typing import Any
 import simpy
 from flwr.app import Error, Message, MessageType, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+from flwr.common.logger import log as flwr_log
 from flwr.serverapp import Grid
 from flwr.supercore.run import Run, RunNotRunningException
 from flwr.supercore.task_identity import TaskIdentity
 
+from asyncfl.config.flower import OFFLINE_GRACE_S
 from asyncfl.errors import ConfigError
+from asyncfl.flower.link_state import NodeView, expiry_of, message_ids_asked, unavailable_reply
 from asyncfl.flower.nodes import FlowerNodes, client_of, message_bytes
 from asyncfl.flower.secure_aggregation import COLLECT, LAST, continues, stage_of
 from asyncfl.flower.threads import MESSAGE_UNAVAILABLE, Batch, ThreadCalls
@@ -85,9 +90,12 @@ from asyncfl.sim.clients import DoneWork, EventSink, TaskPlan, Work, phase_secon
 from asyncfl.sim.servers import ClosedRound
 
 UNAVAILABLE = "Error: Node Unavailable - the client went offline or ran out of battery (asyncfl virtual time)"
-# get_node_ids calls with no push between them: the ServerApp waits for nodes that never come (Flower's
-# sample_nodes asks again after each real second of sleep; FedAvg asks twice a round)
+# get_node_ids calls with no push between them that could never be answered better (every node listed, or the
+# unlisted ones never back) end the run once there are more than WAITING_LIMIT of them over at least WAITING_S real
+# seconds: Flower's sample_nodes sleeps a real second between its tries, where an app asking a few times in a row
+# for its own reasons does not
 WAITING_LIMIT = 5
+WAITING_S = 4.0
 
 
 @dataclass
@@ -99,6 +107,16 @@ class Task:
     reply: Message
     train: bool
     samples: int = 0
+    arrives: float = math.nan  # when the ServerApp can pull its reply: the plan's end, or the message's expiry
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.arrives):
+            self.arrives = self.plan.end
+
+    @property
+    def expired(self) -> bool:
+        """Its reply came after the message's ttl: the ServerApp gets Flower's expired error reply instead."""
+        return self.plan.end > self.arrives
 
 
 @dataclass
@@ -132,6 +150,7 @@ class VirtualGrid(Grid):
         listener: Callable[[Outcome], None] = lambda outcome: None,
         should_stop: Callable[[], bool] = lambda: False,
         timed_evaluation: bool = True,
+        offline_grace_s: float = OFFLINE_GRACE_S,
     ) -> None:
         self.env = simpy.Environment()
         self.nodes, self.clients, self.work, self.log = nodes, clients, work, log
@@ -141,7 +160,10 @@ class VirtualGrid(Grid):
         self.trained = 0  # train rounds so far (a SecAgg+ round's four trips count once): the next round's version
         self.sent = 0  # messages pushed so far (their ids)
         self.tasks: dict[str, Task] = {}  # message id -> task, until its reply is pulled or given up
-        self.waiting = 0  # get_node_ids calls since the last push
+        self.view = NodeView(nodes.node_ids, [device.availability for device in clients], offline_grace_s)
+        self.waiting = 0  # get_node_ids calls since the last push that could never be answered better
+        self.waiting_since = 0.0  # the real time of the first of them
+        self.asked = False  # get_node_ids was called since the last push
         # bytes of each content pushed in the batch at hand: Flower's strategies push one RecordDict to every node,
         # and no ClientApp changes it (each gets a copy: FlowerNodes.call), so it is counted once
         self.content_bytes: dict[int, int] = {}
@@ -169,40 +191,67 @@ class VirtualGrid(Grid):
         return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
 
     def get_node_ids(self) -> Iterable[int]:
+        """The nodes Flower's link state lists now: online, or offline for less than ``offline_grace_s``
+        (:class:`~asyncfl.flower.link_state.NodeView`).  Asked again with no push between while a node is not listed,
+        the clock first moves to the next time one is (a ServerApp's waiting loop, in virtual time)."""
         if threading.get_ident() != self.owner:
             # Flower's legacy DefaultWorkflow also asks from a thread of its own every 5 real seconds
-            # (flwr/server/compat/app_utils.py, _update_client_manager): every node stays registered here, so its
-            # answer changes nothing, and it is not the ServerApp waiting; after the run, RunNotRunningException
-            # ends that thread, as Flower's grid ends it
+            # (flwr/server/compat/app_utils.py, _update_client_manager): its answer changes nothing, and it is not
+            # the ServerApp waiting; after the run, RunNotRunningException ends that thread, as Flower's grid ends it
             if self.closed:
                 raise RunNotRunningException
-            return list(self.nodes.node_ids)
+            return self.view.listed(self.env.now, self.trained)
         self.threads.raise_kept()
-        if self.stopped:  # the strategy's rounds after the stop sample nodes, and push nothing: not waiting
+        if self.stopped:  # after the stop: every node, so a strategy's sampling never waits and the app returns
             return list(self.nodes.node_ids)
+        listed = self.view.listed(self.env.now, self.trained)
+        if self.asked and len(listed) < len(self.nodes):
+            back = self.view.next_listed(self.env.now, self.trained)
+            if math.isfinite(back):
+                self._advance(back)
+                return self.view.listed(self.env.now, self.trained)
+        self.asked = True
+        self._count_waiting()
+        return listed
+
+    def _count_waiting(self) -> None:
+        """One more call that no waiting could answer better; too many of them, for too long: the ServerApp waits
+        for nodes that never come, and is stopped rather than left sleeping forever."""
+        if self.waiting == 0:
+            self.waiting_since = time.monotonic()
         self.waiting += 1
-        if self.waiting > WAITING_LIMIT:
+        if self.waiting > WAITING_LIMIT and time.monotonic() - self.waiting_since >= WAITING_S:
             raise ConfigError(
                 f"the ServerApp keeps waiting for nodes: it needs more than the {len(self.nodes)} clients of the "
-                "population (data.clients); allowed: a strategy whose min_available_nodes / min_train_nodes / "
-                f"min_evaluate_nodes is at most {len(self.nodes)}"
+                "population (data.clients) or more than ever come online together; allowed: a strategy whose "
+                f"min_available_nodes / min_train_nodes / min_evaluate_nodes is at most {len(self.nodes)}"
             )
-        return list(self.nodes.node_ids)
 
     def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        """Push ``messages`` now; their ids, but for those to a node the Grid does not have, dropped with Flower's
+        log line (as its link state's ``store_message_ins``)."""
         self.content_bytes.clear()
-        return [self._push(message).message.metadata.message_id for message in messages]
+        return [self._push(message).message.metadata.message_id for message in self._deliverable(messages)]
 
-    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
-        """The replies to ``message_ids`` that are in by now; when none is, the clock first advances to the
-        earliest of them (a pull loop's waiting, in virtual time)."""
-        asked = [self.tasks[i] for i in message_ids if i in self.tasks]
-        if asked and all(task.plan.end > self.env.now for task in asked):
-            self._advance(min(task.plan.end for task in asked))
-        ready = [task for task in asked if task.plan.end <= self.env.now]
+    def pull_messages(
+        self, reply_to_message_ids: Iterable[str] | None = None, *, message_ids: Iterable[str] | None = None
+    ) -> Iterable[Message]:
+        """The replies to the messages asked (flwr 1.42: ``pull_messages(ids)``; 1.43: ``reply_to_message_ids`` or
+        ``message_ids``; none given: every message pushed and not pulled yet) that are in by now; when none is, the
+        clock first advances to the earliest of them (a pull loop's waiting, in virtual time).  An id the Grid does
+        not hold (never pushed, pulled before, or given up at a deadline) gets Flower's ``MESSAGE_UNAVAILABLE``
+        error reply."""
+        ids = message_ids_asked(reply_to_message_ids, message_ids)
+        ids = list(self.tasks) if ids is None else ids
+        now = self.env.now
+        unknown = [unavailable_reply(i, self._run.run_id, now) for i in ids if i not in self.tasks]
+        asked = [self.tasks[i] for i in dict.fromkeys(ids) if i in self.tasks]
+        if asked and not unknown and all(task.arrives > now for task in asked):
+            self._advance(min(task.arrives for task in asked))
+        ready = [task for task in asked if task.arrives <= self.env.now]
         for task in ready:
             del self.tasks[task.message.metadata.message_id]
-        return [task.reply for task in ready]
+        return unknown + [task.reply for task in ready]
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
         """Push ``messages`` now and return the replies in by the virtual deadline ``now + timeout`` (None: all),
@@ -228,7 +277,7 @@ class VirtualGrid(Grid):
         deadline_s = deadline_of(timeout)
         self.content_bytes.clear()
         updates = train and stage in (None, COLLECT)  # replies that are updates: clients.csv's participations
-        tasks = [self._push(message, updates) for message in messages]
+        tasks = [self._push(message, updates) for message in self._deliverable(messages)]
         outcome = self._finish(t0, t0 + deadline_s, tasks, train, stage)
         outcome.halted = halted
         self.listener(outcome)
@@ -244,7 +293,7 @@ class VirtualGrid(Grid):
     def _finish(self, t0: float, deadline: float, tasks: list[Task], train: bool, stage: str | None) -> Outcome:
         """Close the round of ``tasks`` pushed at ``t0`` (at the last end, or ``deadline``): the clock there, the
         tasks forgotten, the version moved on after a round's last train trip."""
-        close_at = min(deadline, max((task.plan.end for task in tasks), default=t0))
+        close_at = min(deadline, max((task.arrives for task in tasks), default=t0))
         self._advance(close_at)
         outcome = self._close(t0, close_at, tasks)
         outcome.stage = stage
@@ -359,17 +408,27 @@ class VirtualGrid(Grid):
     # --- the timing world -------------------------------------------------------------------------------
     def _identify(self, message: Message, now: float) -> None:
         """A pushed message's id (deterministic, unlike uuid4) and virtual creation time; its node must exist."""
-        self.waiting = 0
+        self.waiting, self.asked = 0, False
         metadata = message.metadata
         metadata.__dict__["_message_id"] = str(uuid.UUID(int=self.sent))
         self.sent += 1
         metadata.created_at = now
-        if not 0 <= client_of(metadata.dst_node_id) < len(self.nodes):
-            raise ValueError(f"Invalid message: no node {metadata.dst_node_id} in this Grid")
         if not metadata.ttl > 0:  # NaN too; Flower's SuperLink refuses ttl <= 0 (flwr/server/utils/validator.py)
             raise ConfigError(
                 f"the ServerApp pushed a message with ttl={metadata.ttl!r}; allowed: ttl > 0 seconds (inf: no expiry)"
             )
+
+    def _deliverable(self, messages: Iterable[Message]) -> list[Message]:
+        """``messages`` but those to a node the Grid does not have: dropped with the log line of Flower's link state
+        (``store_message_ins``: "Invalid destination node ID"), not pushed, given no id."""
+        kept = []
+        for message in messages:
+            node = message.metadata.dst_node_id if isinstance(message, Message) else None
+            if node is not None and not 0 <= client_of(node) < len(self.nodes):
+                flwr_log(ERROR, "Invalid destination node ID for Message: %s", node)
+                continue
+            kept.append(message)
+        return kept
 
     def _push(self, message: Message, update: bool | None = None) -> Task:
         """Time ``message`` as a task; ``update``: whether its reply is an update (None: a train message's is),
@@ -398,8 +457,12 @@ class VirtualGrid(Grid):
         reply, samples = called[0] if called else (None, 0)
         if reply is None or (plan.failure is not None and plan.failure != "client_app"):
             reply = Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason=UNAVAILABLE), reply_to=message)
-        _stamp(reply, plan.end, message)
-        task = Task(message, plan, reply, train, samples)
+        arrives = min(plan.end, expiry_of(message))
+        if plan.end > arrives:  # in after its ttl: Flower's link state answers a pull from then on with its error
+            reply = unavailable_reply(metadata.message_id, self._run.run_id, arrives)
+        else:
+            _stamp(reply, plan.end, message)
+        task = Task(message, plan, reply, train, samples, arrives)
         self.tasks[metadata.message_id] = task
         counted = train if update is None else update
         self.env.process(
@@ -417,28 +480,31 @@ class VirtualGrid(Grid):
 
     def _close(self, t0: float, close_at: float, tasks: Sequence[Task]) -> Outcome:
         """The round as a sync server closes it: replies in by ``close_at`` returned (failures as error
-        replies), tasks still running given up (late, failed ``deadline`` here; they run on)."""
+        replies), tasks still running given up (late, failed ``deadline`` here; they run on) at ``close_at``, or at
+        their message's expiry, whose error reply is returned (the expiry is a deadline of the message's own)."""
         closed = ClosedRound(self.trained + 1, t0, close_at, selected=[client_of_task(t) for t in tasks])
         outcome = Outcome(closed, list(tasks))
         for task in tasks:
             plan = task.plan
-            if plan.end > close_at:
+            if task.arrives <= close_at:
+                outcome.returned.append(task)
+            if plan.end > close_at or task.expired:
+                cut = min(close_at, task.arrives)
                 closed.late += 1
                 closed.failures["deadline"] += 1
                 closed.failed_clients.append(plan.client)
-                closed.timed_out.append((plan.client, close_at - plan.start))
-                closed.lost_s += sum(phase_seconds(plan, close_at))
-                closed.lost_compute_s += phase_seconds(plan, close_at)[1]
-                self.clients[plan.client].stats.late_spans.append((close_at, plan.end))
+                closed.timed_out.append((plan.client, cut - plan.start))
+                closed.lost_s += sum(phase_seconds(plan, cut))
+                closed.lost_compute_s += phase_seconds(plan, cut)[1]
+                self.clients[plan.client].stats.late_spans.append((cut, plan.end))
                 if plan.failure is None:
                     plan.failure = "deadline"  # its end is logged as a failure: the ServerApp never gets it
                 continue
-            outcome.returned.append(task)
             if plan.delivered:
                 closed.received.append(plan)
             else:
                 closed.failed(plan)
-        outcome.returned.sort(key=lambda task: task.plan.end)  # arrival order (stable: push order on ties)
+        outcome.returned.sort(key=lambda task: task.arrives)  # arrival order (stable: push order on ties)
         closed.received.sort(key=lambda plan: plan.end)
         return outcome
 

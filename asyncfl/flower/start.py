@@ -216,7 +216,7 @@ class FlowerSession:
         work = task_work(s, 0)  # the battery's energy per sample and per byte
         self.grid = VirtualGrid(
             self.nodes, self.clients, work, self.out.event, self.run_id, recorder, self._stop,
-            timed_evaluation=flower.evaluation != "untimed",
+            timed_evaluation=flower.evaluation != "untimed", offline_grace_s=flower.offline_grace_s,
         )  # fmt: skip
 
     def _stop(self) -> bool:

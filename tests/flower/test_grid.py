@@ -48,7 +48,11 @@ def test_a_deadline_drops_exactly_the_clients_whose_task_time_exceeds_it(tmp_pat
     assert [at for _, at, _ in returned] == pytest.approx(expected[:2], abs=1e-9)
     assert toy_app.SEEN["now"] == 0.35
     assert toy_app.SEEN["created"] == [0.0] * 4  # virtual timestamps
-    assert toy_app.SEEN["late_pull"] == []  # a reply given up at the deadline is never returned
+    # pulled again, the two returned replies and the two given up at the deadline are Flower's "message unavailable"
+    # error replies (a reply given up is never returned)
+    late_pull = toy_app.SEEN["late_pull"]
+    assert [m.error.code for m in late_pull] == [ErrorCode.MESSAGE_UNAVAILABLE] * 4
+    assert [int(m.metadata.reply_to_message_id[-1]) for m in late_pull] == [0, 1, 2, 3]
 
 
 def test_the_round_record_counts_the_late_tasks_as_deadline_failures(tmp_path):

@@ -1,0 +1,92 @@
+"""What Flower's SuperLink keeps for a run (``flwr/server/superlink/linkstate``), on the virtual clock: which nodes
+it sees online (:class:`NodeView`) and the replies it hands out, with the error replies it makes for a message it
+does not hold (:func:`unavailable_reply`) or that expired (``ttl``) before its reply came.
+
+**Which nodes the SuperLink lists.**  A SuperNode sends a heartbeat every ``HEARTBEAT_DEFAULT_INTERVAL`` (30 s);
+the link state keeps it online until ``HEARTBEAT_PATIENCE`` (2) intervals after the last one (``online_until``)
+and lists a node while ``online_until > now`` (``in_memory_linkstate.py``, ``get_nodes`` and
+``_check_and_tag_offline_nodes``).  So a node that went offline at t_off is listed until t_off + g, where g, the
+SuperLink's grace, is at most 60 s (a node gone just after a heartbeat) and 0 for a SuperNode that signs off.  Here
+g is ``flower.offline_grace_s``: a node is listed at virtual time t when its client is online at some time in
+[t - g, t], the time before 0 counting as online (every node of the population registered before the run).  A node
+that comes back is listed at once (its first heartbeat).  Online means the client's availability model, eligibility
+included (a device not charging or off its unmetered network takes no work: it is not connected, as in production
+FL); the battery does not hide a node (a device below its battery threshold keeps running, and reading its level
+would change clients.csv).  A round-indexed model (one draw per sync round, no times) lists the nodes online in
+the round at hand, whatever g.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from flwr.app import Error, Message, Metadata
+from flwr.app.message import make_message
+from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+
+from asyncfl.flower.threads import MESSAGE_UNAVAILABLE
+
+# Flower's own system message type for the replies its link state makes (flwr.supercore.constant)
+SYSTEM_MESSAGE_TYPE = "system"
+
+
+class NodeView:
+    """The nodes Flower's link state lists at a virtual time (see the module's docstring): ``models[i]`` is
+    client i's availability model, ``grace_s`` how long an offline node still looks online."""
+
+    def __init__(self, node_ids: Sequence[int], models: Sequence[Any], grace_s: float) -> None:
+        self.node_ids, self.models, self.grace_s = list(node_ids), list(models), grace_s
+
+    def listed(self, t: float, rnd: int) -> list[int]:
+        """The ids of the nodes listed at ``t`` (in sync round ``rnd``), in node order."""
+        return [node for node, model in zip(self.node_ids, self.models) if self._listed(model, t, rnd)]
+
+    def _listed(self, model: Any, t: float, rnd: int) -> bool:
+        if model.online(t, rnd) or model.round_indexed:
+            return model.online(t, rnd)
+        since = t - self.grace_s
+        if since < 0:  # before the run, every node was online: gone at 0 at the earliest
+            return True
+        return model.next_online(since) <= t
+
+    def next_listed(self, t: float, rnd: int) -> float:
+        """The first time after ``t`` at which a node not listed at ``t`` is listed (inf: never, for all we can
+        tell: the unlisted ones stay offline, or their model decides per round, which no waiting changes)."""
+        listed = set(self.listed(t, rnd))
+        return min(
+            (
+                model.next_online(t)
+                for node, model in zip(self.node_ids, self.models)
+                if node not in listed and not model.round_indexed
+            ),
+            default=math.inf,
+        )
+
+
+def message_ids_asked(reply_to_message_ids: Iterable[str] | None, message_ids: Iterable[str] | None) -> list[str]:
+    """The ids a pull asks for, by flwr 1.42's ``pull_messages(message_ids)`` or 1.43's
+    ``pull_messages(reply_to_message_ids=None, *, message_ids=None)``; None: every message not yet pulled."""
+    if reply_to_message_ids is not None and message_ids is not None:
+        raise TypeError("pull_messages: give the message ids once (reply_to_message_ids or message_ids)")
+    asked = reply_to_message_ids if reply_to_message_ids is not None else message_ids
+    return None if asked is None else list(asked)
+
+
+def unavailable_reply(message_id: str, run_id: int, at: float) -> Message:
+    """Flower's reply to a pull of a message it does not hold (never pushed, already pulled, or expired): an error
+    ``MESSAGE_UNAVAILABLE`` from the SuperLink, as ``create_message_error_unavailable_ins_message``
+    (``flwr/server/superlink/linkstate/utils.py``) makes it, created at ``at``."""
+    metadata = Metadata(
+        run_id=run_id, message_id=message_id + "-unavailable", src_node_id=SUPERLINK_NODE_ID,
+        dst_node_id=SUPERLINK_NODE_ID, reply_to_message_id=message_id, group_id="",
+        message_type=SYSTEM_MESSAGE_TYPE, created_at=at, ttl=0,
+    )  # fmt: skip
+    return make_message(metadata=metadata, error=Error(code=ErrorCode.MESSAGE_UNAVAILABLE, reason=MESSAGE_UNAVAILABLE))
+
+
+def expiry_of(message: Message) -> float:
+    """The virtual time a pushed message expires: its ``created_at`` + ``ttl`` (Flower's
+    ``message_ttl_has_expired``: expired strictly after)."""
+    return message.metadata.created_at + message.metadata.ttl
