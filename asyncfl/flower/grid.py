@@ -53,21 +53,16 @@ and the app's own code after it runs (its final model is saved as the app saves 
 
 Time: ``timeout`` is a virtual deadline counted from the push (None or inf: none; a negative or NaN one is refused
 with a :class:`~asyncfl.errors.ConfigError`, as is a message whose ``ttl`` is not above 0); :meth:`send_and_receive`
-advances the clock to the moment it returns (every reply in, or the deadline).  Message timestamps (``created_at``
-of a pushed message and of its reply) are virtual seconds.  :meth:`get_node_ids` returns every node of the
-population, as Flower returns every registered node: an offline client is found out when a message reaches it (and
-a ServerApp waiting for more nodes than the population has is stopped with a :class:`~asyncfl.errors.ConfigError`
-instead of sleeping forever).
+advances the clock to the moment it returns (every reply in, or the deadline).  Which nodes :meth:`get_node_ids`
+lists, the ttl, pulls and timestamps follow Flower's link state (:mod:`asyncfl.flower.link_state`).
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 import threading
 import time
 import uuid
-from logging import ERROR
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -75,14 +70,21 @@ from typing import Any
 import simpy
 from flwr.app import Error, Message, MessageType, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
-from flwr.common.logger import log as flwr_log
 from flwr.serverapp import Grid
 from flwr.supercore.run import Run, RunNotRunningException
 from flwr.supercore.task_identity import TaskIdentity
 
 from asyncfl.config.flower import OFFLINE_GRACE_S
 from asyncfl.errors import ConfigError
-from asyncfl.flower.link_state import NodeView, expiry_of, message_ids_asked, unavailable_reply
+from asyncfl.flower.link_state import (
+    NodeView,
+    deadline_of,
+    deliverable,
+    expiry_of,
+    message_ids_asked,
+    stamp_reply,
+    unavailable_reply,
+)
 from asyncfl.flower.nodes import FlowerNodes, client_of, message_bytes
 from asyncfl.flower.secure_aggregation import COLLECT, LAST, continues, stage_of
 from asyncfl.flower.threads import MESSAGE_UNAVAILABLE, Batch, ThreadCalls
@@ -231,7 +233,7 @@ class VirtualGrid(Grid):
         """Push ``messages`` now; their ids, but for those to a node the Grid does not have, dropped with Flower's
         log line (as its link state's ``store_message_ins``)."""
         self.content_bytes.clear()
-        return [self._push(message).message.metadata.message_id for message in self._deliverable(messages)]
+        return [self._push(message).message.metadata.message_id for message in deliverable(messages, len(self.nodes))]
 
     def pull_messages(
         self, reply_to_message_ids: Iterable[str] | None = None, *, message_ids: Iterable[str] | None = None
@@ -277,7 +279,7 @@ class VirtualGrid(Grid):
         deadline_s = deadline_of(timeout)
         self.content_bytes.clear()
         updates = train and stage in (None, COLLECT)  # replies that are updates: clients.csv's participations
-        tasks = [self._push(message, updates) for message in self._deliverable(messages)]
+        tasks = [self._push(message, updates) for message in deliverable(messages, len(self.nodes))]
         outcome = self._finish(t0, t0 + deadline_s, tasks, train, stage)
         outcome.halted = halted
         self.listener(outcome)
@@ -361,7 +363,7 @@ class VirtualGrid(Grid):
         reply = task.reply
         if task.plan.end > batch.started + batch.deadline_s:
             reply = Message(Error(code=ErrorCode.MESSAGE_UNAVAILABLE, reason=MESSAGE_UNAVAILABLE), reply_to=message)
-            _stamp(reply, batch.started + batch.deadline_s, message)
+            stamp_reply(reply, batch.started + batch.deadline_s, message)
         if batch.turn() is None:
             self.batch = None
             if untimed:
@@ -384,7 +386,7 @@ class VirtualGrid(Grid):
         self._identify(message, now)
         client = client_of(message.metadata.dst_node_id)
         reply = self.nodes.call(client, message)
-        _stamp(reply, now, message)
+        stamp_reply(reply, now, message)
         return Task(message, TaskPlan(client, self.trained, 0, now, [], now), reply, train=False)
 
     def _untimed_outcome(self, tasks: list[Task], halted: bool) -> Outcome:
@@ -418,18 +420,6 @@ class VirtualGrid(Grid):
                 f"the ServerApp pushed a message with ttl={metadata.ttl!r}; allowed: ttl > 0 seconds (inf: no expiry)"
             )
 
-    def _deliverable(self, messages: Iterable[Message]) -> list[Message]:
-        """``messages`` but those to a node the Grid does not have: dropped with the log line of Flower's link state
-        (``store_message_ins``: "Invalid destination node ID"), not pushed, given no id."""
-        kept = []
-        for message in messages:
-            node = message.metadata.dst_node_id if isinstance(message, Message) else None
-            if node is not None and not 0 <= client_of(node) < len(self.nodes):
-                flwr_log(ERROR, "Invalid destination node ID for Message: %s", node)
-                continue
-            kept.append(message)
-        return kept
-
     def _push(self, message: Message, update: bool | None = None) -> Task:
         """Time ``message`` as a task; ``update``: whether its reply is an update (None: a train message's is),
         the only tasks clients.csv's ``participations`` counts when they deliver."""
@@ -461,7 +451,7 @@ class VirtualGrid(Grid):
         if plan.end > arrives:  # in after its ttl: Flower's link state answers a pull from then on with its error
             reply = unavailable_reply(metadata.message_id, self._run.run_id, arrives)
         else:
-            _stamp(reply, plan.end, message)
+            stamp_reply(reply, plan.end, message)
         task = Task(message, plan, reply, train, samples, arrives)
         self.tasks[metadata.message_id] = task
         counted = train if update is None else update
@@ -509,20 +499,6 @@ class VirtualGrid(Grid):
         return outcome
 
 
-def deadline_of(timeout: Any) -> float:
-    """The virtual seconds a send_and_receive ``timeout`` waits (None: every reply, inf).  Flower's own Grid has
-    no check: a negative or NaN timeout returns no reply at once there, and here would move the clock backwards
-    or make its times NaN, so both are refused, as a ServerApp's mistake."""
-    allowed = "allowed: None (wait for every reply) or a number of virtual seconds >= 0 (inf: no deadline)"
-    if timeout is None:
-        return math.inf
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
-        raise ConfigError(f"send_and_receive: timeout={timeout!r} is not a number; {allowed}")
-    if not timeout >= 0:  # NaN too
-        raise ConfigError(f"send_and_receive: timeout={timeout!r}; {allowed}")
-    return float(timeout)
-
-
 def _no_update(env: simpy.Environment, device: Any, plan: TaskPlan, log: EventSink):
     """:func:`run_task` for a task whose reply is no update (an evaluate message, a SecAgg+ stage but the one that
     sends the masked vector): delivered, it is no participation (run-files.md: ``participations`` = updates
@@ -535,18 +511,6 @@ def _no_update(env: simpy.Environment, device: Any, plan: TaskPlan, log: EventSi
 
 def client_of_task(task: Task) -> int:
     return task.plan.client
-
-
-def _stamp(reply: Message, at: float, message: Message) -> None:
-    """A reply's metadata as the SuperLink would hold it: an id, the message it answers, virtual times."""
-    metadata = reply.metadata
-    metadata.__dict__["_message_id"] = message.metadata.message_id + "-reply"
-    metadata.__dict__["_reply_to_message_id"] = message.metadata.message_id
-    metadata.__dict__["_src_node_id"] = message.metadata.dst_node_id
-    metadata.__dict__["_dst_node_id"] = message.metadata.src_node_id
-    metadata.created_at = at
-    metadata.ttl = max(0.0, message.metadata.created_at + message.metadata.ttl - at)
-    metadata.delivered_at = repr(at)
 
 
 __all__ = ["Outcome", "Task", "VirtualGrid"]

@@ -19,13 +19,18 @@ the round at hand, whatever g.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Sequence
+from logging import ERROR
 from typing import Any
 
 from flwr.app import Error, Message, Metadata
 from flwr.app.message import make_message
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+from flwr.common.logger import log as flwr_log
 
+from asyncfl.errors import ConfigError
+from asyncfl.flower.nodes import client_of
 from asyncfl.flower.threads import MESSAGE_UNAVAILABLE
 
 # Flower's own system message type for the replies its link state makes (flwr.supercore.constant)
@@ -74,6 +79,19 @@ def message_ids_asked(reply_to_message_ids: Iterable[str] | None, message_ids: I
     return None if asked is None else list(asked)
 
 
+def deliverable(messages: Iterable[Any], num_nodes: int) -> list[Any]:
+    """``messages`` but those to a node the Grid does not have (``num_nodes`` nodes): dropped with the log line of
+    Flower's link state (``store_message_ins``: "Invalid destination node ID"), not pushed, given no id."""
+    kept = []
+    for message in messages:
+        node = message.metadata.dst_node_id if isinstance(message, Message) else None
+        if node is not None and not 0 <= client_of(node) < num_nodes:
+            flwr_log(ERROR, "Invalid destination node ID for Message: %s", node)
+            continue
+        kept.append(message)
+    return kept
+
+
 def unavailable_reply(message_id: str, run_id: int, at: float) -> Message:
     """Flower's reply to a pull of a message it does not hold (never pushed, already pulled, or expired): an error
     ``MESSAGE_UNAVAILABLE`` from the SuperLink, as ``create_message_error_unavailable_ins_message``
@@ -90,3 +108,29 @@ def expiry_of(message: Message) -> float:
     """The virtual time a pushed message expires: its ``created_at`` + ``ttl`` (Flower's
     ``message_ttl_has_expired``: expired strictly after)."""
     return message.metadata.created_at + message.metadata.ttl
+
+
+def deadline_of(timeout: Any) -> float:
+    """The virtual seconds a send_and_receive ``timeout`` waits (None: every reply, inf).  Flower's own Grid has
+    no check: a negative or NaN timeout returns no reply at once there, and here would move the clock backwards
+    or make its times NaN, so both are refused, as a ServerApp's mistake."""
+    allowed = "allowed: None (wait for every reply) or a number of virtual seconds >= 0 (inf: no deadline)"
+    if timeout is None:
+        return math.inf
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise ConfigError(f"send_and_receive: timeout={timeout!r} is not a number; {allowed}")
+    if not timeout >= 0:  # NaN too
+        raise ConfigError(f"send_and_receive: timeout={timeout!r}; {allowed}")
+    return float(timeout)
+
+
+def stamp_reply(reply: Message, at: float, message: Message) -> None:
+    """A reply's metadata as the SuperLink would hold it: an id, the message it answers, virtual times."""
+    metadata = reply.metadata
+    metadata.__dict__["_message_id"] = message.metadata.message_id + "-reply"
+    metadata.__dict__["_reply_to_message_id"] = message.metadata.message_id
+    metadata.__dict__["_src_node_id"] = message.metadata.dst_node_id
+    metadata.__dict__["_dst_node_id"] = message.metadata.src_node_id
+    metadata.created_at = at
+    metadata.ttl = max(0.0, message.metadata.created_at + message.metadata.ttl - at)
+    metadata.delivered_at = repr(at)
