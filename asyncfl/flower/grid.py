@@ -23,9 +23,10 @@ How a failure reaches the ServerApp, following Flower 1.42:
 - a reply not back by the ``timeout`` of :meth:`VirtualGrid.send_and_receive`: no reply at all, as
   ``InMemoryGrid.send_and_receive`` returns what it pulled before its deadline.  The task runs on (a SuperNode
   does not stop its ClientApp); it counts as ``late`` and failed with reason ``deadline`` at the round that gave
-  up on it, its end is logged as a ``fail`` event with reason ``deadline``, and its reply is never returned, not
-  by a later :meth:`pull_messages` either (Flower would still hand it to a pull that asks for its message id
-  until its TTL; no strategy of flwr's asks again).
+  up on it, its end is logged as a ``fail`` event with reason ``deadline``, and its reply is never returned: a later
+  :meth:`pull_messages` of its id gets Flower's ``MESSAGE_UNAVAILABLE`` error reply (Flower would still hand it
+  over until its TTL; no strategy of flwr's asks again);
+- a reply that would come after its message's ttl: that error reply, at the ttl (:mod:`asyncfl.flower.link_state`).
 
 Untimed evaluation (``flower.evaluation: untimed``, asyncfl's option, not Flower's): a send_and_receive whose
 messages are all evaluate messages is answered at once, every node's ClientApp called at the current virtual time
