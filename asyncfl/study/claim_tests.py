@@ -4,11 +4,18 @@ A study's ``claims:`` list says which variant beats which, on which measure, and
 the paper says it does.  ``report`` tests each claim on the differences variant − versus paired by seed:
 
 - the pairs: for an accuracy measure, the seeds where both runs have it.  For a time to a target, every
-  seed where each run reached the target or ended: a run that never reached it counts as its end (the
-  censoring time, a lower bound of its time to target), so a miss is later than any time reached in that
-  run and a seed where neither reached it is a tie near 0.  This keeps the slow variant's misses in the
-  comparison instead of dropping them (which once turned +12.3 into −1.0 s at a shorter horizon); the row
-  says on how many of its seeds each variant reached the target;
+  seed where each run reached the target or ended: a run that never reached it, diverged or not, is
+  censored at its horizon (:mod:`asyncfl.study.censoring`: its end, or for a run that diverged the horizon
+  it was given, not the moment it diverged), a lower bound of its time to target.  This keeps the slow
+  variant's misses in the comparison instead of dropping them (which once turned +12.3 into −1.0 s at a
+  shorter horizon); the row says on how many of its seeds each variant reached the target;
+- for a time to a target the test is censoring-aware: each pair gets its Gehan score (+1 when the
+  variant's time is known to be the larger, −1 when the other's is, 0 when both missed or it cannot be
+  told), and the sign-flip test below runs on the scores (an exact sign test, ties dropped), so one
+  censored seed counts as one seed, not by how early its run diverged.  The effect, the interval and each
+  variant's cell are of the restricted times (a miss at its horizon): the restricted mean time to target
+  (RMST) of each variant over the pairs, and their difference, the mean paired difference.  Score test
+  and interval are then two tests and may disagree near 0.05 (the verdict is the score test's);
 - a paired sign-flip permutation test (Fisher 1935; Good, *Permutation Tests*, 2nd ed., §3.1), one-sided,
   in the claim's direction and in the other one: under "no difference" each paired difference is as likely
   to have either sign, so p is the share of the 2^n sign patterns whose sum is at least as far in that
@@ -16,21 +23,23 @@ the paper says it does.  ``report`` tests each claim on the differences variant 
   give is 2^-n, so 5 seeds cannot go below 0.031 and, ranked first in a family of 2, not below 0.0625 after
   Holm).  Above 16 pairs, 100,000 random patterns from a fixed seed give p = (1 + hits) / (1 + 100,000)
   (Monte Carlo; the +1 counts the observed pattern, so p is never 0);
-- the interval: the same test inverted (Hartigan 1969, "Using subsample values as typical values";
-  Lehmann & Romano, *Testing Statistical Hypotheses*, §3.5): every shift δ such that neither one-sided
-  test of d − δ rejects at 0.05.  A pattern flipping the set F of pairs reaches the observed sum of d − δ
-  exactly when δ >= the mean of d over F, so the bounds are order statistics of those subset means.  Its
-  lower end is above 0 exactly when the raw p in the "higher" direction is below 0.05 (and the upper end
-  below 0 exactly when the raw "lower" p is), so interval and p cannot disagree; each end is a one-sided
-  95 % bound, together a 90 % interval; too few pairs to reject any shift leave it unbounded (±∞);
-- Holm's step-down adjustment within each ``family`` (Holm 1979), each direction on its own (a claim
-  without a family is in the study's one family; a claim on a sensitivity axis is in its family once per
-  axis value, so every per-value verdict is corrected for the others as well): with the m p-values of a
+- the interval (of the paired differences; for times, of the restricted times): the same test inverted
+  (Hartigan 1969, "Using subsample values as typical values"; Lehmann & Romano, *Testing Statistical
+  Hypotheses*, §3.5): every shift δ such that neither one-sided test of d − δ rejects at 0.05.  A pattern
+  flipping the set F of pairs reaches the observed sum of d − δ exactly when δ >= the mean of d over F, so
+  the bounds are order statistics of those subset means.  Its lower end is above 0 exactly when the raw p
+  in the "higher" direction is below 0.05 (and the upper end below 0 exactly when the raw "lower" p is), so
+  for accuracy interval and p cannot disagree; each end is a one-sided 95 % bound, together a 90 %
+  interval; too few pairs to reject any shift leave it unbounded (±∞);
+- Holm's step-down adjustment within each ``family`` (Holm 1979), over each claim's p in its own
+  direction, and apart over each claim's p on its other side (a claim without a family is in the study's
+  one family; a claim on a sensitivity axis is in its family once per axis value, so every per-value
+  verdict is corrected for the others as well): with the m p-values of a
   family sorted ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j));
 - the verdict at alpha = 0.05, symmetric: ``supported`` when the Holm p in the claim's direction is below
   0.05, ``contradicted`` when the Holm p in the other direction is, ``inconclusive`` otherwise (with
   "effect larger / smaller than the paper's" added when the interval leaves out the paper's effect).
-  Holm p >= raw p, so a supported or contradicted claim always has its interval on that side of 0; an
+  Holm p >= raw p, so a supported or contradicted accuracy claim always has its interval on that side of 0; an
   interval off 0 with a Holm p >= 0.05 is inconclusive: significant alone, not in its family;
 - the paper's effect is compared with the interval only when the paper measured it on the runs' data set
   (``paper_data:`` equal to both variants' data.dataset); otherwise it is shown as context, not tested;
@@ -53,15 +62,16 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from asyncfl.study.censoring import pair_score, restricted
 from asyncfl.study.claims import (
     ALPHA,
-    DIRECTIONS,
     EXACT_UP_TO,
     MONTE_CARLO_FLIPS,
     Claim,
     smallest_holm_p,
     smallest_p,
 )
+from asyncfl.study.seed_statistics import t_interval
 
 POWER = 0.8
 MONTE_CARLO_SEED = 0
@@ -186,6 +196,12 @@ class Pair:
     def difference(self) -> float:
         return self.own - self.other
 
+    @property
+    def score(self) -> int:
+        """The pair's Gehan score (:func:`asyncfl.study.censoring.pair_score`): +1 when the variant's time is
+        known to be the larger, −1 when the other's is, 0 when it cannot be told (both censored: a tie)."""
+        return pair_score(self.own, self.other, "variant" in self.censored, "versus" in self.censored)
+
 
 def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
@@ -202,12 +218,11 @@ def claim_pairs(
     own, other = (table.get(v, {}).get(claim.column, {}) for v in (claim.variant, claim.versus))
     pairs = []
     for seed in sorted(own.keys() & other.keys()):
-        a, b, censored = own[seed], other[seed], []
-        if claim.unit == "virtual s":
-            if not _finite(a):
-                a, censored = horizons.get(claim.variant, {}).get(seed), censored + ["variant"]
-            if not _finite(b):
-                b, censored = horizons.get(claim.versus, {}).get(seed), censored + ["versus"]
+        a, b = own[seed], other[seed]
+        censored = [side for side, x in (("variant", a), ("versus", b)) if claim.unit == "virtual s" and not _finite(x)]
+        if censored:  # a miss: restricted at its run's horizon
+            a = restricted(a, horizons.get(claim.variant, {}).get(seed))
+            b = restricted(b, horizons.get(claim.versus, {}).get(seed))
         if _finite(a) and _finite(b):
             pairs.append(Pair(seed, scale * a, scale * b, " and ".join(censored)))
     return pairs
@@ -232,20 +247,38 @@ def claim_rows(
     run's end (for censored times to target), ``datasets`` each variant's data.dataset (the paper's effect
     is tested only against runs on the paper's data)."""
     tested = [(c, claim_pairs(c, table, horizons or {})) for c in claims]
-    tests = [sign_flip([p.difference for p in pairs]) for _, pairs in tested]
+    tests = [claim_test(c, pairs) for c, pairs in tested]
     groups: dict[str, list[int]] = {}
     for i, (c, _) in enumerate(tested):
         groups.setdefault(c.family, []).append(i)
-    adjusted = {d: [0.0] * len(tested) for d in DIRECTIONS}
+    # each claim's own direction, and apart its other side, Holm-adjusted over the claims of its family
+    adjusted: dict[bool, list[float]] = {True: [0.0] * len(tested), False: [0.0] * len(tested)}
     for members in groups.values():
-        for direction in DIRECTIONS:
-            for i, p in zip(members, holm([tests[i].p(direction) for i in members])):
-                adjusted[direction][i] = p
+        for claimed in adjusted:
+            raw = [tests[i].p(_side(claims[i].direction, claimed)) for i in members]
+            for i, p in zip(members, holm(raw)):
+                adjusted[claimed][i] = p
     rows = []
     for i, (claim, pairs) in enumerate(tested):
-        held = {d: adjusted[d][i] for d in DIRECTIONS}
+        held = {claim.direction: adjusted[True][i], _opposite(claim.direction): adjusted[False][i]}
         rows.append(_row(claim, pairs, tests[i], held, len(groups[claim.family]), datasets or {}))
     return _across_axis(claims, rows)
+
+
+def claim_test(claim: Claim, pairs: Sequence[Pair]) -> SignFlip:
+    """The claim's test.  Accuracy: the sign-flip test of the paired differences.  Time to target: the
+    p-values of the sign-flip test of the pairs' Gehan scores (censoring-aware: a tie where both missed, the
+    missed one the later where one did), the interval that of the differences of the restricted times (the
+    RMST difference, a miss at its horizon): two tests, which may disagree near 0.05."""
+    differences = sign_flip([p.difference for p in pairs])
+    if claim.unit != "virtual s":
+        return differences
+    scores = sign_flip([p.score for p in pairs])
+    return SignFlip(scores.p_higher, scores.p_lower, differences.low, differences.high, scores.method)
+
+
+def _side(direction: str, claimed: bool) -> str:
+    return direction if claimed else _opposite(direction)
 
 
 def _opposite(direction: str) -> str:
@@ -280,11 +313,14 @@ def _row(claim: Claim, pairs: Sequence[Pair], test: SignFlip, held: Mapping[str,
         word += "; " + beside_paper(test.low, test.high, claim.sign, claim.paper_effect)
     sd = float(np.std(differences, ddof=1)) if n >= 2 else math.nan
     variant_reached, versus_reached = reached(claim, pairs)
+    own, other = t_interval([p.own for p in pairs]), t_interval([p.other for p in pairs])  # RMSTs for times
     return {
         "family": claim.family, "variant": claim.variant, "versus": claim.versus, "measure": claim.measure,
         "direction": claim.direction, "unit": claim.unit, "axis": claim.axis or "", "axis_value":
         claim.axis_value or "", "pairs": n, "variant_reached": variant_reached, "versus_reached": versus_reached,
-        "diff_mean": mean, "diff_ci_low": test.low, "diff_ci_high": test.high, "diff_sd": sd,
+        "variant_mean": own.mean, "variant_ci_half_width": own.half_width, "versus_mean": other.mean,
+        "versus_ci_half_width": other.half_width, "diff_mean": mean, "diff_ci_low": test.low,
+        "diff_ci_high": test.high, "diff_sd": sd,
         "p_sign_flip": test.p(claim.direction), "p_other_side": test.p(_opposite(claim.direction)),
         "p_method": test.method, "family_size": size, "p_holm": held[claim.direction],
         "p_holm_other_side": held[_opposite(claim.direction)], "verdict": word, "paper_effect": paper,
@@ -387,16 +423,20 @@ def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
 CLAIMS_INTRO = (
     "Claims declared in study.yaml before the runs. Difference = variant − versus paired by seed (accuracy in"
     " points, times in virtual s; a time to a target a run never reached counts as that run's end, and"
-    " 'reached' says on how many seeds each got there). Sign-flip p: paired permutation test, one-sided, in the"
-    " claim's direction and (other side) in the opposite one, exact over all 2^n sign patterns for n <= 16"
-    " pairs, else 100,000 random patterns from a fixed seed (MC). Holm p: Holm's step-down correction within"
-    " the family, each direction on its own. Verdict at 0.05 after Holm: supported (Holm p < 0.05), contradicted"
+    " 'reached' says on how many seeds each got there). A time to a target a run never reached is censored at"
+    " its horizon (its end; for a run that diverged, the horizon it was given), and the means and difference"
+    " are restricted means (RMST: a miss counts as its horizon); its test is on the pairs' Gehan scores (+1"
+    " when the variant was known to be later, −1 earlier, 0 when both missed or it cannot be told)."
+    " Sign-flip p: paired permutation test, one-sided, in the claim's direction and (other side) in the opposite"
+    " one, exact over all 2^n sign patterns for n <= 16 pairs, else 100,000 random patterns from a fixed seed"
+    " (MC). Holm p: Holm's step-down correction within the family, over the claims' own directions and apart"
+    " over their other sides. Verdict at 0.05 after Holm: supported (Holm p < 0.05), contradicted"
     " (Holm p on the other side < 0.05), else inconclusive (and, when the interval leaves out the paper's"
     " effect, whether ours is larger or smaller). Interval: every shift that neither one-sided sign-flip test at"
-    " 5 % rejects (the test inverted, so it excludes 0 exactly when a raw one-sided p is below 0.05; ±∞ when"
-    " there are too few pairs to reject any shift). The paper's effect is tested only when the runs use the"
-    " data set it was measured on (paper_data:), else shown as context. Seeds needed: pairs for 80 % power at"
-    " two-sided 5 % to detect the paper's effect (else the observed one) given the observed paired SD (normal"
-    " approximation). Smallest p: the least a sign-flip test with these pairs can give (2^-n; 1/100,001 for"
+    " 5 % rejects (the test inverted, so for accuracy it excludes 0 exactly when a raw one-sided p is below"
+    " 0.05; ±∞ when there are too few pairs to reject any shift). The paper's effect is tested only when the"
+    " runs use the data set it was measured on (paper_data:), else shown as context. Seeds needed: pairs for"
+    " 80 % power at two-sided 5 % to detect the paper's effect (else the observed one) given the observed paired"
+    " SD (normal approximation). Smallest p: the least a sign-flip test with these pairs can give (2^-n; 1/100,001 for"
     " MC), and after Holm when the claim ranks first in its family. Every pair: claims_seeds.csv."
 )

@@ -32,6 +32,7 @@ from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import ENDED
 from asyncfl.output.tables import markdown, write_csv, write_markdown
 from asyncfl.output.writing import write_atomic
+from asyncfl.study.censoring import run_horizons
 from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows, seed_markdown, seed_rows
 from asyncfl.study.claims import Claim
 from asyncfl.study.completeness import Completeness, mark_partial_claims
@@ -126,8 +127,9 @@ def measure_table(
 
 
 def run_ends(records: Sequence[RunRecord]) -> dict[str, dict[int, float]]:
-    """variant -> seed -> the virtual time at which each ended run stopped (keyed as :func:`measure_table`):
-    a time to a target the run never reached is censored there."""
+    """variant -> seed -> the virtual time at which each ended run stopped (keyed as :func:`measure_table`);
+    a time to a target the run never reached is censored at its horizon
+    (:func:`asyncfl.study.censoring.run_horizons`), which for a run that diverged is later than its end."""
     out: dict[str, dict[int, float]] = {}
     for label in dict.fromkeys(r.label for r in records):
         for i, r in enumerate(r for r in records if r.label == label):
@@ -278,7 +280,7 @@ def write_claims(
     completeness: Completeness,
 ) -> list[Path]:
     """claims.csv / claims.md and claims_seeds.csv / claims_seeds.md (see :func:`write_report`)."""
-    ends = run_ends(records)
+    ends = run_horizons(records)  # a miss is censored at its run's horizon, a diverged run's included
     tested = mark_partial_claims(claim_rows(claims, table, ends, run_datasets(records)), completeness)
     intro = completeness.heading() + (f"**Note:** {claims_note}\n\n" if claims_note else "") + CLAIMS_INTRO
     if any(claim.measure.startswith("time_to:") for claim in claims):
@@ -329,7 +331,8 @@ TIME_RESOLUTION = (
 SEEDS_INTRO = (
     "Every pair the claims in claims.md were tested on: one row per claim and seed, both variants' values (accuracy"
     " in points, times in virtual s) and their difference; 'censored' names a run that never reached the target,"
-    " whose value is its end. claims_seeds.csv holds the same numbers unrounded."
+    " whose value is its horizon (its end; for a run that diverged, the horizon it was given). claims_seeds.csv"
+    " holds the same numbers unrounded."
 )
 
 

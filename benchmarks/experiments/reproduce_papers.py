@@ -73,6 +73,7 @@ from asyncfl.cli.study import sweep_claims  # noqa: E402
 from asyncfl.config import apply_override, read_yaml  # noqa: E402
 from asyncfl.output.lock import holder, writing  # noqa: E402
 from asyncfl.output.tables import markdown, write_csv  # noqa: E402
+from asyncfl.study.censoring import planned_horizon, run_horizons  # noqa: E402
 from asyncfl.study.claim_tests import claim_markdown, claim_rows  # noqa: E402
 from asyncfl.study.claims import ALPHA, DECLARED_FILE, Claim  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records  # noqa: E402
@@ -313,9 +314,9 @@ def cut_measures(
     to a target = the first evaluation at or above it, if that is before the cut (else NaN: the claim tests
     censor it at the cut, as a full run's miss at its end); ``columns``: other metrics.csv columns a claim names
     (``last_quarter:<column>``), averaged over the same last quarter.  A run that diverged stopped before its
-    horizon (:func:`planned_horizon` gives it): where it had already broken by the cut, it counts as broken there,
-    as at its end (its last evaluation is both its final and its last-quarter accuracy), not as the model it
-    had at half of the time it broke."""
+    horizon (:func:`asyncfl.study.censoring.planned_horizon` gives it): where it had already broken by the cut,
+    it counts as broken there, as at its end (its last evaluation is both its final and its last-quarter
+    accuracy), not as the model it had at half of the time it broke."""
     rows = evaluations(run_dir)
     if not len(rows):
         return {}, math.nan
@@ -337,26 +338,13 @@ def cut_measures(
     return out, cut
 
 
-def planned_horizon(run_dir: Path, peers: list[float]) -> float | None:
-    """Where a run that diverged would have stopped: its ``stop.virtual_time_s``, else the median horizon
-    (last evaluation) of ``peers``, the same variant's runs that did not diverge (a study stopped by rounds);
-    None for a run that did not diverge, or when neither is known (it is then cut at half its own end)."""
-    if read_summary(run_dir, required=False).get("status") != "diverged":
-        return None
-    config = run_dir / "config.yaml"
-    limit = (read_yaml(config).get("stop") or {}).get("virtual_time_s") if config.is_file() else None
-    if isinstance(limit, (int, float)) and limit > 0:
-        return float(limit)
-    return float(np.median(peers)) if peers else None
-
-
 def cut_table(
     records: list[RunRecord], targets: list[float], fraction: float, columns: list[str], ends: dict
 ) -> tuple[dict, dict]:
     """(variant -> measure -> seed -> value, variant -> seed -> the cut) with every run cut at ``fraction`` of
-    its horizon (a diverged run's: :func:`planned_horizon`); a run has a cut (where a target it has not reached
-    by then is censored) only where it has an end in ``ends`` (:func:`asyncfl.study.report.run_ends`: it ended,
-    it did not fail)."""
+    its horizon (a diverged run's: :func:`asyncfl.study.censoring.planned_horizon`); a run has a cut (where a
+    target it has not reached by then is censored) only where it has an end in ``ends``
+    (:func:`asyncfl.study.report.run_ends`: it ended, it did not fail)."""
     table: dict[str, dict[str, dict[int, float]]] = {}
     cuts: dict[str, dict[int, float]] = {}
     horizons: dict[str, list[float]] = {}
@@ -408,9 +396,9 @@ def study_claim_rows(
     name: str, records: list[RunRecord], sweep_dir: Path | None = None
 ) -> tuple[list[Claim], list[dict], list[dict], dict]:
     """The study's claims, tested as the study's own report tests them (a time to a target a run never
-    reached censored at the run's end; the paper's effect tested only on the paper's data), on the full
-    runs and on the runs cut at half their horizon (a miss censored at the cut).  ``sweep_dir``: as
-    :func:`refresh_report`."""
+    reached censored at its horizon, a diverged run's included; the paper's effect tested only on the paper's
+    data), on the full runs and on the runs cut at half their horizon (a miss censored at the cut).
+    ``sweep_dir``: as :func:`refresh_report`."""
     sweep_dir = sweep_dir or sweep_dir_of(name)
     raw = read_yaml(sweep_dir / STUDY_FILE)
     claims, _ = sweep_claims(sweep_dir, raw)  # those recorded at the sweep's start, as its report tests
@@ -418,19 +406,21 @@ def study_claim_rows(
     columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))
     table = measure_table(records, targets, columns)
     ends, datasets = run_ends(records), run_datasets(records)
-    full = claim_rows(claims, table, ends, datasets)
+    full = claim_rows(claims, table, run_horizons(records), datasets)
     half_table, cuts = cut_table(records, targets, HALF, columns, ends)
     half = claim_rows(claims, half_table, cuts, datasets)
     return claims, full, half, table
 
 
-def variant_cell(table: dict, variant: str, column: str, unit: str) -> str:
-    """A variant's mean ± 95 % t-interval over seeds; for a time to a target, over the seeds that reached it."""
-    values = list(table.get(variant, {}).get(column, {}).values())
-    interval = t_interval(values)
-    scale = 1.0 if unit == "virtual s" else 100.0
-    seeds = f"reached on {interval.n} of {len(values)}" if unit == "virtual s" else f"n = {interval.n}"
-    return f"{variant} {format_interval(interval.mean, interval.half_width, scale)} ({seeds})"
+def variant_cell(row: dict, side: str) -> str:
+    """One variant of a claim (``side``: variant or versus): its mean ± 95 % t-interval over the claim's pairs,
+    as claims.csv has it; for a time to a target the restricted mean (RMST: a miss counts as its run's horizon)
+    over every pair and on how many the variant reached it, so the two cells subtract to the difference."""
+    cell = f"{row[side]} {format_interval(row[side + '_mean'], row[side + '_ci_half_width'])}"
+    if row["unit"] != "virtual s":
+        return f"{cell} (n = {row['pairs']})"
+    k, n = row[side + "_reached"].split("/")
+    return f"{cell} (RMST; reached on {k} of {n})"
 
 
 def paper_effect_cell(row: dict, unit: str) -> str:
@@ -455,7 +445,7 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
     verdict at half the horizon, and a link to the study's per-seed pairs (claims_seeds.md)."""
     axis = any("verdict_across_axis" in row for _, _, row, _, _ in entries)
     cells = []
-    for study, claim, row, half_row, table in entries:
+    for study, claim, row, half_row, _table in entries:
         (shown,) = claim_markdown([row])
         unit = "s" if row["unit"] == "virtual s" else "pts"
         pairs = str(row["pairs"])
@@ -464,8 +454,7 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
         same = half_row["verdict"] == row["verdict"]
         cells.append({
             "study": study, "claim": shown["claim"], "measure": shown["measure"],
-            "each variant: mean ± 95 % t-interval": variant_cell(table, claim.variant, claim.column, row["unit"])
-            + " vs " + variant_cell(table, claim.versus, claim.column, row["unit"]),
+            "each variant: mean ± 95 % t-interval": variant_cell(row, "variant") + " vs " + variant_cell(row, "versus"),
             "pairs": pairs,
             INTERVAL: shown[INTERVAL],
             "Holm p (other side; family of n)": f"{row['p_holm']:.4f} ({row['p_holm_other_side']:.4f}; "

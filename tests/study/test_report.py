@@ -313,7 +313,8 @@ def test_the_paper_tables_keep_a_miss_censored_at_the_cut_and_at_the_end(tmp_pat
     assert (full["pairs"], full["diff_mean"], full["verdict"]) == (6, -60.0, "supported")
     assert claim_rows([claim], half_table)[0]["pairs"] == 0  # without the cuts: nothing to test
     text = rp.claim_table([("s", claim, full, half, measure_table(records, [0.6]))])
-    assert "| 6 (reached 6/6, 0/6) |" in text and "slow — (reached on 0 of 6)" in text
+    assert "| 6 (reached 6/6, 0/6) |" in text and "slow 80.0 ± 0.0 (RMST; reached on 0 of 6)" in text
+    assert "fast 20.0 ± 0.0 (RMST; reached on 6 of 6)" in text  # 20 − 80 = −60: the cells subtract
 
 
 @pytest.mark.slow
