@@ -10,10 +10,15 @@ pair of (possibly censored) times is scored.
 - The restricted time: a reached time as it is, a miss as its horizon, so the mean over all seeds is the
   restricted mean time to target (RMST, restricted at the horizon) and the difference of two variants'
   RMSTs is the mean of their paired differences.
-- The pair score (Gehan 1965, paired form): +1 when the variant's time is known to be the larger, −1 when
+- The pair's sign (Gehan 1965, paired form): +1 when the variant's time is known to be the larger, −1 when
   the other's is, 0 when it cannot be told: both censored (a tie), equal times, or a time observed after the
   other run's censoring time.  A censored time is larger than an observed one at or before its horizon,
   since the run had not reached the target by then.
+- The pair's score (Wilcoxon's signed rank, 1945, on the restricted times): that sign times the rank of the
+  restricted difference's size among the pairs whose sign is not 0 (midranks for equal sizes).  A rank,
+  not the size, so a run that diverged early weighs one rank, however far its horizon lies from the
+  other run's time; under "no difference" the two runs of a pair are exchangeable, so each score is as
+  likely to have either sign and the sign-flip test of the scores is exact.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 import yaml
+from scipy import stats
 
 from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import ENDED
@@ -89,6 +95,17 @@ def pair_score(own: float, other: float, own_censored: bool, other_censored: boo
     if other_censored:
         return -1 if own <= other else 0
     return int(np.sign(own - other))
+
+
+def signed_ranks(signs: Sequence[int], differences: Sequence[float]) -> list[float]:
+    """Each pair's score (see the module docstring): its sign times the midrank of |difference| among the
+    pairs with a sign; 0 for a pair without one."""
+    signed = [i for i, s in enumerate(signs) if s]
+    ranks = stats.rankdata([abs(differences[i]) for i in signed]) if signed else []
+    scores = [0.0] * len(signs)
+    for i, rank in zip(signed, ranks):
+        scores[i] = signs[i] * float(rank)
+    return scores
 
 
 def restricted(value: float | None, horizon: float | None) -> float | None:

@@ -9,13 +9,14 @@ the paper says it does.  ``report`` tests each claim on the differences variant 
   it was given, not the moment it diverged), a lower bound of its time to target.  This keeps the slow
   variant's misses in the comparison instead of dropping them (which once turned +12.3 into −1.0 s at a
   shorter horizon); the row says on how many of its seeds each variant reached the target;
-- for a time to a target the test is censoring-aware: each pair gets its Gehan score (+1 when the
-  variant's time is known to be the larger, −1 when the other's is, 0 when both missed or it cannot be
-  told), and the sign-flip test below runs on the scores (an exact sign test, ties dropped), so one
-  censored seed counts as one seed, not by how early its run diverged.  The effect, the interval and each
-  variant's cell are of the restricted times (a miss at its horizon): the restricted mean time to target
-  (RMST) of each variant over the pairs, and their difference, the mean paired difference.  Score test
-  and interval are then two tests and may disagree near 0.05 (the verdict is the score test's);
+- for a time to a target the test is censoring-aware, a paired rank test on the restricted times (a miss
+  at its horizon): each pair's sign is Gehan's (+1 when the variant's time is known to be the larger, −1
+  when the other's is, 0 when both missed or it cannot be told) and its score that sign times the rank of
+  the restricted difference's size (Wilcoxon's signed rank, midranks for ties); the sign-flip test below
+  runs on the scores, so a run that diverged early weighs one rank, not the distance from its horizon.
+  The effect, the interval and each variant's cell are of the restricted times: the restricted mean time
+  to target (RMST) of each variant over the pairs, and their difference, the mean paired difference.
+  Rank test and interval are then two tests and may disagree near 0.05 (the verdict is the rank test's);
 - a paired sign-flip permutation test (Fisher 1935; Good, *Permutation Tests*, 2nd ed., §3.1), one-sided,
   in the claim's direction and in the other one: under "no difference" each paired difference is as likely
   to have either sign, so p is the share of the 2^n sign patterns whose sum is at least as far in that
@@ -62,7 +63,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from asyncfl.study.censoring import pair_score, restricted
+from asyncfl.study.censoring import pair_score, restricted, signed_ranks
 from asyncfl.study.claims import (
     ALPHA,
     EXACT_UP_TO,
@@ -197,8 +198,8 @@ class Pair:
         return self.own - self.other
 
     @property
-    def score(self) -> int:
-        """The pair's Gehan score (:func:`asyncfl.study.censoring.pair_score`): +1 when the variant's time is
+    def sign(self) -> int:
+        """The pair's Gehan sign (:func:`asyncfl.study.censoring.pair_score`): +1 when the variant's time is
         known to be the larger, −1 when the other's is, 0 when it cannot be told (both censored: a tie)."""
         return pair_score(self.own, self.other, "variant" in self.censored, "versus" in self.censored)
 
@@ -267,13 +268,13 @@ def claim_rows(
 
 def claim_test(claim: Claim, pairs: Sequence[Pair]) -> SignFlip:
     """The claim's test.  Accuracy: the sign-flip test of the paired differences.  Time to target: the
-    p-values of the sign-flip test of the pairs' Gehan scores (censoring-aware: a tie where both missed, the
+    p-values of the sign-flip test of the pairs' signed ranks (censoring-aware: a tie where both missed, the
     missed one the later where one did), the interval that of the differences of the restricted times (the
     RMST difference, a miss at its horizon): two tests, which may disagree near 0.05."""
     differences = sign_flip([p.difference for p in pairs])
     if claim.unit != "virtual s":
         return differences
-    scores = sign_flip([p.score for p in pairs])
+    scores = sign_flip(signed_ranks([p.sign for p in pairs], [p.difference for p in pairs]))
     return SignFlip(scores.p_higher, scores.p_lower, differences.low, differences.high, scores.method)
 
 
@@ -422,11 +423,11 @@ def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
 
 CLAIMS_INTRO = (
     "Claims declared in study.yaml before the runs. Difference = variant − versus paired by seed (accuracy in"
-    " points, times in virtual s; a time to a target a run never reached counts as that run's end, and"
-    " 'reached' says on how many seeds each got there). A time to a target a run never reached is censored at"
-    " its horizon (its end; for a run that diverged, the horizon it was given), and the means and difference"
-    " are restricted means (RMST: a miss counts as its horizon); its test is on the pairs' Gehan scores (+1"
-    " when the variant was known to be later, −1 earlier, 0 when both missed or it cannot be told)."
+    " points, times in virtual s; 'reached' says on how many seeds each got there). A time to a target a run"
+    " never reached is censored at its horizon (its end; for a run that diverged, the horizon it was given),"
+    " and the means and difference are restricted means (RMST: a miss counts as its horizon); its test is a"
+    " paired rank test: each pair's sign (+1 when the variant was known to be later, −1 earlier, 0 when both"
+    " missed or it cannot be told) times the rank of the restricted difference's size, sign-flip tested."
     " Sign-flip p: paired permutation test, one-sided, in the claim's direction and (other side) in the opposite"
     " one, exact over all 2^n sign patterns for n <= 16 pairs, else 100,000 random patterns from a fixed seed"
     " (MC). Holm p: Holm's step-down correction within the family, over the claims' own directions and apart"

@@ -73,10 +73,12 @@ from asyncfl.cli.study import sweep_claims  # noqa: E402
 from asyncfl.config import apply_override, read_yaml  # noqa: E402
 from asyncfl.output.lock import holder, writing  # noqa: E402
 from asyncfl.output.tables import markdown, write_csv  # noqa: E402
+from asyncfl.output.writing import write_atomic  # noqa: E402
 from asyncfl.study.censoring import planned_horizon, run_horizons  # noqa: E402
 from asyncfl.study.claim_tests import claim_markdown, claim_rows  # noqa: E402
 from asyncfl.study.claims import ALPHA, DECLARED_FILE, Claim  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records  # noqa: E402
+from asyncfl.study.completeness import Completeness  # noqa: E402
 from asyncfl.study.measures import column_label, column_of  # noqa: E402
 from asyncfl.study.report import (  # noqa: E402
     format_interval,
@@ -84,6 +86,7 @@ from asyncfl.study.report import (  # noqa: E402
     run_datasets,
     run_ends,
     weight_cells,
+    write_claims,
     write_report,
 )
 from asyncfl.study.seed_statistics import TAIL_SHARE, RunRecord, evaluations, t_interval  # noqa: E402
@@ -392,6 +395,37 @@ def refresh_report(name: str, records: list[RunRecord], sweep_dir: Path | None =
         write_report(sweep_dir, records, raw.get("baseline"), raw.get("targets") or (), claims, note)
 
 
+def refresh_published_claims(name: str, records: list[RunRecord]) -> None:
+    """A study read from its published archive: its claims files (claims.csv/.md, claims_seeds.csv/.md) rewritten
+    with this code into its published folder from the archived runs, and report.md's claims section with them,
+    so that its per-seed pairs match its rows; the rest of its report (which needs the event logs the archive
+    leaves out) stays as published."""
+    sweep_dir, out = sweep_dir_of(name), RESULTS / name
+    raw = read_yaml(sweep_dir / STUDY_FILE)
+    claims, note = sweep_claims(sweep_dir, raw)
+    columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))
+    table = measure_table(records, raw.get("targets") or (), columns)
+    write_claims(out, claims, note, table, records, Completeness((), ()))
+    report = out / "report.md"
+    if report.is_file():
+        claims_md = (out / "claims.md").read_text("utf-8")
+        write_atomic(report, with_section(report.read_text("utf-8"), CLAIMS_HEADING, claims_md))
+
+
+CLAIMS_HEADING = "## Declared claims"  # write_report's section of report.md
+
+
+def with_section(text: str, heading: str, body: str) -> str:
+    """``text`` with the body of its section ``heading`` (up to the next "## " heading) replaced by ``body``;
+    ``text`` as it is when it has no such section."""
+    start = text.find(heading + "\n")
+    if start < 0:
+        return text
+    end = text.find("\n## ", start + len(heading))
+    rest = text[end + 1 :] if end >= 0 else ""
+    return text[:start] + heading + "\n\n" + body + ("\n" + rest if rest else "")
+
+
 def study_claim_rows(
     name: str, records: list[RunRecord], sweep_dir: Path | None = None
 ) -> tuple[list[Claim], list[dict], list[dict], dict]:
@@ -659,7 +693,8 @@ def write_tables(studies: list[str]) -> None:
             continue
         restored = name in _restored
         if restored:  # its report needs the event logs the archive leaves out: the published one stays
-            print(f"{name}: tables from its published {ARCHIVE}; its report left as published")
+            print(f"{name}: tables from its published {ARCHIVE}; its report left as published but its claims")
+            refresh_published_claims(name, records)
         else:
             refresh_report(name, records)
         done.append(name)

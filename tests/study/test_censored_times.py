@@ -1,6 +1,7 @@
 """Times to a target as survival data (issue 47, item 2): a miss, diverged runs included, is censored at the
-run's horizon; the paired test scores each pair (Gehan: +1 / −1 / 0) and flips their signs; the effect and
-each variant's cell are restricted mean times (RMST), so the cells subtract to the difference."""
+run's horizon; the paired test gives each pair a sign (Gehan: +1 / −1 / 0) times the rank of its restricted
+difference and flips their signs; the effect and each variant's cell are restricted mean times (RMST), so the
+cells subtract to the difference."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import yaml
 
 from asyncfl.output.reading import read_csv
 from asyncfl.study import censoring
-from asyncfl.study.censoring import pair_score, run_horizons
+from asyncfl.study.censoring import pair_score, run_horizons, signed_ranks
 from asyncfl.study.claim_tests import claim_pairs, claim_rows
 from asyncfl.study.claims import Claim
 from asyncfl.study.report import write_report
@@ -38,26 +39,31 @@ def horizons(n: int, horizon: float) -> dict:
 def test_five_seeds_by_hand_scores_rmst_and_the_exact_p():
     """Horizon 240 s.  a = 100, 120, miss, 90, miss; b = 110, miss, miss, 80, 200.  Pair by pair (a − b):
     100 < 110: −1; 120 against b's miss (later than 240): −1; both missed: a tie, 0; 90 > 80: +1; a's miss
-    (later than 240) against 200: +1.  Scores −1, −1, 0, +1, +1, sum 0.  "a faster" (lower): a sign pattern
-    counts when its sum is <= 0; the tied pair changes nothing, and four ±1 sum to <= 0 when at least two
-    are −1: 6 + 4 + 1 = 11 of 16 patterns, p = 22 / 32 = 11/16, both ways by symmetry.
+    (later than 240) against 200: +1.  Signs −1, −1, 0, +1, +1; the restricted differences −10, −120, 0, +10,
+    +40 rank by size among the signed pairs 1.5, 4, —, 1.5, 3: scores −1.5, −4, 0, +1.5, +3, sum −1.  A sign
+    pattern gives 10 − 2 · (ranks made negative), the tie changing nothing (so counts double over 2^5).  "a
+    faster" (lower), sum <= −1: negative ranks summing to >= 5.5: {4, 1.5} twice, {4, 3}, {1.5, 1.5, 3},
+    {4, 1.5, 1.5}, {4, 1.5, 3} twice, all four: 8 of 16, p = 1/2.  The other side, sum >= −1: negative
+    ranks <= 5.5: 16 − 6 = 10 of 16 (the six sets above over 5.5), p = 5/8.
     RMST a = (100 + 120 + 240 + 90 + 240) / 5 = 158, b = (110 + 240 + 240 + 80 + 200) / 5 = 174: −16 s,
-    the mean of the restricted differences −10, −120, 0, +10, +40."""
+    the mean of the restricted differences."""
     table = times([100, 120, MISS, 90, MISS], [110, MISS, MISS, 80, 200])
     pairs = claim_pairs(time_claim(), table, horizons(5, 240.0))
-    assert [p.score for p in pairs] == [-1, -1, 0, 1, 1]
+    assert [p.sign for p in pairs] == [-1, -1, 0, 1, 1]
     assert [p.difference for p in pairs] == [-10, -120, 0, 10, 40]
+    assert signed_ranks([-1, -1, 0, 1, 1], [-10, -120, 0, 10, 40]) == [-1.5, -4, 0, 1.5, 3]
     (row,) = claim_rows([time_claim()], table, horizons(5, 240.0))
-    assert (row["p_sign_flip"], row["p_other_side"], row["verdict"]) == (11 / 16, 11 / 16, "inconclusive")
+    assert (row["p_sign_flip"], row["p_other_side"], row["verdict"]) == (1 / 2, 5 / 8, "inconclusive")
     assert (row["variant_mean"], row["versus_mean"], row["diff_mean"]) == pytest.approx((158.0, 174.0, -16.0))
     assert row["variant_mean"] - row["versus_mean"] == pytest.approx(row["diff_mean"])  # the columns subtract
     assert (row["variant_reached"], row["versus_reached"]) == ("3/5", "3/5")
 
 
 def test_three_seeds_exact_p_over_the_eight_patterns():
-    """Horizon 100 s.  a = 50, 60, miss; b = 70, miss, miss: scores −1, −1, 0 (tie), sum −2.  Of the 2³ = 8
-    sign patterns only those keeping both −1 reach a sum <= −2: 2 of 8 (the tie flipped or not), p = 1/4;
-    the other side (sum >= −2): every pattern, p = 1.  RMST a = (50 + 60 + 100) / 3 = 70, b = 90."""
+    """Horizon 100 s.  a = 50, 60, miss; b = 70, miss, miss: restricted differences −20, −40, 0 (a censored
+    tie), scores −1, −2, 0, sum −3.  Of the 2³ = 8 sign patterns only those keeping both negative reach a sum
+    <= −3: 2 of 8 (the tie flipped or not), p = 1/4; the other side (sum >= −3): every pattern, p = 1.
+    RMST a = (50 + 60 + 100) / 3 = 70, b = (70 + 100 + 100) / 3 = 90."""
     (row,) = claim_rows([time_claim()], times([50, 60, MISS], [70, MISS, MISS]), horizons(3, 100.0))
     assert (row["p_sign_flip"], row["p_other_side"]) == (1 / 4, 1.0)
     assert (row["variant_mean"], row["versus_mean"], row["diff_mean"]) == pytest.approx((70.0, 90.0, -20.0))
@@ -72,16 +78,18 @@ def test_pair_scores_censored_ties_and_undetermined_pairs():
     assert pair_score(80.0, 80.0, False, False) == 0 and pair_score(79.0, 80.0, False, False) == -1
 
 
-def test_a_sign_test_that_the_mean_of_a_few_large_misses_would_not_show():
+def test_a_censored_seed_weighs_one_rank_not_its_distance_from_the_horizon():
     """a is slower than b by 10 s on 6 of 7 seeds; on seed 6 b misses (censored at 240) where a reached it at
-    30 s.  Scores +1 × 6, −1, sum 5: "a slower" (higher) counts the patterns whose sum is >= 5, and seven ±1
-    sum to 7 − 2 · (number of −1), so at most one −1: 1 + 7 = 8 of 128, p = 1/16.  The restricted differences
-    (+10 × 6, −210) have a mean of −150 / 7 = −21.4: one censored seed turns the mean around, the scores
-    keep the 6 of 7."""
+    30 s.  The restricted differences +10 × 6, −210 have a mean of −150 / 7 = −21.4 s: the one censored seed
+    turns the mean around.  Ranked, it weighs 7 against 6 × 3.5 (the midrank of 1 … 6): sum +14.  A pattern
+    gives 28 − 2 · (ranks made negative); "a slower" (higher), sum >= 14: negative ranks <= 7: none, one 3.5
+    (6), two 3.5 (15), the 7 alone: 23 of 128.  "a faster" (lower), sum <= 14: negative ranks >= 7: all but
+    none and one 3.5: 121 of 128."""
     a = [110, 120, 130, 140, 150, 160, 30]
     b = [100, 110, 120, 130, 140, 150, MISS]
     (row,) = claim_rows([time_claim("higher")], times(a, b), horizons(7, 240.0))
-    assert row["p_sign_flip"] == 8 / 128 and row["diff_mean"] == pytest.approx(-150 / 7)
+    assert (row["p_sign_flip"], row["p_other_side"]) == (23 / 128, 121 / 128)
+    assert row["diff_mean"] == pytest.approx(-150 / 7)
 
 
 def run(path: Path, reached_at: float | None, end: float, status: str = "finished", stop: dict | None = None) -> Path:
@@ -140,3 +148,16 @@ def test_a_family_mixing_higher_and_lower_adjusts_each_claims_other_side():
     assert (a["p_holm"], a["p_holm_other_side"]) == (2 / 32, 1.0)
     assert (c["p_holm"], c["p_holm_other_side"]) == (31 / 32, 3 / 16)
     assert a["verdict"] == c["verdict"] == "inconclusive"
+
+
+def test_a_published_reports_claims_section_is_replaced_up_to_the_next_section():
+    """A study read from its archive keeps its report, but its claims section is rewritten with the claims."""
+    from tests.study.test_report import _reproduce_papers
+
+    rp = _reproduce_papers()
+    text = "# r\n\ntable\n\n## Declared claims\n\nold claims\n\n## Tuning\n\nkept\n"
+    new = rp.with_section(text, "## Declared claims", "new claims\n")
+    assert new == "# r\n\ntable\n\n## Declared claims\n\nnew claims\n\n## Tuning\n\nkept\n"
+    assert rp.with_section("no claims\n", "## Declared claims", "x") == "no claims\n"
+    last = rp.with_section("## Declared claims\n\nold\n", "## Declared claims", "new\n")
+    assert last == "## Declared claims\n\nnew\n"

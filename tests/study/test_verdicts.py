@@ -95,17 +95,18 @@ def test_p_and_interval_agree_in_sign_on_random_inputs(n):
 def test_a_time_to_target_keeps_the_seeds_that_never_reached_it():
     """Variant a misses the target on seeds 1 and 3 of 5; its runs end at 300 s.  The old rule paired only
     seeds 0, 2, 4 (a: 100, 110, 105 against b: 150, 160, 155: a 50 s faster each time).  Censored at the
-    run's end, a's misses count 300 s: differences −50, +150, −50, +140, −50; mean +28.  The test is on the
-    pairs' Gehan scores (a's miss is later than b's time): −1, +1, −1, +1, −1, sum −1; claim "a faster"
-    (lower): a pattern counts when its sum is <= −1, half of the 32 by symmetry: p = 0.5, inconclusive, and
-    the row says a reached it on 3 of 5."""
+    run's end, a's misses count 300 s: differences −50, +150, −50, +140, −50; mean +28.  The test ranks
+    them (a's miss is later than b's time): scores −2, +5, −2, +4, −2 (50 three times: midrank 2), sum +3.
+    A pattern gives 15 − 2 · (ranks made negative); claim "a faster" (lower), sum <= 3: negative ranks >= 6,
+    all but the 9 sets under 6 (none, one 2 ×3, two 2 ×3, the 4, the 5): p = 23/32, inconclusive, and the
+    row says a reached it on 3 of 5."""
     times = {
         "a": {TIME: {0: 100.0, 1: math.nan, 2: 110.0, 3: math.nan, 4: 105.0}},
         "b": {TIME: {0: 150.0, 1: 150.0, 2: 160.0, 3: 160.0, 4: 155.0}},
     }
     ends = {"a": dict.fromkeys(range(5), 300.0), "b": dict.fromkeys(range(5), 300.0)}
     row = claim_rows([claim(measure="time_to:0.8", direction="lower")], times, ends)[0]
-    assert row["pairs"] == 5 and row["diff_mean"] == pytest.approx(28.0) and row["p_sign_flip"] == 0.5
+    assert row["pairs"] == 5 and row["diff_mean"] == pytest.approx(28.0) and row["p_sign_flip"] == 23 / 32
     assert row["verdict"] == "inconclusive"
     assert (row["variant_reached"], row["versus_reached"]) == ("3/5", "5/5")
     assert claim_rows([claim(measure="time_to:0.8", direction="lower")], times)[0]["pairs"] == 3  # no ends known
