@@ -16,7 +16,8 @@ the paper says it does.  ``report`` tests each claim on the differences variant 
   runs on the scores, so a run that diverged early weighs one rank, not the distance from its horizon.
   The effect, the interval and each variant's cell are of the restricted times: the restricted mean time
   to target (RMST) of each variant over the pairs, and their difference, the mean paired difference.
-  Rank test and interval are then two tests and may disagree near 0.05 (the verdict is the rank test's);
+  Rank test and interval are then two tests and may disagree, since a few far-off misses move the RMST and
+  not the ranks (the verdict is the rank test's);
 - a paired sign-flip permutation test (Fisher 1935; Good, *Permutation Tests*, 2nd ed., §3.1), one-sided,
   in the claim's direction and in the other one: under "no difference" each paired difference is as likely
   to have either sign, so p is the share of the 2^n sign patterns whose sum is at least as far in that
@@ -270,7 +271,8 @@ def claim_test(claim: Claim, pairs: Sequence[Pair]) -> SignFlip:
     """The claim's test.  Accuracy: the sign-flip test of the paired differences.  Time to target: the
     p-values of the sign-flip test of the pairs' signed ranks (censoring-aware: a tie where both missed, the
     missed one the later where one did), the interval that of the differences of the restricted times (the
-    RMST difference, a miss at its horizon): two tests, which may disagree near 0.05."""
+    RMST difference, a miss at its horizon): two tests, which may disagree (far-off misses move the RMST, not
+    the ranks)."""
     differences = sign_flip([p.difference for p in pairs])
     if claim.unit != "virtual s":
         return differences
