@@ -1,4 +1,9 @@
-"""The command line: bad input ends in one clear paragraph naming the YAML path, exit 2, no traceback."""
+"""The command line: bad input ends in one clear paragraph naming the YAML path, exit 2, no traceback.
+
+Where the process boundary is what is checked (the exit status a shell sees, stdout apart from stderr, no
+traceback printed), a test runs ``python -m asyncfl`` (:func:`cli`); elsewhere it calls
+:func:`asyncfl.cli.main` in this process (:func:`cli_here`): the same code path without a Python start each
+(seconds with torch), and an uncaught exception would fail the test as a traceback would."""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from asyncfl.cli import main
 
 GOOD = """\
 name: tiny
@@ -21,6 +28,23 @@ output: {plot: false}
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "asyncfl", *args]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture
+def cli_here(monkeypatch, capsys):
+    """:func:`cli` run by :func:`asyncfl.cli.main` in this process, in ``cwd``: its exit status and output."""
+
+    def call(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        try:
+            status = main(list(args))
+        except SystemExit as exit:  # argparse's refusals
+            status = exit.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["asyncfl", *args], status, out, err)
+
+    return call
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -45,11 +69,12 @@ BAD = {
 
 @pytest.mark.parametrize("case", sorted(BAD))
 @pytest.mark.slow
-def test_bad_scenario_gives_one_clear_error(tmp_path, case):
+def test_bad_scenario_gives_one_clear_error(tmp_path, cli_here, case):
+    """The command's own process for one case, this process for the others."""
     text, needles = BAD[case]
     path = _write(tmp_path, text)
     for command in (["validate", str(path)], [str(path), "--quiet"]):
-        result = cli(*command, cwd=tmp_path)
+        result = (cli if case == "wrong type" else cli_here)(*command, cwd=tmp_path)
         assert result.returncode == 2, result.stderr
         assert "Traceback" not in result.stderr
         assert str(path) in result.stderr
@@ -101,7 +126,7 @@ TRACE_PROBLEMS = {  # scenario addition, file name -> content, needles of the er
 
 @pytest.mark.parametrize("case", sorted(TRACE_PROBLEMS))
 @pytest.mark.slow
-def test_trace_files_are_checked_by_validate_and_a_failed_run_leaves_nothing(tmp_path, case):
+def test_trace_files_are_checked_by_validate_and_a_failed_run_leaves_nothing(tmp_path, cli_here, case):
     addition, files, needles = TRACE_PROBLEMS[case]
     folder = tmp_path / "sub"  # trace names are relative to the scenario file, not to the working directory
     folder.mkdir()
@@ -113,7 +138,7 @@ def test_trace_files_are_checked_by_validate_and_a_failed_run_leaves_nothing(tmp
     study.write_text(GOOD + addition + "seeds: [0, 1]\n")
     for command in (["validate", str(path)], ["validate", str(study)], [str(path), "--quiet"],
                     [str(path), "--quiet", "--out", str(tmp_path / "out")], [str(study), "--quiet"]):  # fmt: skip
-        result = cli(*command, cwd=tmp_path)
+        result = cli_here(*command, cwd=tmp_path)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
         for needle in needles:
@@ -122,7 +147,7 @@ def test_trace_files_are_checked_by_validate_and_a_failed_run_leaves_nothing(tmp
 
 
 @pytest.mark.slow
-def test_run_with_overrides_writes_a_run_directory(tmp_path):
+def test_run_with_overrides_writes_a_run_directory(tmp_path, cli_here):
     path = _write(tmp_path, GOOD)
     out = tmp_path / "out"
     result = cli(str(path), "--quiet", "--out", str(out), "--seed", "7", "--set", "stop.rounds=3", cwd=tmp_path)
@@ -133,16 +158,16 @@ def test_run_with_overrides_writes_a_run_directory(tmp_path):
     for name in ("rounds.csv", "events.jsonl", "clients.csv", "summary.json"):
         assert (out / name).stat().st_size > 0
     # a second run into the same directory is refused: nothing already written is lost
-    again = cli(str(path), "--quiet", "--out", str(out), cwd=tmp_path)
+    again = cli_here(str(path), "--quiet", "--out", str(out), cwd=tmp_path)
     assert again.returncode == 2 and "refusing to overwrite" in again.stderr
 
 
 @pytest.mark.slow
-def test_bad_override(tmp_path):
+def test_bad_override(tmp_path, cli_here):
     path = _write(tmp_path, GOOD)
-    result = cli(str(path), "--set", "server.deadline_s", cwd=tmp_path)
+    result = cli_here(str(path), "--set", "server.deadline_s", cwd=tmp_path)
     assert result.returncode == 2 and "KEY.PATH=VALUE" in result.stderr
-    result = cli(str(path), "--set", "training.lr=-1", cwd=tmp_path)
+    result = cli_here(str(path), "--set", "training.lr=-1", cwd=tmp_path)
     assert result.returncode == 2 and "training.lr" in result.stderr
 
 
@@ -158,10 +183,10 @@ def test_output_into_a_closed_pipe_is_no_traceback(tmp_path):
 
 
 @pytest.mark.slow
-def test_resuming_a_finished_run_says_so_and_succeeds(tmp_path):
+def test_resuming_a_finished_run_says_so_and_succeeds(tmp_path, cli_here):
     path = _write(tmp_path, GOOD)
     out = tmp_path / "out"
-    assert cli(str(path), "--quiet", "--out", str(out), cwd=tmp_path).returncode == 0
+    assert cli_here(str(path), "--quiet", "--out", str(out), cwd=tmp_path).returncode == 0
     stamp = (out / "summary.json").stat().st_mtime_ns
     result = cli("run", "--resume", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -186,8 +211,6 @@ def test_run_scenario_accepts_a_str_directory(tmp_path):
 def test_an_output_directory_that_cannot_be_made_is_one_clear_error(tmp_path, monkeypatch, capsys):
     """The command's own process for one case (exit status, stderr, no traceback), asyncfl.cli.main in this
     process for the others (the same code path, without a Python start each)."""
-    from asyncfl.cli import main
-
     path = _write(tmp_path, GOOD)
     study = tmp_path / "study.yaml"
     study.write_text(GOOD + "seeds: [0, 1]\n")
@@ -211,16 +234,12 @@ def test_an_output_directory_that_cannot_be_made_is_one_clear_error(tmp_path, mo
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "scenario.yaml", "study.yaml"]  # no debris
 
 
-NO_RAY = "import sys\nsys.modules['ray'] = None  # import ray fails\nfrom asyncfl.cli import main\n"
-NO_RAY += "sys.exit(main())"
-
-
 @pytest.mark.slow
-def test_executor_ray_without_ray_fails_before_making_anything(tmp_path):
+def test_executor_ray_without_ray_fails_before_making_anything(tmp_path, monkeypatch, cli_here):
     study = tmp_path / "study.yaml"
     study.write_text(GOOD + "seeds: [0, 1]\n")
-    command = [sys.executable, "-c", NO_RAY, str(study), "--quiet", "--executor", "ray"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails
+    result = cli_here(str(study), "--quiet", "--executor", "ray", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     hint = 'pip install -e ".[ray]"'
     assert "Ray is not installed" in result.stderr and hint in result.stderr
@@ -230,11 +249,11 @@ def test_executor_ray_without_ray_fails_before_making_anything(tmp_path):
 
 
 @pytest.mark.slow
-def test_sweep_flags_on_a_single_scenario_are_one_grammatical_sentence(tmp_path):
+def test_sweep_flags_on_a_single_scenario_are_one_grammatical_sentence(tmp_path, cli_here):
     path = _write(tmp_path, GOOD)
-    one = cli(str(path), "--quiet", "--executor", "ray", cwd=tmp_path)
+    one = cli_here(str(path), "--quiet", "--executor", "ray", cwd=tmp_path)
     assert one.returncode == 2 and "--executor applies only to studies (files with compare: or seeds:)" in one.stderr
-    two = cli(str(path), "--quiet", "--executor", "local", "--address", "x", cwd=tmp_path)
+    two = cli_here(str(path), "--quiet", "--executor", "local", "--address", "x", cwd=tmp_path)
     assert two.returncode == 2 and "--executor, --address apply only to studies" in two.stderr
 
 
