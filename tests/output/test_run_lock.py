@@ -2,7 +2,9 @@
 a killed run leaves no stale lock, and a resume continues only logs that are intact.
 
 The concurrency checks use real processes: the first writer is paused (SIGSTOP) while it holds its
-directory, so that the second one is sure to meet it, then let go (SIGCONT) to finish."""
+directory, so that the second one is sure to meet it, then let go (SIGCONT) to finish.  The second writer
+is a process of its own once per kind of directory (its exit status and stderr); the other second writers
+are asyncfl.cli.main in this process, which a lock held by another process refuses just the same."""
 
 from __future__ import annotations
 
@@ -74,8 +76,7 @@ def files(tmp_path_factory):
     path = root / "k_async.yaml"
     path.write_text(yaml.safe_dump(SCENARIO))
     reference = root / "reference"
-    done = _cli(str(path), "--quiet", "--out", str(reference))
-    assert done.wait(timeout=300) == 0, done.stderr.read()
+    assert main([str(path), "--quiet", "--out", str(reference)]) == 0  # the same command, in this process
     killed = root / "killed"
     process = _cli(str(path), "--quiet", "--out", str(killed))
     _wait_for(killed / "rounds.csv", 30, process)
@@ -105,8 +106,7 @@ def test_a_resume_of_a_running_run_is_refused_and_changes_nothing(files, tmp_pat
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1
         assert f"another process (PID {first.pid}) is writing this run directory" in err and str(run_dir) in err
         assert _snapshot(run_dir) == before  # nothing truncated, nothing written
-        also = _cli(str(files["scenario"]), "--quiet", "--out", str(run_dir))  # a new run into it: refused too
-        assert also.wait(timeout=300) == 2
+        assert main([str(files["scenario"]), "--quiet", "--out", str(run_dir)]) == 2  # a new run into it: refused too
     finally:
         first.send_signal(signal.SIGCONT)
     _, err = first.communicate(timeout=300)
@@ -119,12 +119,11 @@ def test_a_resume_of_a_running_run_is_refused_and_changes_nothing(files, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_killed_run_leaves_no_stale_lock_and_resumes(files, tmp_path):
+def test_a_killed_run_leaves_no_stale_lock_and_resumes(files, tmp_path, capsys):
     run_dir = _copy(files["killed"], tmp_path)
     assert (run_dir / ".lock").read_text().strip() == str(files["killed_pid"])  # the file stays; its lock died
-    resumed = _cli("run", "--resume", str(run_dir), "--quiet")
-    _, err = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, err
+    assert main(["run", "--resume", str(run_dir), "--quiet"]) == 0
+    err = capsys.readouterr().err
     assert f"run directory: {run_dir}" in err  # said as the resume starts
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
     assert _logs_without_wall_clock(run_dir) == _logs_without_wall_clock(files["reference"])
@@ -195,7 +194,7 @@ def _pause_inside_a_run(process: subprocess.Popen, runs: list[Path]) -> Path:
 
 
 @pytest.mark.slow
-def test_a_second_writer_of_a_sweep_is_refused(files, tmp_path):
+def test_a_second_writer_of_a_sweep_is_refused(files, tmp_path, capsys):
     study = tmp_path / "study.yaml"
     study.write_text(yaml.safe_dump({**SCENARIO, "stop": {"rounds": 200}, "seeds": [0, 1]}))
     sweep_dir = tmp_path / "sweep"
@@ -207,11 +206,14 @@ def test_a_second_writer_of_a_sweep_is_refused(files, tmp_path):
         # report and plot write into the same directories (report.md, figures): they are writers too
         writers = (["run", "--resume", str(sweep_dir), "--quiet"], ["run", "--resume", str(running), "--quiet"],
                    ["report", str(sweep_dir)], ["plot", str(sweep_dir)], ["plot", str(running)])  # fmt: skip
-        for args in writers:
-            second = _cli(*args)
-            _, err = second.communicate(timeout=300)
-            assert second.returncode == 2 and "Traceback" not in err, (args, err)
-            assert f"another process (PID {first.pid}) is writing this" in err
+        second = _cli(*writers[0])
+        _, err = second.communicate(timeout=300)
+        assert second.returncode == 2 and "Traceback" not in err, err
+        assert f"another process (PID {first.pid}) is writing this" in err
+        for args in writers[1:]:
+            assert main(args) == 2, args
+            err = capsys.readouterr().err
+            assert "Traceback" not in err and f"another process (PID {first.pid}) is writing this" in err, (args, err)
         assert _snapshot(sweep_dir) == before
     finally:
         first.send_signal(signal.SIGCONT)
