@@ -15,6 +15,7 @@ import pytest
 from conftest import scenario, table
 
 from asyncfl.algorithms import PARAMS
+from asyncfl.cli import main
 from asyncfl.runner import simulation, start
 from asyncfl.runner.loop_guards import interrupts_deferred
 
@@ -144,7 +145,7 @@ def _wait_for_rounds(run_dir: Path, rounds: int, process: subprocess.Popen, limi
 def test_sigkill_then_resume_from_the_command_line(tmp_path, mode):
     path = _scenario_file(tmp_path, mode, rounds=200)
     reference = tmp_path / "reference"
-    assert _cli(str(path), "--quiet", "--out", str(reference)).wait(timeout=300) == 0
+    assert main([str(path), "--quiet", "--out", str(reference)]) == 0  # the same command, in this process
     killed = tmp_path / "killed"
     process = _cli(str(path), "--quiet", "--out", str(killed))
     _wait_for_rounds(killed, 37, process)
@@ -186,14 +187,13 @@ def test_ctrl_c_writes_summary_and_figure_then_resumes(tmp_path):
     assert (run_dir / "accuracy_vs_time.png").stat().st_size > 0
     rows = table(run_dir / "metrics.csv")
     assert int(rows[-1]["round"]) == summary["rounds"]
-    resumed = _cli("run", "--resume", str(run_dir), "--quiet")
-    assert resumed.wait(timeout=300) == 0
+    assert main(["run", "--resume", str(run_dir), "--quiet"]) == 0  # a resume's own process: the sigkill test
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
     assert int(table(run_dir / "metrics.csv")[-1]["round"]) == 400
 
 
 @pytest.mark.slow
-def test_divergence_stops_with_a_clear_message_and_readable_files(tmp_path):
+def test_divergence_stops_with_a_clear_message_and_readable_files(tmp_path, capsys):
     path = _scenario_file(tmp_path, "k_async", rounds=30)
     run_dir = tmp_path / "diverged"
     overrides = ["--set", "training.lr=1e38", "--set", "training.momentum=0.9"]
@@ -205,9 +205,8 @@ def test_divergence_stops_with_a_clear_message_and_readable_files(tmp_path):
     assert summary["status"] == "diverged" and summary["diverged_round"] == 1
     assert [r["round"] for r in table(run_dir / "metrics.csv")] == ["0", "1"]
     assert len(table(run_dir / "rounds.csv")) == 1
-    resumed = _cli("run", "--resume", str(run_dir))
-    out, _ = resumed.communicate(timeout=120)
-    assert resumed.returncode == 3 and "already ended (diverged); nothing to resume" in out  # 3: it diverged
+    status = main(["run", "--resume", str(run_dir)])
+    assert status == 3 and "already ended (diverged); nothing to resume" in capsys.readouterr().out  # 3: it diverged
 
 
 def test_ctrl_c_during_a_round_commit_is_raised_only_after_the_commit():
