@@ -86,16 +86,24 @@ def test_plot_on_a_damaged_run_directory_draws_nothing_and_names_file_and_line(d
     assert _pictures(folder) == before
 
 
-@pytest.mark.slow
-def test_plot_on_a_sweep_with_one_damaged_run_draws_nothing(tmp_path, capsys):
-    study = tmp_path / "study.yaml"
+@pytest.fixture(scope="module")
+def sweep_drawn(tmp_path_factory) -> Path:
+    """A timing-only sweep of two variants and two seeds, its figures drawn: each test plots a copy of it."""
+    root = tmp_path_factory.mktemp("sweep")
+    study = root / "study.yaml"
     study.write_text(
-        "name: damaged\ntiming_only: true\ndata: {dataset: digits, clients: 6}\nmodel: {name: logreg}\n"
+        "name: drawn\ntiming_only: true\ndata: {dataset: digits, clients: 6}\nmodel: {name: logreg}\n"
         "stop: {rounds: 3}\nseeds: [0, 1]\ncompare: [{name: a}, {name: b}]\n"
-        f"output: {{dir: {tmp_path / 'runs'}}}\n"
+        f"output: {{dir: {root / 'runs'}}}\n"
     )
     assert main([str(study), "--quiet"]) == 0
-    sweep = next((tmp_path / "runs" / "damaged").iterdir())
+    return next((root / "runs" / "drawn").iterdir())
+
+
+@pytest.mark.slow
+def test_plot_on_a_sweep_with_one_damaged_run_draws_nothing(sweep_drawn, tmp_path, capsys):
+    sweep = tmp_path / "sweep"
+    shutil.copytree(sweep_drawn, sweep)
     capsys.readouterr()
     before = _pictures(sweep)
     assert "a/seed0/timeline.png" in before and "b/seed1/updates_vs_time.png" in before
@@ -107,17 +115,11 @@ def test_plot_on_a_sweep_with_one_damaged_run_draws_nothing(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_plot_on_a_sweep_lists_every_file_it_writes(tmp_path, capsys):
+def test_plot_on_a_sweep_lists_every_file_it_writes(sweep_drawn, tmp_path, capsys):
     """Every figure of every run is redrawn, and listed, with the sweep's own files: what is printed is
     exactly what changed on disk."""
-    study = tmp_path / "study.yaml"
-    study.write_text(
-        "name: listed\ntiming_only: true\ndata: {dataset: digits, clients: 6}\nmodel: {name: logreg}\n"
-        "stop: {rounds: 3}\nseeds: [0, 1]\ncompare: [{name: a}, {name: b}]\n"
-        f"output: {{dir: {tmp_path / 'runs'}}}\n"
-    )
-    assert main([str(study), "--quiet"]) == 0
-    sweep = next((tmp_path / "runs" / "listed").iterdir())
+    sweep = tmp_path / "sweep"
+    shutil.copytree(sweep_drawn, sweep)
     capsys.readouterr()
     before = {p: p.stat().st_mtime_ns for p in sweep.rglob("*") if p.is_file()}
     assert main(["plot", str(sweep)]) == 0
