@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -18,6 +16,7 @@ import pytest
 from conftest import events, run, table
 from matplotlib.collections import PolyCollection
 
+from asyncfl.cli import main
 from asyncfl.figures.accuracy import draw_accuracy
 from asyncfl.figures.client_accuracy import draw_client_accuracy
 from asyncfl.figures.common import accuracy_limits
@@ -74,7 +73,7 @@ def documented_files() -> set[str]:
 
 
 @pytest.mark.slow
-def test_every_file_a_run_or_a_sweep_writes_is_documented(runs, tmp_path):
+def test_every_file_a_run_or_a_sweep_writes_is_documented(runs, tmp_path, capsys):
     written = {p.name for d in runs.values() for p in d.iterdir()}
     sweep_file = tmp_path / "study.yaml"
     sweep_file.write_text(
@@ -85,9 +84,8 @@ def test_every_file_a_run_or_a_sweep_writes_is_documented(runs, tmp_path):
             "output": {"dir": str(tmp_path / "runs")},
         })
     )  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "asyncfl", str(sweep_file), "--quiet"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    sweep_dir = Path(done.stdout.strip().splitlines()[-1])
+    assert main([str(sweep_file), "--quiet"]) == 0  # the command, in this process
+    sweep_dir = Path(capsys.readouterr().out.strip().splitlines()[-1])
     written |= {p.name for p in sweep_dir.rglob("*") if p.is_file()}
     for expected in ("updates.csv", "timeline_tasks.csv", "offline_periods.csv", "timeline.png", "study.yaml"):
         assert expected in written
@@ -201,8 +199,6 @@ def test_timeline_window_and_clients_change_what_is_drawn(runs):
 
 @pytest.mark.slow
 def test_plot_command_takes_window_and_clients_and_rejects_bad_values(runs, capsys):
-    from asyncfl.cli import main
-
     sync = str(runs["sync"])
     recorded = len(timeline_clients(runs["sync"]))  # 32 spread over speeds, and workers that joined them
     assert main(["plot", sync, "--window", "5:", "--clients", "4"]) == 0
@@ -221,17 +217,19 @@ def test_plot_command_takes_window_and_clients_and_rejects_bad_values(runs, caps
 
 
 @pytest.mark.slow
-def test_an_old_run_directory_says_what_it_lacks(runs, tmp_path):
+def test_an_old_run_directory_says_what_it_lacks(runs, tmp_path, capsys):
     import shutil
 
     old = tmp_path / "old"
     shutil.copytree(runs["k_async"], old)
     for name in ("timeline_tasks.csv", "offline_periods.csv", "updates.csv"):
         (old / name).unlink()
-    done = subprocess.run([sys.executable, "-m", "asyncfl", "plot", str(old)], capture_output=True, text=True)
-    assert done.returncode == 0 and "participation.png" in done.stdout and "timeline.png" not in done.stdout
-    assert "has no timeline_tasks.csv / offline_periods.csv" in done.stderr
-    assert "has no updates.csv" in done.stderr and "run its scenario again" in done.stderr
+    capsys.readouterr()
+    assert main(["plot", str(old)]) == 0
+    out, err = capsys.readouterr()
+    assert "participation.png" in out and "timeline.png" not in out
+    assert "has no timeline_tasks.csv / offline_periods.csv" in err
+    assert "has no updates.csv" in err and "run its scenario again" in err
 
 
 @pytest.mark.parametrize("sigma", [0.8, 1.5])
