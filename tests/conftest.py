@@ -53,6 +53,24 @@ def run(tmp_path: Path, name: str = "run", **sections) -> Path:
     return run_scenario(scenario(**sections), tmp_path / name, quiet=True)
 
 
+@pytest.fixture(scope="session")
+def drawn_sweep(tmp_path_factory) -> Path:
+    """A timing-only study ``drawn`` run as the command runs it: variants ``a`` and ``b`` (deadline 5 s),
+    seeds 0 and 1, two rounds each, every figure drawn.  Shared by the tests of figures in a sweep: one
+    that changes it works on a copy (``shutil.copytree``, which keeps the files' times)."""
+    from asyncfl.cli import main
+
+    root = tmp_path_factory.mktemp("drawn_sweep")
+    study = root / "study.yaml"
+    study.write_text(
+        "name: drawn\ntiming_only: true\ndata: {dataset: digits, clients: 6}\nmodel: {name: logreg}\n"
+        "stop: {rounds: 2}\nseeds: [0, 1]\ncompare: [{name: a}, {name: b, set: {server.deadline_s: 5}}]\n"
+        f"output: {{dir: {root / 'runs'}}}\n"
+    )
+    assert main([str(study), "--quiet"]) == 0
+    return next((root / "runs" / "drawn").iterdir())
+
+
 def events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 

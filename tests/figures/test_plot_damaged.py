@@ -86,24 +86,10 @@ def test_plot_on_a_damaged_run_directory_draws_nothing_and_names_file_and_line(d
     assert _pictures(folder) == before
 
 
-@pytest.fixture(scope="module")
-def sweep_drawn(tmp_path_factory) -> Path:
-    """A timing-only sweep of two variants and two seeds, its figures drawn: each test plots a copy of it."""
-    root = tmp_path_factory.mktemp("sweep")
-    study = root / "study.yaml"
-    study.write_text(
-        "name: drawn\ntiming_only: true\ndata: {dataset: digits, clients: 6}\nmodel: {name: logreg}\n"
-        "stop: {rounds: 3}\nseeds: [0, 1]\ncompare: [{name: a}, {name: b}]\n"
-        f"output: {{dir: {root / 'runs'}}}\n"
-    )
-    assert main([str(study), "--quiet"]) == 0
-    return next((root / "runs" / "drawn").iterdir())
-
-
 @pytest.mark.slow
-def test_plot_on_a_sweep_with_one_damaged_run_draws_nothing(sweep_drawn, tmp_path, capsys):
+def test_plot_on_a_sweep_with_one_damaged_run_draws_nothing(drawn_sweep, tmp_path, capsys):
     sweep = tmp_path / "sweep"
-    shutil.copytree(sweep_drawn, sweep)
+    shutil.copytree(drawn_sweep, sweep)
     capsys.readouterr()
     before = _pictures(sweep)
     assert "a/seed0/timeline.png" in before and "b/seed1/updates_vs_time.png" in before
@@ -115,11 +101,11 @@ def test_plot_on_a_sweep_with_one_damaged_run_draws_nothing(sweep_drawn, tmp_pat
 
 
 @pytest.mark.slow
-def test_plot_on_a_sweep_lists_every_file_it_writes(sweep_drawn, tmp_path, capsys):
+def test_plot_on_a_sweep_lists_every_file_it_writes(drawn_sweep, tmp_path, capsys):
     """Every figure of every run is redrawn, and listed, with the sweep's own files: what is printed is
     exactly what changed on disk."""
     sweep = tmp_path / "sweep"
-    shutil.copytree(sweep_drawn, sweep)
+    shutil.copytree(drawn_sweep, sweep)
     capsys.readouterr()
     before = {p: p.stat().st_mtime_ns for p in sweep.rglob("*") if p.is_file()}
     assert main(["plot", str(sweep)]) == 0

@@ -86,25 +86,16 @@ def test_updates_vs_time_puts_both_panels_on_the_clock_without_a_mass_of_markers
 
 
 @pytest.mark.slow
-def test_titles_name_scenario_variant_and_seed_inside_a_sweep(tmp_path):
+def test_titles_name_scenario_variant_and_seed_inside_a_sweep(drawn_sweep):
     """Every run of a study used to be titled '<study>: fedavg (sync)', and a single run by its
     timestamp directory.  Each PNG also carries its run's title in its metadata."""
-    study = tmp_path / "study.yaml"
-    study.write_text(
-        "name: titles\ntiming_only: true\ndata: {dataset: digits, clients: 6}\nmodel: {name: logreg}\n"
-        "stop: {rounds: 2}\nseeds: [0, 1]\n"
-        "compare: [{name: a}, {name: b, set: {server.deadline_s: 5}}]\n"
-        f"output: {{dir: {tmp_path / 'runs'}}}\n"
-    )
-    assert main([str(study), "--quiet"]) == 0
-    sweep = tmp_path / "runs" / "titles"
-    sweep = next(sweep.iterdir())
+    sweep = drawn_sweep  # the study "drawn": variants a and b, seeds 0 and 1 (tests/conftest.py)
     titles = {}
     for variant in ("a", "b"):
         for seed in (0, 1):
             png = sweep / variant / f"seed{seed}" / "updates_vs_time.png"
             titles[variant, seed] = Image.open(png).text["Title"]
-    assert titles == {(v, s): f"titles / {v}, seed {s}: fedavg (sync)" for v in ("a", "b") for s in (0, 1)}
+    assert titles == {(v, s): f"drawn / {v}, seed {s}: fedavg (sync)" for v in ("a", "b") for s in (0, 1)}
 
 
 def test_a_single_run_is_titled_by_its_scenario_not_its_directory(cut_off, tmp_path):
