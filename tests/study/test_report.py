@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from asyncfl.cli import main
 from asyncfl.config import ConfigError
 from asyncfl.output.lock import writing
 from asyncfl.output.reading import read_csv
@@ -125,7 +126,7 @@ def test_baseline_must_name_a_variant(tmp_path):
 
 
 @pytest.mark.slow
-def test_sweep_writes_the_report_and_the_command_rewrites_it(tmp_path):
+def test_sweep_writes_the_report_and_the_command_rewrites_it(tmp_path, capsys):
     result = run_sweep(build_study(tiny_study(tmp_path, baseline="plain")), quiet=True)
     rows = read_csv(result.sweep_dir / "report.csv")
     fast = next(r for r in rows if r["variant"] == "fast" and r["measure"] == "final accuracy")
@@ -138,13 +139,13 @@ def test_sweep_writes_the_report_and_the_command_rewrites_it(tmp_path):
     expected = sum(finals["fast"][s] - finals["plain"][s] for s in (0, 1)) / 2
     assert float(fast["diff_mean"]) == pytest.approx(expected, abs=1e-6)
     cli = [sys.executable, "-m", "asyncfl", "report", str(result.sweep_dir)]
-    done = subprocess.run([*cli, "--baseline", "fast"], capture_output=True, text=True)
-    assert done.returncode == 0 and "paired difference vs fast" in done.stdout
-    bad = subprocess.run([*cli, "--baseline", "nope"], capture_output=True, text=True)
+    bad = subprocess.run([*cli, "--baseline", "nope"], capture_output=True, text=True)  # the command's process
     assert bad.returncode == 2 and "--baseline: 'nope' is not a variant" in bad.stderr
     assert "Traceback" not in bad.stderr
-    missing = subprocess.run([sys.executable, "-m", "asyncfl", "report", str(tmp_path)], capture_output=True, text=True)
-    assert missing.returncode == 2 and "not a sweep directory" in missing.stderr
+    capsys.readouterr()
+    assert main(["report", str(result.sweep_dir), "--baseline", "fast"]) == 0  # the same command, in this process
+    assert "paired difference vs fast" in capsys.readouterr().out
+    assert main(["report", str(tmp_path)]) == 2 and "not a sweep directory" in capsys.readouterr().err
 
 
 def _reproduce_papers():
@@ -328,11 +329,7 @@ def test_a_study_reads_trace_files_relative_to_its_own_folder(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)  # not the study's folder: a path relative to the working directory would fail
     study = load_study(folder / "study.yaml")
     assert {r.scenario.population.device_trace for r in study.runs} == {folder / "devices.csv"}
-    done = subprocess.run(
-        [sys.executable, "-m", "asyncfl", str(folder / "study.yaml"), "--set", "seeds=[0]", "--quiet"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert main([str(folder / "study.yaml"), "--set", "seeds=[0]", "--quiet"]) == 0  # the command, in this process
 
 
 def hand_records(tmp_path: Path, runs: dict[str, dict[int, list[float]]]) -> list[RunRecord]:
