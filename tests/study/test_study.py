@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from asyncfl.cli import main
 from asyncfl.config import ConfigError
 from asyncfl.figures import render_run_figures
 from asyncfl.figures.timeline_files import offline_periods, task_segments, timeline_clients, update_staleness
@@ -101,11 +102,11 @@ def test_a_base_key_that_breaks_one_variant_is_blamed_on_the_base(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_validates_every_variant(tmp_path):
+def test_cli_validates_every_variant(tmp_path, capsys):
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(study_raw(tmp_path, seeds=[0, 1], compare=[{"name": "a"}, {"name": "b"}])))
-    ok = subprocess.run([sys.executable, "-m", "asyncfl", "validate", str(path)], capture_output=True, text=True)
-    assert ok.returncode == 0 and "2 variant(s) x 2 seed(s) = 4 runs" in ok.stdout
+    assert main(["validate", str(path)]) == 0  # in this process; the refusal below in the command's own
+    assert "2 variant(s) x 2 seed(s) = 4 runs" in capsys.readouterr().out
     bad = yaml.safe_load(path.read_text())
     bad["compare"][1]["set"] = {"server.k": -1}
     path.write_text(yaml.safe_dump(bad))
@@ -279,9 +280,7 @@ def test_cli_compare_overlays_separate_runs(sweep, tmp_path):
     _, sweep_dir = sweep
     runs = [str(sweep_dir / "fedavg" / "seed0"), str(sweep_dir / "buff" / "seed1"), str(sweep_dir / "buff" / "seed0")]
     out = tmp_path / "cmp"
-    done = subprocess.run([sys.executable, "-m", "asyncfl", "compare", *runs, "--out", str(out), "--target", "0.12"],
-                          capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert main(["compare", *runs, "--out", str(out), "--target", "0.12"]) == 0  # the command, in this process
     rows = read_csv(out / "runs.csv")
     assert [(r["variant"], r["seed"]) for r in rows] == [("fedavg", "0"), ("buff", "1"), ("buff", "0")]
     ttt = read_csv(out / "time_to_target.csv")
@@ -306,7 +305,7 @@ def markov_run(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_every_straggler_figure_is_written(markov_run):
+def test_every_straggler_figure_is_written(markov_run, capsys):
     files = render_run_figures(markov_run)
     assert [f.name for f in files] == [
         "accuracy_vs_time.png", "timeline.png", "staleness.png", "participation.png", "client_accuracy.png",
@@ -314,8 +313,10 @@ def test_every_straggler_figure_is_written(markov_run):
     ]  # fmt: skip
     assert all(f.stat().st_size > 10_000 for f in files)
     assert "Mean (%)" in (markov_run / "client_accuracy.md").read_text()
-    done = subprocess.run([sys.executable, "-m", "asyncfl", "plot", str(markov_run)], capture_output=True, text=True)
-    assert done.returncode == 0 and "timeline.png" in done.stdout and "accuracy_vs_time.png" in done.stdout
+    capsys.readouterr()
+    assert main(["plot", str(markov_run)]) == 0  # the command, in this process
+    out = capsys.readouterr().out
+    assert "timeline.png" in out and "accuracy_vs_time.png" in out
 
 
 def test_offline_periods_explain_every_offline_failure(markov_run):
@@ -385,9 +386,7 @@ def same_name_runs(tmp_path_factory):
 @pytest.mark.slow
 def test_compare_groups_runs_by_configuration_not_by_name(same_name_runs, tmp_path):
     out = tmp_path / "cmp"
-    done = subprocess.run([sys.executable, "-m", "asyncfl", "compare", *map(str, same_name_runs), "--out", str(out)],
-                          capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert main(["compare", *map(str, same_name_runs), "--out", str(out)]) == 0  # the command, in this process
     rows = read_csv(out / "runs.csv")
     assert [(r["variant"], r["seed"]) for r in rows] == [
         ("tiny (training.local_steps=2)", "0"),
