@@ -257,9 +257,8 @@ def test_damaged_summary_and_study_files_are_config_errors_naming_the_file_and_l
         asyncfl.read_study(sweep)
 
 
-def test_a_sweep_with_a_run_that_has_not_ended_reads_and_reports_it_as_a_missing_seed(tmp_path):
-    import subprocess
-    import sys
+def test_a_sweep_with_a_run_that_has_not_ended_reads_and_reports_it_as_a_missing_seed(tmp_path, capsys):
+    from asyncfl.cli import main
 
     spec = {**SMALL, "compare": [{"name": "all6"}, {"name": "three", "set": {"server.clients_per_round": 3}}]}
     study = asyncfl.run_study({**spec, "baseline": "all6"}, seeds=[0, 1], out=tmp_path / "sweep")
@@ -273,11 +272,13 @@ def test_a_sweep_with_a_run_that_has_not_ended_reads_and_reports_it_as_a_missing
     with pytest.raises(asyncfl.ConfigError, match="did not end"):
         again.run("three", 1)
     assert again.run("three", 1, partial=True).status == "killed"
-    done = subprocess.run([sys.executable, "-m", "asyncfl", "report", str(study.path)], capture_output=True, text=True)
-    assert done.returncode == 0 and "Traceback" not in done.stderr
+    capsys.readouterr()
+    assert main(["report", str(study.path)]) == 0  # the command, in this process
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
     assert (
         "Partial study: 1 of the 4 declared runs (2 variant(s) x 2 seed(s)) are not results: three seed(s) 1 "
-        "(not ended (no summary.json))." in " ".join(done.stderr.split())
+        "(not ended (no summary.json))." in " ".join(err.split())
     )
     after = pd.read_csv(study.path / "report.csv").set_index(["variant", "measure"])
     assert (after.loc["three", "seeds"] == 2).all() and (after.loc["three", "n"] == 1).all()  # every measure alike
