@@ -10,6 +10,7 @@ import math
 import os
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ from asyncfl.config import validate_scenario
 from asyncfl.learn.executors import float32_precision
 from asyncfl.learn.training import Trainer
 from asyncfl.runner.record import AggregationRecord
+from asyncfl.sweep import jobs as sweep_jobs
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on the 2-core CI machine
 
@@ -138,6 +140,17 @@ def write_finished_run(run_dir: Path, scenario: dict, accuracy: float) -> dict:
     summary = {"status": "finished", "final_accuracy": accuracy, "best_accuracy": accuracy}
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return summary
+
+
+def replace_training(monkeypatch, run_job) -> None:
+    """Sweeps run ``run_job(scenario, run_dir, resume) -> summary`` instead of training: a stand-in that writes
+    a run directory at once (as :func:`write_finished_run` does).  The collection after each run
+    (:func:`asyncfl.sweep.jobs.run_locally`, for a real run's reference cycles) is left out too: a stand-in
+    leaves none, and a full collection of the test process (0.2 s, more as the suite grows) per stand-in
+    run was most of these tests' time."""
+    monkeypatch.setattr(sweep_jobs, "run_job", run_job)
+    no_collection = SimpleNamespace(collect=lambda: 0, freeze=lambda: None, unfreeze=lambda: None)
+    monkeypatch.setattr(sweep_jobs, "gc", no_collection)
 
 
 def update(client: int, delta, base=0, staleness=0, samples=10, steps=1, lr=1.0, dtype=torch.float64, loss=math.nan):

@@ -23,9 +23,8 @@ from asyncfl.study import build_study
 from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm, seeds_needed, sign_flip_p, verdict
 from asyncfl.study.claims import Claim, smallest_holm_p, smallest_p, unreachable_families
 from asyncfl.study.seed_statistics import run_measures
-from asyncfl.sweep import jobs as jobs_module
 from asyncfl.sweep.study_sweep import run_sweep
-from tests.conftest import write_finished_run
+from tests.conftest import replace_training, write_finished_run
 from tests.study.test_study import BASE as STUDY_BASE
 
 Z_SUM = 1.959963984540054 + 0.8416212335729143  # z_0.975 + z_0.8 = 2.801585218...
@@ -363,7 +362,7 @@ def instant_runs(monkeypatch):
         acc = (0.6 if scenario["training"]["lr"] == 0.1 else 0.5) + scenario["seed"] / 100
         return write_finished_run(run_dir, scenario, acc)
 
-    monkeypatch.setattr(jobs_module, "run_job", run_job)
+    replace_training(monkeypatch, run_job)
 
 
 def test_report_tests_the_claims_the_sweep_was_run_with(tmp_path, instant_runs, capsys):

@@ -18,9 +18,8 @@ from asyncfl.config import ConfigError, Scenario
 from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.tuning import TUNABLE, UNTUNABLE, grid_points, point_id
-from asyncfl.sweep import jobs as jobs_module
 from asyncfl.sweep.study_sweep import run_sweep
-from tests.conftest import write_finished_run
+from tests.conftest import replace_training, write_finished_run
 
 EVAL_SEEDS, TUNE_SEEDS = [0, 1], [100, 101]
 
@@ -153,7 +152,7 @@ def fake_runs(monkeypatch):
         acc = fake_accuracy(seed, training["lr"], training["local_steps"])
         return write_finished_run(run_dir, scenario, acc)
 
-    monkeypatch.setattr(jobs_module, "run_job", run_job)
+    replace_training(monkeypatch, run_job)
     return seen
 
 
@@ -207,7 +206,7 @@ def test_time_to_target_counts_a_miss_as_infinite(tmp_path, monkeypatch):
         (run_dir / "summary.json").write_text(json.dumps(summary))
         return summary
 
-    monkeypatch.setattr(jobs_module, "run_job", run_job)
+    replace_training(monkeypatch, run_job)
     tune = {"grid": {"training.lr": [0.1, 0.3]}, "seeds": TUNE_SEEDS, "criterion": "time_to_target"}
     study = build_study(tiny(tmp_path, tune, targets=[0.6, 0.9], compare=[{"name": "plain"}]))
     sweep = run_sweep(study, quiet=True).sweep_dir

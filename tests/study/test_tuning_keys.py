@@ -14,9 +14,9 @@ from asyncfl.config import ConfigError
 from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.tuning import next_value
-from asyncfl.sweep import jobs as jobs_module
 from asyncfl.sweep import study_sweep
 from asyncfl.sweep.study_sweep import run_sweep
+from tests.conftest import replace_training
 from tests.study.test_tuning import configs, tiny
 
 SEEDS = [100, 101, 102, 103]
@@ -39,7 +39,7 @@ def fake_training(monkeypatch, curve_of, status_of=lambda scenario: "finished"):
         (run_dir / "summary.json").write_text(json.dumps(summary))
         return summary
 
-    monkeypatch.setattr(jobs_module, "run_job", run_job)
+    replace_training(monkeypatch, run_job)
 
 
 def sweep_of(raw: dict):

@@ -19,9 +19,8 @@ from asyncfl.study.claim_tests import claim_markdown, claim_rows, seed_rows, sig
 from asyncfl.study.claims import ALPHA, Claim, study_claims
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord, t_interval
-from asyncfl.sweep import jobs as jobs_module
 from asyncfl.sweep.study_sweep import run_sweep
-from tests.conftest import write_finished_run
+from tests.conftest import replace_training, write_finished_run
 from tests.study.test_study import BASE as STUDY_BASE
 
 TIME = "time to 0.8 (virtual s)"
@@ -284,7 +283,7 @@ def test_a_sweep_with_an_axis_runs_each_value_and_reports_the_claim_per_value(tm
     def run_job(scenario: dict, run_dir, resume: bool = False) -> dict:
         return write_finished_run(run_dir, scenario, 0.5 + scenario["training"]["lr"] + scenario["seed"] / 100)
 
-    monkeypatch.setattr(jobs_module, "run_job", run_job)
+    replace_training(monkeypatch, run_job)
     sweep = run_sweep(build_study(axis_study(tmp_path)), quiet=True).sweep_dir
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["fast.h1", "fast.h2", "slow"]
     rows = read_csv(sweep / "claims.csv")
