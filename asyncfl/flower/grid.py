@@ -64,6 +64,7 @@ import math
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -78,8 +79,10 @@ from flwr.supercore.task_identity import TaskIdentity
 from asyncfl.config.flower import OFFLINE_GRACE_S
 from asyncfl.errors import ConfigError
 from asyncfl.flower.link_state import (
+    MessageTimes,
     NodeView,
     deadline_of,
+    deliver,
     deliverable,
     expiry_of,
     message_ids_asked,
@@ -154,6 +157,7 @@ class VirtualGrid(Grid):
         should_stop: Callable[[], bool] = lambda: False,
         timed_evaluation: bool = True,
         offline_grace_s: float = OFFLINE_GRACE_S,
+        start_s: float = 0.0,
     ) -> None:
         self.env = simpy.Environment()
         self.nodes, self.clients, self.work, self.log = nodes, clients, work, log
@@ -163,6 +167,9 @@ class VirtualGrid(Grid):
         self.trained = 0  # train rounds so far (a SecAgg+ round's four trips count once): the next round's version
         self.sent = 0  # messages pushed so far (their ids)
         self.tasks: dict[str, Task] = {}  # message id -> task, until its reply is pulled or given up
+        self.times = MessageTimes(start_s)  # start_s: clock.start_time in seconds since the epoch (0: none)
+        # the virtual second each message was created (create_message) or first pushed: its created_at, unrounded
+        self.created_s: weakref.WeakKeyDictionary[Message, float] = weakref.WeakKeyDictionary()
         self.view = NodeView(nodes.node_ids, [device.availability for device in clients], offline_grace_s)
         self.waiting = 0  # get_node_ids calls since the last push that could never be answered better
         self.waiting_since = 0.0  # the real time of the first of them
@@ -191,7 +198,12 @@ class VirtualGrid(Grid):
     def create_message(
         self, content: RecordDict, message_type: str, dst_node_id: int, group_id: str, ttl: float | None = None
     ) -> Message:
-        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+        """A message created now in virtual time: its ``created_at`` (:class:`MessageTimes`) stays at its push, and
+        its ttl counts from it."""
+        message = Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+        self.created_s[message] = now = self.env.now
+        message.metadata.created_at = self.times.created_at(now)
+        return message
 
     def get_node_ids(self) -> Iterable[int]:
         """The nodes Flower's link state lists now: online, or offline for less than ``offline_grace_s``
@@ -247,14 +259,15 @@ class VirtualGrid(Grid):
         ids = message_ids_asked(reply_to_message_ids, message_ids)
         ids = list(self.tasks) if ids is None else ids
         now = self.env.now
-        unknown = [unavailable_reply(i, self._run.run_id, now) for i in ids if i not in self.tasks]
+        stamp = self.times.created_at(now)
+        unknown = [unavailable_reply(i, self._run.run_id, stamp) for i in ids if i not in self.tasks]
         asked = [self.tasks[i] for i in dict.fromkeys(ids) if i in self.tasks]
         if asked and not unknown and all(task.arrives > now for task in asked):
             self._advance(min(task.arrives for task in asked))
         ready = [task for task in asked if task.arrives <= self.env.now]
         for task in ready:
             del self.tasks[task.message.metadata.message_id]
-        return unknown + [task.reply for task in ready]
+        return unknown + [deliver(task.reply, self.env.now, self.times) for task in ready]
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
         """Push ``messages`` now and return the replies in by the virtual deadline ``now + timeout`` (None: all),
@@ -284,7 +297,7 @@ class VirtualGrid(Grid):
         outcome = self._finish(t0, t0 + deadline_s, tasks, train, stage)
         outcome.halted = halted
         self.listener(outcome)
-        return [task.reply for task in outcome.returned]
+        return [deliver(task.reply, task.arrives, self.times) for task in outcome.returned]
 
     def _halted(self, stage: str | None) -> bool:
         """Whether the SecAgg+ round under way stopped short of its last stage (this trip is not its next one)."""
@@ -361,10 +374,10 @@ class VirtualGrid(Grid):
         untimed = not batch.train and not self.timed_evaluation
         task = self._answer_now(message, batch.started) if untimed else self._push(message, batch.train)
         batch.tasks.append(task)
-        reply = task.reply
+        reply = deliver(task.reply, task.arrives, self.times)
         if task.plan.end > batch.started + batch.deadline_s:
             reply = Message(Error(code=ErrorCode.MESSAGE_UNAVAILABLE, reason=MESSAGE_UNAVAILABLE), reply_to=message)
-            stamp_reply(reply, batch.started + batch.deadline_s, message)
+            stamp_reply(reply, message, batch.started + batch.deadline_s, self.times)
         if batch.turn() is None:
             self.batch = None
             if untimed:
@@ -380,14 +393,14 @@ class VirtualGrid(Grid):
         length stands for each answer in the outcome the listener hears).  ``halted``: see :class:`Outcome`."""
         tasks = [self._answer_now(message, self.env.now) for message in messages]
         self.listener(self._untimed_outcome(tasks, halted))
-        return [task.reply for task in tasks]
+        return [deliver(task.reply, self.env.now, self.times) for task in tasks]
 
     def _answer_now(self, message: Message, now: float) -> Task:
         """``message`` answered at ``now`` by its node's ClientApp, untimed (a task of zero length)."""
         self._identify(message, now)
         client = client_of(message.metadata.dst_node_id)
         reply = self.nodes.call(client, message)
-        stamp_reply(reply, now, message)
+        stamp_reply(reply, message, now, self.times)
         return Task(message, TaskPlan(client, self.trained, 0, now, [], now), reply, train=False)
 
     def _untimed_outcome(self, tasks: list[Task], halted: bool) -> Outcome:
@@ -409,23 +422,28 @@ class VirtualGrid(Grid):
         self.closed = True
 
     # --- the timing world -------------------------------------------------------------------------------
-    def _identify(self, message: Message, now: float) -> None:
-        """A pushed message's id (deterministic, unlike uuid4) and virtual creation time; its node must exist."""
+    def _identify(self, message: Message, now: float) -> float:
+        """A pushed message's id (deterministic, unlike uuid4); the virtual second it was created, which its
+        ``created_at`` says.  One built by the app itself (``Message(...)``, as Flower's strategies and workflows
+        build them) carries real wall-clock time, and the Grid cannot know when in virtual time the app built it: it
+        is stamped ``now``, at its first push; one from :meth:`create_message` keeps its stamp."""
         self.waiting, self.asked = 0, False
         metadata = message.metadata
         metadata.__dict__["_message_id"] = str(uuid.UUID(int=self.sent))
         self.sent += 1
-        metadata.created_at = now
+        created_s = self.created_s.setdefault(message, now)
+        metadata.created_at = self.times.created_at(created_s)
         if not metadata.ttl > 0:  # NaN too; Flower's SuperLink refuses ttl <= 0 (flwr/server/utils/validator.py)
             raise ConfigError(
                 f"the ServerApp pushed a message with ttl={metadata.ttl!r}; allowed: ttl > 0 seconds (inf: no expiry)"
             )
+        return created_s
 
     def _push(self, message: Message, update: bool | None = None) -> Task:
         """Time ``message`` as a task; ``update``: whether its reply is an update (None: a train message's is),
         the only tasks clients.csv's ``participations`` counts when they deliver."""
         now = self.env.now
-        self._identify(message, now)
+        created_s = self._identify(message, now)
         metadata = message.metadata
         client = client_of(metadata.dst_node_id)
         device = self.clients[client]
@@ -448,11 +466,11 @@ class VirtualGrid(Grid):
         reply, samples = called[0] if called else (None, 0)
         if reply is None or (plan.failure is not None and plan.failure != "client_app"):
             reply = Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason=UNAVAILABLE), reply_to=message)
-        arrives = min(plan.end, expiry_of(message))
+        arrives = min(plan.end, expiry_of(message, created_s))
         if plan.end > arrives:  # in after its ttl: Flower's link state answers a pull from then on with its error
-            reply = unavailable_reply(metadata.message_id, self._run.run_id, arrives)
+            reply = unavailable_reply(metadata.message_id, self._run.run_id, self.times.created_at(arrives))
         else:
-            stamp_reply(reply, plan.end, message)
+            stamp_reply(reply, message, made_at(plan), self.times)
         task = Task(message, plan, reply, train, samples, arrives)
         self.tasks[metadata.message_id] = task
         counted = train if update is None else update
@@ -512,6 +530,13 @@ def _no_update(env: simpy.Environment, device: Any, plan: TaskPlan, log: EventSi
 
 def client_of_task(task: Task) -> int:
     return task.plan.client
+
+
+def made_at(plan: TaskPlan) -> float:
+    """When the node made its reply: as its upload starts (it has the reply once its compute ends; a ClientApp's
+    error too), or, for a task that failed otherwise, at the failure, where the SuperLink makes its error reply."""
+    uploaded = len(plan.phase_starts) == 3 and plan.failure in (None, "client_app")
+    return plan.phase_starts[2] if uploaded else plan.end
 
 
 __all__ = ["Outcome", "Task", "VirtualGrid"]

@@ -14,6 +14,11 @@ included (a device not charging or off its unmetered network takes no work: it i
 FL); the battery does not hide a node (a device below its battery threshold keeps running, and reading its level
 would change clients.csv).  A round-indexed model (one draw per sync round, no times) lists the nodes online in
 the round at hand, whatever g.
+
+**Timestamps** (:class:`MessageTimes`) are Flower's, on the virtual clock: ``created_at`` in seconds since the epoch
+and ``delivered_at`` an ISO 8601 string, virtual second s being ``clock.start_time`` + s (without a start time,
+1970-01-01 UTC + s).  The ttl is counted from ``created_at``; expiry is decided in virtual seconds (the same
+instant, without the rounding of a float near 1.7e9 s).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from logging import ERROR
 from typing import Any
 
@@ -35,6 +42,27 @@ from asyncfl.flower.threads import MESSAGE_UNAVAILABLE
 
 # Flower's own system message type for the replies its link state makes (flwr.supercore.constant)
 SYSTEM_MESSAGE_TYPE = "system"
+
+
+# the error replies the SuperLink makes itself (utils.py): no pull marks them delivered
+SUPERLINK_ERRORS = (ErrorCode.NODE_UNAVAILABLE, ErrorCode.MESSAGE_UNAVAILABLE)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class MessageTimes:
+    """Flower's timestamps at virtual times: ``start_s`` is virtual second 0 in seconds since the epoch
+    (``clock.start_time``; 0 without one)."""
+
+    start_s: float = 0.0
+
+    def created_at(self, t: float) -> float:
+        """``Metadata.created_at`` at virtual time ``t``, as Flower's ``now().timestamp()``."""
+        return self.start_s + t
+
+    def delivered_at(self, t: float) -> str:
+        """``Metadata.delivered_at`` at virtual time ``t``, as Flower's ``now().isoformat()`` (UTC, microseconds)."""
+        return (EPOCH + timedelta(seconds=self.start_s) + timedelta(seconds=t)).isoformat()
 
 
 class NodeView:
@@ -92,22 +120,22 @@ def deliverable(messages: Iterable[Any], num_nodes: int) -> list[Any]:
     return kept
 
 
-def unavailable_reply(message_id: str, run_id: int, at: float) -> Message:
+def unavailable_reply(message_id: str, run_id: int, created_at: float) -> Message:
     """Flower's reply to a pull of a message it does not hold (never pushed, already pulled, or expired): an error
     ``MESSAGE_UNAVAILABLE`` from the SuperLink, as ``create_message_error_unavailable_ins_message``
-    (``flwr/server/superlink/linkstate/utils.py``) makes it, created at ``at``."""
+    (``flwr/server/superlink/linkstate/utils.py``) makes it, stamped ``created_at`` (epoch seconds)."""
     metadata = Metadata(
         run_id=run_id, message_id=message_id + "-unavailable", src_node_id=SUPERLINK_NODE_ID,
         dst_node_id=SUPERLINK_NODE_ID, reply_to_message_id=message_id, group_id="",
-        message_type=SYSTEM_MESSAGE_TYPE, created_at=at, ttl=0,
+        message_type=SYSTEM_MESSAGE_TYPE, created_at=created_at, ttl=0,
     )  # fmt: skip
     return make_message(metadata=metadata, error=Error(code=ErrorCode.MESSAGE_UNAVAILABLE, reason=MESSAGE_UNAVAILABLE))
 
 
-def expiry_of(message: Message) -> float:
-    """The virtual time a pushed message expires: its ``created_at`` + ``ttl`` (Flower's
-    ``message_ttl_has_expired``: expired strictly after)."""
-    return message.metadata.created_at + message.metadata.ttl
+def expiry_of(message: Message, created_s: float) -> float:
+    """The virtual time a pushed message expires: its creation (virtual second ``created_s``, its ``created_at``)
+    + ``ttl`` (Flower's ``message_ttl_has_expired``: expired strictly after)."""
+    return created_s + message.metadata.ttl
 
 
 def deadline_of(timeout: Any) -> float:
@@ -124,13 +152,23 @@ def deadline_of(timeout: Any) -> float:
     return float(timeout)
 
 
-def stamp_reply(reply: Message, at: float, message: Message) -> None:
-    """A reply's metadata as the SuperLink would hold it: an id, the message it answers, virtual times."""
+def stamp_reply(reply: Message, message: Message, made_s: float, times: MessageTimes) -> None:
+    """A reply's metadata as the SuperLink would hold it: an id, the message it answers, made at virtual second
+    ``made_s`` (``created_at``), with what is left of the message's ttl then (Flower's ``Message(reply_to=...)``:
+    the reply expires with the message it answers)."""
     metadata = reply.metadata
     metadata.__dict__["_message_id"] = message.metadata.message_id + "-reply"
     metadata.__dict__["_reply_to_message_id"] = message.metadata.message_id
     metadata.__dict__["_src_node_id"] = message.metadata.dst_node_id
     metadata.__dict__["_dst_node_id"] = message.metadata.src_node_id
-    metadata.created_at = at
-    metadata.ttl = max(0.0, message.metadata.created_at + message.metadata.ttl - at)
-    metadata.delivered_at = repr(at)
+    metadata.created_at = times.created_at(made_s)
+    metadata.ttl = max(0.0, message.metadata.created_at + message.metadata.ttl - metadata.created_at)
+
+
+def deliver(reply: Message, at: float, times: MessageTimes) -> Message:
+    """``reply`` handed to the ServerApp at virtual time ``at``: a node's reply marked ``delivered_at`` then, as
+    Flower's pull marks the replies it hands out (``in_memory_linkstate.py``, ``pull_messages``); the error replies
+    the SuperLink makes itself (:data:`SUPERLINK_ERRORS`) stay unmarked (``""``), as there."""
+    if not (reply.has_error() and reply.error.code in SUPERLINK_ERRORS):
+        reply.metadata.delivered_at = times.delivered_at(at)
+    return reply

@@ -217,6 +217,7 @@ class FlowerSession:
         self.grid = VirtualGrid(
             self.nodes, self.clients, work, self.out.event, self.run_id, recorder, self._stop,
             timed_evaluation=flower.evaluation != "untimed", offline_grace_s=flower.offline_grace_s,
+            start_s=start.timestamp() if start is not None else 0.0,
         )  # fmt: skip
 
     def _stop(self) -> bool:
