@@ -374,7 +374,7 @@ class VirtualGrid(Grid):
         untimed = not batch.train and not self.timed_evaluation
         task = self._answer_now(message, batch.started) if untimed else self._push(message, batch.train)
         batch.tasks.append(task)
-        reply = deliver(task.reply, task.arrives, self.times)
+        reply = task.reply
         if task.plan.end > batch.started + batch.deadline_s:
             reply = Message(Error(code=ErrorCode.MESSAGE_UNAVAILABLE, reason=MESSAGE_UNAVAILABLE), reply_to=message)
             stamp_reply(reply, message, batch.started + batch.deadline_s, self.times)
@@ -386,7 +386,7 @@ class VirtualGrid(Grid):
                 self.listener(
                     self._finish(batch.started, batch.started + batch.deadline_s, batch.tasks, batch.train, None)
                 )
-        return reply
+        return deliver(reply, task.arrives, self.times)
 
     def _evaluate_untimed(self, messages: Sequence[Message], halted: bool) -> list[Message]:
         """Every message answered now by its node's ClientApp, in push order; nothing is timed (a task of zero
