@@ -16,12 +16,15 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNC, K_ASYNC = "scenarios/sync_deadline.yaml", "scenarios/k_async.yaml"
@@ -57,6 +60,38 @@ CASES = [  # (tag, scenario file, --set overrides); every run also gets output.p
                                  BATTERY]),
     ("study", "scenarios/compare_deadlines.yaml", ["seeds=[0, 1]"]),
 ]  # fmt: skip
+DIGITS = {"seed": 0, "data": {"dataset": "digits", "clients": 4}, "model": {"name": "logreg"},
+          "training": {"local_steps": 5, "batch_size": 16, "lr": 0.1}, "trainer": {"executor": "sequential"},
+          "algorithm": {"name": "fedavg", "weighting": "samples"}}
+LEGACY = {"work": {"examples": "num_examples"}, "metrics": {"accuracy": "eval_acc", "loss": "loss"}}
+FLAKY = {"availability": {"kind": "bernoulli", "p": 0.7, "slot_s": 3.0}}
+SECAGG = {"data": {"clients": 4}, "flower": {"work": {"examples": "num_examples"}}}
+CENTRAL = {"data": {"clients": 3}}
+FLOWER_CASES = [  # (tag, server app, client app, scenario keys, flower.run_config); apps from tests/flower
+    ("flower_sync", "digits_app:server_app", "digits_app:client_app", {**DIGITS, "stop": {"rounds": 3}},
+     {"num-server-rounds": 4}),
+    ("flower_deadline", "digits_app:server_app", "digits_app:client_app",
+     {**DIGITS, "population": FLAKY, "seed": 3}, {"num-server-rounds": 4, "timeout": 2.0, "fraction-evaluate": 0.5}),
+    ("flower_untimed", "digits_app:server_app", "digits_app:client_app",
+     {**DIGITS, "flower": {"evaluation": "untimed"}}, {"num-server-rounds": 3}),
+    ("flower_legacy", "legacy_app:server_app", "legacy_app:client_app",
+     {**DIGITS, "stop": {"rounds": 3}, "flower": LEGACY}, {"num-server-rounds": 3}),
+    ("flower_secagg", "secagg_app:server_app", "secagg_app:client_app", {**SECAGG, "population": FLAKY},
+     {"num-server-rounds": 3, "secagg": 1, "fraction-evaluate": 0.5}),
+    ("flower_stop", "central_app:server_app", "toy_app:client_app", {**CENTRAL, "stop": {"rounds": 3}},
+     {"num-server-rounds": 6}),
+    ("flower_central", "central_app:server_app", "toy_app:client_app",
+     {**CENTRAL, "stop": {"target_accuracy": 0.3, "rounds": 8}}, {"num-server-rounds": 6, "central": True, "fraction-evaluate": 0.0}),
+]  # fmt: skip
+# one Flower case in a fresh interpreter of the tree at hand (its asyncfl first, the test apps importable)
+FLOWER_RUN = """import json, sys
+sys.path[1:1] = ["tests/flower"]
+import asyncfl.flower
+tag, server, client, keys, config, out = json.loads(sys.argv[1])
+flower = {**keys.get("flower", {}), "run_config": {**config, "final-path": out + ".app_final.npz"}}
+scenario = {**keys, "output": {"plot": False}, "flower": flower}
+asyncfl.flower.run(server, client, scenario, out)
+"""
 WALL_CLOCK = {"wall_seconds", "real_seconds", "figures_seconds", "elapsed_s"}  # differ run to run
 WALL_CLOCK_JSON = re.compile(rb'"(' + "|".join(sorted(WALL_CLOCK)).encode() + rb')": *[^,}\n]+')
 SKIPPED = (".png", ".log", ".pt")  # figures (compared by eye), command logs, checkpoints (pickled tensors)
@@ -75,13 +110,29 @@ def run_cases(tree: Path, out: Path, only: set[str]) -> list[str]:
         (out / f"{tag}.log").write_text(done.stdout + done.stderr)
         if done.returncode != 0:
             failed.append(tag)
+    for tag, server, client, keys, config in FLOWER_CASES:
+        if only and tag not in only:
+            continue
+        argument = json.dumps([tag, server, client, keys, config, str(out / tag)])
+        done = subprocess.run([sys.executable, "-c", FLOWER_RUN, argument], cwd=tree, capture_output=True, text=True)
+        (out / f"{tag}.log").write_text(done.stdout + done.stderr)
+        if done.returncode != 0:
+            failed.append(tag)
     return failed
+
+
+def npz_arrays(path: Path) -> bytes:
+    """An .npz's arrays (names, dtypes, shapes, values): its zip entries carry the time they were written."""
+    with np.load(path) as arrays:
+        return b"".join(f"{k}{arrays[k].dtype}{arrays[k].shape}".encode() + arrays[k].tobytes() for k in arrays)
 
 
 def normalised(path: Path, root: Path) -> bytes:
     """The file's bytes without what may differ between two runs of the same code: wall-clock fields
     (CSV columns, JSON values) and the output root's own path.  Everything else is compared as written,
     line endings, quoting and JSON layout included."""
+    if path.suffix == ".npz":
+        return npz_arrays(path)
     data = path.read_bytes().replace(str(root).encode(), b"ROOT")
     if path.suffix == ".json":  # the value of a wall-clock key, at any depth, masked in place
         return WALL_CLOCK_JSON.sub(rb'"\1": ?', data)
