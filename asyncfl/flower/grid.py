@@ -94,7 +94,8 @@ from asyncfl.flower.nodes import FlowerNodes, client_of, message_bytes
 from asyncfl.flower.secure_aggregation import COLLECT, LAST, continues, stage_of
 from asyncfl.flower.threads import Batch, ThreadCalls
 from asyncfl.sim.clients import DoneWork, EventSink, TaskPlan, Work, phase_seconds, plan_task, run_task
-from asyncfl.sim.servers import ClosedRound
+from asyncfl.sim.servers import ClosedRound, RoundHandoff
+from asyncfl.sim.servers.sync import closes
 
 UNAVAILABLE = "Error: Node Unavailable - the client went offline or ran out of battery (asyncfl virtual time)"
 # get_node_ids calls with no push between them that could never be answered better (every node listed, or the
@@ -142,10 +143,13 @@ class Outcome:
 
 
 class VirtualGrid(LegacyRounds, Grid):
-    """A Flower ``Grid`` on asyncfl's virtual clock (see the module's docstring).  ``listener(outcome)`` hears
-    every :meth:`send_and_receive` when it returns; ``should_stop()`` is asked before each round's first push of
-    train messages (True: the run is over, :attr:`stopped`, and this and every later send_and_receive returns no
-    reply); ``timed_evaluation``: False answers evaluate rounds untimed (see the module's docstring)."""
+    """A Flower ``Grid`` on asyncfl's virtual clock ``env`` (see the module's docstring).  Every
+    :meth:`send_and_receive` hands its :class:`Outcome` to the run loop through ``rounds`` before it returns, as a
+    native server hands over a closed round (:class:`~asyncfl.sim.servers.RoundHandoff`; the loop is a process of
+    ``env``: :func:`~asyncfl.runner.simulation.run_loop`); the loop's answer, or ``should_stop()`` (a stop the
+    app's server-side evaluation reached), is read before each round's first push of train messages (True: the run
+    is over, :attr:`stopped`, and this and every later send_and_receive returns no reply); ``timed_evaluation``:
+    False answers evaluate rounds untimed (see the module's docstring)."""
 
     def __init__(
         self,
@@ -154,15 +158,17 @@ class VirtualGrid(LegacyRounds, Grid):
         work: Work,
         log: EventSink,
         run_id: int,
-        listener: Callable[[Outcome], None] = lambda outcome: None,
+        env: simpy.Environment,
+        rounds: RoundHandoff,
         should_stop: Callable[[], bool] = lambda: False,
         timed_evaluation: bool = True,
         offline_grace_s: float = OFFLINE_GRACE_S,
         start_s: float = 0.0,
     ) -> None:
-        self.env = simpy.Environment()
+        self.env, self.rounds = env, rounds
         self.nodes, self.clients, self.work, self.log = nodes, clients, work, log
-        self.listener, self.should_stop = listener, should_stop
+        self.should_stop = should_stop
+        self.told_stop = False  # the run loop answered a handed-over trip with stop
         self.timed_evaluation = timed_evaluation
         self._run = Run.create_empty(run_id)
         self.trained = 0  # train rounds so far (a SecAgg+ round's four trips count once): the next round's version
@@ -287,7 +293,7 @@ class VirtualGrid(LegacyRounds, Grid):
         halted = self._halted(stage)
         if messages and not self.timed_evaluation and kinds == {MessageType.EVALUATE}:
             return self._evaluate_untimed(messages, halted)
-        if train and self.stage is None and self.should_stop():  # a round's first trip only
+        if train and self.stage is None and self.stop_due():  # a round's first trip only
             self.stopped = True
             return []
         t0 = self.env.now
@@ -297,8 +303,24 @@ class VirtualGrid(LegacyRounds, Grid):
         tasks = [self._push(message, updates) for message in deliverable(messages, len(self.nodes))]
         outcome = self._finish(t0, t0 + deadline_s, tasks, train, stage)
         outcome.halted = halted
-        self.listener(outcome)
+        self.hand_over(outcome)
         return [deliver(task.reply, task.arrives, self.times) for task in outcome.returned]
+
+    def hand_over(self, outcome: Outcome) -> None:
+        """Hand ``outcome`` to the run loop through SimPy, as a native server hands over a closed round, and play
+        this moment's events until the loop has answered (it answers at once: :func:`happen_now`); an error of the
+        loop's is raised here, out of ``env.step``."""
+        answer = self.rounds.close(outcome)
+        while not answer.triggered:
+            if self.env.peek() > self.env.now:
+                raise RuntimeError("the run loop did not answer a trip the Grid handed over (it is not running)")
+            self.env.step()
+        self.told_stop = self.told_stop or bool(answer.value)
+
+    def stop_due(self) -> bool:
+        """Whether the run is over (asked before a round's first train trip): the loop said so, or a stop rule
+        fired outside it (the app's server-side evaluation)."""
+        return self.told_stop or self.should_stop()
 
     def _halted(self, stage: str | None) -> bool:
         """Whether the SecAgg+ round under way stopped short of its last stage (this trip is not its next one)."""
@@ -323,9 +345,9 @@ class VirtualGrid(LegacyRounds, Grid):
 
     def _evaluate_untimed(self, messages: Sequence[Message], halted: bool) -> list[Message]:
         """Every message answered now by its node's ClientApp, in push order; nothing is timed (a task of zero
-        length stands for each answer in the outcome the listener hears).  ``halted``: see :class:`Outcome`."""
+        length stands for each answer in the outcome the run loop gets).  ``halted``: see :class:`Outcome`."""
         tasks = [self._answer_now(message, self.env.now) for message in messages]
-        self.listener(self._untimed_outcome(tasks, halted))
+        self.hand_over(self._untimed_outcome(tasks, halted))
         return [deliver(task.reply, self.env.now, self.times) for task in tasks]
 
     def _answer_now(self, message: Message, now: float) -> Task:
@@ -421,34 +443,33 @@ class VirtualGrid(LegacyRounds, Grid):
             env.run(until=until)
 
     def _close(self, t0: float, close_at: float, tasks: Sequence[Task]) -> Outcome:
-        """The round as a sync server closes it: replies in by ``close_at`` returned (failures as error
-        replies), tasks still running given up (late, failed ``deadline`` here; they run on) at ``close_at``, or at
-        their message's expiry, whose error reply is returned (the expiry is a deadline of the message's own)."""
+        """The round as a sync server closes it (one rule: :func:`~asyncfl.sim.servers.sync.closes`): replies in by
+        ``close_at`` returned (failures as error replies), tasks still running given up (late, failed ``deadline``
+        here; they run on) at ``close_at``, or at their message's expiry, whose error reply is returned (the expiry
+        is a deadline of the message's own)."""
         closed = ClosedRound(self.trained + 1, t0, close_at, selected=[client_of_task(t) for t in tasks])
         outcome = Outcome(closed, list(tasks))
         for task in tasks:
-            plan = task.plan
             if task.arrives <= close_at:
                 outcome.returned.append(task)
-            if plan.end > close_at or task.expired:
-                cut = min(close_at, task.arrives)
-                closed.late += 1
-                closed.failures["deadline"] += 1
-                closed.failed_clients.append(plan.client)
-                closed.timed_out.append((plan.client, cut - plan.start))
-                closed.lost_s += sum(phase_seconds(plan, cut))
-                closed.lost_compute_s += phase_seconds(plan, cut)[1]
-                self.clients[plan.client].stats.late_spans.append((cut, plan.end))
-                if plan.failure is None:
-                    plan.failure = "deadline"  # its end is logged as a failure: the ServerApp never gets it
-                continue
-            if plan.delivered:
-                closed.received.append(plan)
-            else:
-                closed.failed(plan)
+            cut = min(close_at, task.arrives)
+            if not closes(closed, task.plan, cut):
+                self._give_up(closed, task.plan, cut)
         outcome.returned.sort(key=lambda task: task.arrives)  # arrival order (stable: push order on ties)
         closed.received.sort(key=lambda plan: plan.end)
         return outcome
+
+    def _give_up(self, closed: ClosedRound, plan: TaskPlan, cut: float) -> None:
+        """A task still running at ``cut``: late, failed ``deadline`` in ``closed``; it runs on, never returned."""
+        closed.late += 1
+        closed.failures["deadline"] += 1
+        closed.failed_clients.append(plan.client)
+        closed.timed_out.append((plan.client, cut - plan.start))
+        closed.lost_s += sum(phase_seconds(plan, cut))
+        closed.lost_compute_s += phase_seconds(plan, cut)[1]
+        self.clients[plan.client].stats.late_spans.append((cut, plan.end))
+        if plan.failure is None:
+            plan.failure = "deadline"  # its end is logged as a failure: the ServerApp never gets it
 
 
 def _no_update(env: simpy.Environment, device: Any, plan: TaskPlan, log: EventSink):

@@ -1,7 +1,8 @@
 """A legacy app's rounds on the Grid (:mod:`asyncfl.flower.threads` says how Flower's ``Server`` makes them): the
 calls its pool threads make, one message each, answered in the order the strategy announced and closed as one
 round.  :class:`LegacyRounds` is the part of :class:`~asyncfl.flower.grid.VirtualGrid` that answers them; it works
-on the Grid's own state (its clock, tasks and listener) and is kept apart only to keep the Grid's module short."""
+on the Grid's own state (its clock, tasks and the run loop it hands rounds to) and is kept apart only to keep the
+Grid's module short."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class LegacyRounds:
         False once the scenario's stop: ended the run (asked before a train round): the strategy then asks no
         node, and Flower's legacy Server skips such a round, so the app's code after its rounds runs."""
         self.threads.raise_kept()
-        if train and not self.stopped and self.should_stop():
+        if train and not self.stopped and self.stop_due():
             self.stopped = True
         if self.stopped:
             self.batch = None
@@ -78,9 +79,9 @@ class LegacyRounds:
         if batch.turn() is None:
             self.batch = None
             if untimed:
-                self.listener(self._untimed_outcome(batch.tasks, False))
+                self.hand_over(self._untimed_outcome(batch.tasks, False))
             else:
-                self.listener(
+                self.hand_over(
                     self._finish(batch.started, batch.started + batch.deadline_s, batch.tasks, batch.train, None)
                 )
         return deliver(reply, task.arrives, self.times)

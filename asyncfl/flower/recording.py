@@ -40,7 +40,8 @@ The mapping from messages to records:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,9 @@ from asyncfl.output.writing import Log
 from asyncfl.runner.callbacks.base import Callback, RunState
 from asyncfl.runner.callbacks.metrics import MetricsRecorder
 from asyncfl.runner.callbacks.stop_rules import StopRules
+from asyncfl.runner.loop_guards import LoopGuards, interrupts_deferred
 from asyncfl.runner.record import AggregationRecord, Learned, is_diverged, record_of
+from asyncfl.runner.simulation import recorded
 from asyncfl.runner.timing_learning import TimingLearner
 from asyncfl.sim.servers import ClosedRound
 
@@ -202,7 +205,11 @@ class ServerSide:
 
 
 class FlowerRecorder:
-    """Hears every send_and_receive of the Grid and hands the run's callbacks what the native loop would."""
+    """The run loop's round closing for a Flower ServerApp (:func:`~asyncfl.runner.simulation.run_loop` calls it
+    with every send_and_receive's :class:`Outcome` the Grid hands over): the callbacks hear what they hear in a
+    native run (:func:`~asyncfl.runner.simulation.recorded`), with Ctrl-C held back while a round is written and
+    the loop's garbage collection (:class:`~asyncfl.runner.loop_guards.LoopGuards`) at each aggregation; it answers
+    the run's stop.  The learning side is the ClientApps' and the strategy's (:class:`FlowerLearner` stands in)."""
 
     def __init__(
         self,
@@ -218,8 +225,24 @@ class FlowerRecorder:
         self.metrics, self.learner, self.round_spans = metrics, learner, round_spans
         self.train_examples: dict[int, int] = {}
         self.stages: list[Outcome] = []  # the SecAgg+ stage trips of the round under way
+        self.guards: LoopGuards | None = None  # while the ServerApp runs (guarded)
 
-    def __call__(self, outcome: Outcome) -> None:
+    @contextmanager
+    def guarded(self) -> Iterator[None]:
+        """The run loop's guards while the ServerApp runs: at each aggregation one garbage collection of what it
+        made, then everything alive frozen (:class:`~asyncfl.runner.loop_guards.LoopGuards`)."""
+        with LoopGuards() as self.guards:
+            try:
+                yield
+            finally:
+                self.guards = None
+
+    def __call__(self, outcome: Outcome) -> bool:
+        with interrupts_deferred():  # the trip's rows are written all or not at all
+            self._close(outcome)
+        return self.state.stop
+
+    def _close(self, outcome: Outcome) -> None:
         if outcome.halted:
             self.close()  # the workflow halted: the stages held are their round's
         if outcome.stage is not None:
@@ -251,10 +274,10 @@ class FlowerRecorder:
         diverged = is_diverged(all(arrays_finite(reply) for reply in replies), reported)
         learned = Learned(tuple(losses), tuple(x * x for x in losses), diverged=diverged)
         record = record_of(closed, [0] * len(closed.received), learned)
+        if self.guards is not None:
+            self.guards.round_closed()
         self.round_spans.append((closed.started, closed.time, closed.round - 1))
-        self.state.progress.count(record)
-        for callback in self.callbacks:
-            callback.on_aggregation(self.state, record)
+        recorded(self.state, self.callbacks, record)
 
     def evaluated(self, outcome: Outcome) -> None:
         keys, examples = self.keys, self.nodes.work.examples

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import simpy
 import torch
 from flwr.app import Context, RecordDict
 
@@ -58,8 +59,10 @@ from asyncfl.runner.parts import (
     utc_time,
 )
 from asyncfl.runner.run_end import end_callbacks, run_end
+from asyncfl.runner.simulation import run_loop
 from asyncfl.runner.start import start_in_directory
 from asyncfl.sim.population import build_clients, participation_probabilities
+from asyncfl.sim.servers import RoundHandoff
 
 SERVER_WHERE, CLIENT_WHERE = "flower.server_app", "flower.client_app"
 
@@ -214,8 +217,12 @@ class FlowerSession:
         )
         self.recorder = recorder
         work = task_work(s, 0)  # the battery's energy per sample and per byte
+        # the run loop, a process of the Grid's clock: the Grid hands it each trip as a native server does
+        env = simpy.Environment()
+        rounds = RoundHandoff(env)
+        env.process(run_loop(env, rounds, recorder))
         self.grid = VirtualGrid(
-            self.nodes, self.clients, work, self.out.event, self.run_id, recorder, self._stop,
+            self.nodes, self.clients, work, self.out.event, self.run_id, env, rounds, self._stop,
             timed_evaluation=flower.evaluation != "untimed", offline_grace_s=flower.offline_grace_s,
             start_s=start.timestamp() if start is not None else 0.0,
         )  # fmt: skip
@@ -237,7 +244,7 @@ class FlowerSession:
             for callback in self.callbacks + self.ends:
                 callback.on_start(self.state)
             server_side = ServerSide(self.grid, self.state, self.metrics, self.learner)
-            with apps_seeded(self.app_seed), watching_start(self.grid, server_side):
+            with apps_seeded(self.app_seed), watching_start(self.grid, server_side), self.recorder.guarded():
                 ordered_app(server_app, self.grid)(grid=self.grid, context=context)  # legacy: flower.threads
             self.state.stopped_by = self._stopped_by()
 

@@ -3,10 +3,12 @@
 The loop is a SimPy process beside the server's: it waits for each round the server closes
 (:class:`asyncfl.sim.servers.RoundHandoff`), has the learning side train and aggregate it, builds the
 aggregation's one :class:`~asyncfl.runner.record.AggregationRecord`, hands it to the callbacks, and answers
-the server (stop or go on).  One K-async update's path from its finished compute to its row in rounds.csv:
+the server (stop or go on).  A Flower ServerApp's rounds go through the same loop (:func:`run_loop`,
+:func:`recorded`): the virtual Grid hands each closed trip over as a server does (:mod:`asyncfl.flower.grid`).
+One K-async update's path from its finished compute to its row in rounds.csv:
 
 1. the client's task process puts its plan in the server's inbox (``k_async_server``);
-2. the server hands the closed round to this loop (``RoundHandoff.close`` -> :meth:`Simulation._loop`);
+2. the server hands the closed round to this loop (``RoundHandoff.close`` -> :func:`run_loop`);
 3. the loop has the learning side train and aggregate it (:meth:`Simulation._close_round`: ``train``, ``apply``)
    and builds the record (:func:`~asyncfl.runner.record.record_of`);
 4. the callbacks read the record (``RoundLog.on_aggregation`` writes its rounds.csv row).
@@ -18,7 +20,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import simpy
 import torch
@@ -29,7 +31,7 @@ from asyncfl.learn.executors import float32_precision
 from asyncfl.runner.callbacks.base import Callback, Checkpoint, Progress, RunState
 from asyncfl.runner.loop_guards import LoopGuards, RunInterrupted, interrupts_deferred
 from asyncfl.runner.parts import OutsideLearning, assemble, live_callbacks
-from asyncfl.runner.record import record_of, staleness_of
+from asyncfl.runner.record import AggregationRecord, record_of, staleness_of
 from asyncfl.runner.replay import ReplayLearner, ReplayUntil, SavedFeedback
 from asyncfl.runner.run_end import end_callbacks, run_end
 from asyncfl.sim.servers import SERVER_MODES, ClosedRound, RoundHandoff, ServerContext
@@ -99,7 +101,7 @@ class Simulation:
             env, self.clients, self.parts.work, s.server, s.seed, rounds, self._log, limit,
             logs_client=self.out.logs_client, feedback=self.selection_feedback.feedback,
         )  # fmt: skip
-        env.process(self._loop(env, rounds))  # first: it waits before the server can close a round
+        env.process(run_loop(env, rounds, self._close_round))  # first: it waits before the server can close one
         server = env.process(SERVER_MODES[s.server.mode].process(context))
         try:
             # whatever ends it, the files of what has run are written and summary.json says how it ended
@@ -120,18 +122,6 @@ class Simulation:
         elif self.resume["aggregations"] == 0:
             self.go_live()
 
-    def _loop(self, env: simpy.Environment, rounds: RoundHandoff):
-        """The run loop as a SimPy process: each closed round in, the answer (stop or go on) back out.  An
-        error leaves ``env.run`` at once (:func:`raise_now`), as if the server had called the loop."""
-        while True:
-            closed, answer = yield rounds.next_round()
-            try:
-                stop = self._close_round(closed)
-            except BaseException as error:
-                raise_now(env, error)
-                return
-            rounds.reply(answer, stop)
-
     def _close_round(self, closed: ClosedRound) -> bool:
         """One aggregation: train, aggregate, record, call back; True stops the run."""
         self.guards.round_closed()
@@ -143,10 +133,7 @@ class Simulation:
         with interrupts_deferred():  # the round's state and its rows are written all or not at all
             record = record_of(closed, staleness, learner.apply(closed, updates, self.record_weights))
             self.feedback.aggregated(record)
-            self.progress.count(record)
-            for callback in self.callbacks:
-                callback.on_aggregation(self.state, record)
-            return self.state.stop
+            return recorded(self.state, self.callbacks, record)
 
     def _log(self, t: float, client: int | None, event: str, version: int | None, reason: str | None) -> None:
         """The servers' and clients' event sink: the run directory's, or a resumed run's muted one until its
@@ -181,6 +168,30 @@ class Simulation:
         their files and summary.json names its stage)."""
         self.state.scenario_warnings = scenario_warnings(self.scenario)
         end_callbacks(self.state, now, self.live_callbacks, self.out)
+
+
+def run_loop(env: simpy.Environment, rounds: RoundHandoff, close_round: Callable[[Any], bool]):
+    """The run loop as a SimPy process, a native run's (:class:`Simulation`) and a Flower ServerApp's
+    (:mod:`asyncfl.flower.start`): each closed round in, ``close_round``'s answer (True: stop) back out.  An error
+    leaves ``env.run`` (or ``env.step``) at once (:func:`raise_now`), as if the server had called the loop."""
+    while True:
+        closed, answer = yield rounds.next_round()
+        try:
+            stop = close_round(closed)
+        except BaseException as error:
+            raise_now(env, error)
+            return
+        rounds.reply(answer, stop)
+
+
+def recorded(state: RunState, callbacks: Sequence[Callback], record: AggregationRecord) -> bool:
+    """What every aggregation ends with, native or Flower: counted in the run's progress and heard by the
+    callbacks (the caller holds Ctrl-C back around it: :func:`~asyncfl.runner.loop_guards.interrupts_deferred`);
+    True: the run stops."""
+    state.progress.count(record)
+    for callback in callbacks:
+        callback.on_aggregation(state, record)
+    return state.stop
 
 
 def saved_feedback(checkpoint: Checkpoint) -> list:

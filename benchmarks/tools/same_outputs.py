@@ -60,9 +60,14 @@ CASES = [  # (tag, scenario file, --set overrides); every run also gets output.p
                                  BATTERY]),
     ("study", "scenarios/compare_deadlines.yaml", ["seeds=[0, 1]"]),
 ]  # fmt: skip
-DIGITS = {"seed": 0, "data": {"dataset": "digits", "clients": 4}, "model": {"name": "logreg"},
-          "training": {"local_steps": 5, "batch_size": 16, "lr": 0.1}, "trainer": {"executor": "sequential"},
-          "algorithm": {"name": "fedavg", "weighting": "samples"}}
+DIGITS = {
+    "seed": 0,
+    "data": {"dataset": "digits", "clients": 4},
+    "model": {"name": "logreg"},
+    "training": {"local_steps": 5, "batch_size": 16, "lr": 0.1},
+    "trainer": {"executor": "sequential"},
+    "algorithm": {"name": "fedavg", "weighting": "samples"},
+}
 LEGACY = {"work": {"examples": "num_examples"}, "metrics": {"accuracy": "eval_acc", "loss": "loss"}}
 FLAKY = {"availability": {"kind": "bernoulli", "p": 0.7, "slot_s": 3.0}}
 SECAGG = {"data": {"clients": 4}, "flower": {"work": {"examples": "num_examples"}}}
@@ -81,7 +86,8 @@ FLOWER_CASES = [  # (tag, server app, client app, scenario keys, flower.run_conf
     ("flower_stop", "central_app:server_app", "toy_app:client_app", {**CENTRAL, "stop": {"rounds": 3}},
      {"num-server-rounds": 6}),
     ("flower_central", "central_app:server_app", "toy_app:client_app",
-     {**CENTRAL, "stop": {"target_accuracy": 0.3, "rounds": 8}}, {"num-server-rounds": 6, "central": True, "fraction-evaluate": 0.0}),
+     {**CENTRAL, "stop": {"target_accuracy": 0.3, "rounds": 8}},
+     {"num-server-rounds": 6, "central": True, "fraction-evaluate": 0.0}),
 ]  # fmt: skip
 # one Flower case in a fresh interpreter of the tree at hand (its asyncfl first, the test apps importable)
 FLOWER_RUN = """import json, sys

@@ -119,14 +119,7 @@ def sync_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None
         yield env.timeout(close_at - t0)
         started = [plan for plan in plans if plan.delivered]  # their training jobs are queued at the close
         closed = ClosedRound(version + 1, t0, close_at, selected=selected, started_tasks=started)
-        still_running = []
-        for plan in pending + plans:
-            if plan.end > close_at:
-                still_running.append(plan)
-            elif plan.delivered:
-                closed.received.append(plan)
-            else:
-                closed.failed(plan)
+        still_running = [plan for plan in pending + plans if not closes(closed, plan, close_at)]  # the rest closed
         closed.late = sum(1 for p in plans if p.end > close_at) + closed.failures["deadline"]
         pending = [] if drop_late else still_running
         for plan in still_running:  # a task running on into later rounds (for the time breakdown)
@@ -139,6 +132,19 @@ def sync_server(ctx: ServerContext) -> Generator[simpy.Event, object, str | None
             stalled = yield from _wait_for_change(env, clients, busy_until, t0, ctx.time_limit)
             if stalled is not None or env.now >= ctx.time_limit:
                 return stalled
+
+
+def closes(closed: ClosedRound, plan: TaskPlan, close_at: float) -> bool:
+    """The close rule of a synchronous round (and of a Flower Grid trip, :mod:`asyncfl.flower.grid`): a task
+    ended by ``close_at`` closes with the round, received if it delivered, else failed with its reason; False: it
+    is still running at the close (the caller carries it over, or gives it up as late)."""
+    if plan.end > close_at:
+        return False
+    if plan.delivered:
+        closed.received.append(plan)
+    else:
+        closed.failed(plan)
+    return True
 
 
 def _cancel_after_target(clients, plans: list[TaskPlan], target: int, close_at: float) -> float:
