@@ -4,7 +4,9 @@ another git revision, side by side, and byte-compare every file they write (wall
 For refactors that must not change results (issue 10 was checked this way against f304e12): 21 runs
 covering both server modes, every algorithm (with weights.csv), timing-only runs, the data sets that
 need no download, several models and partitions, availability kinds, battery and eligibility,
-checkpoint cadences and a 2-seed study.  About a minute per side on 2 cores.
+checkpoint cadences and a 2-seed study; and 7 Flower runs of tests/flower's apps (new-style, legacy, SecAgg+,
+untimed evaluation, a deadline, a stop rule, server-side evaluation; .npz files compared by their arrays).  About
+a minute and a half per side on 2 cores.
 
     python benchmarks/tools/same_outputs.py [--base REV] [--only TAG ...] [--keep DIR]
 
