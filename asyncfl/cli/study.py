@@ -92,18 +92,20 @@ def sweep_claims(sweep_dir: Path, raw: dict) -> tuple[list, str]:
     """The claims a sweep was run with (recorded at its start) and, when its study.yaml now says otherwise,
     a note saying so: claims are fixed before the runs, so the report tests the recorded ones.  A sweep
     from before the record existed is read from its study.yaml."""
-    from asyncfl.study.claims import DECLARED_FILE, declared_claims, study_claims
+    from asyncfl.study.claims import DECLARED_FILE, declared_claims, declared_families, study_claims
     from asyncfl.study.compare import STUDY_FILE
 
     recorded, claims = declared_claims(sweep_dir)
+    families, families_note = declared_families(sweep_dir, raw)
     if not recorded:
-        return study_claims(raw, str(sweep_dir / STUDY_FILE)), ""
+        return study_claims(raw, str(sweep_dir / STUDY_FILE)), families_note
     note = "" if claims == raw.get("claims") else (
         f"the claims: in {sweep_dir / STUDY_FILE} differ from those this sweep was run with ({DECLARED_FILE}); "
         "the report tests the claims recorded at its start, since claims are fixed before the runs (a new "
         "question belongs in a new study, visibly asked after the fact)."
     )  # fmt: skip
-    return study_claims({**raw, "claims": claims}, str(sweep_dir / DECLARED_FILE)), note
+    note = " ".join(n for n in (note, families_note) if n)
+    return study_claims({**raw, "claims": claims, "families": families}, str(sweep_dir / DECLARED_FILE)), note
 
 
 def load_raw(path: Path | None, overrides: list[str], resume: Path | None) -> tuple[dict, str]:

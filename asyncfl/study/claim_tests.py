@@ -253,18 +253,24 @@ def claim_rows(
     groups: dict[str, list[int]] = {}
     for i, (c, _) in enumerate(tested):
         groups.setdefault(c.family, []).append(i)
-    # each claim's own direction, and apart its other side, Holm-adjusted over the claims of its family
-    adjusted: dict[bool, list[float]] = {True: [0.0] * len(tested), False: [0.0] * len(tested)}
-    for members in groups.values():
-        for claimed in adjusted:
-            raw = [tests[i].p(_side(claims[i].direction, claimed)) for i in members]
-            for i, p in zip(members, holm(raw)):
-                adjusted[claimed][i] = p
+    family = _holm_over(claims, tests, groups.values())  # the declared families': the verdict's
+    study = _holm_over(claims, tests, [list(range(len(claims)))])  # every claim of the study: beside it
     rows = []
     for i, (claim, pairs) in enumerate(tested):
-        held = {claim.direction: adjusted[True][i], _opposite(claim.direction): adjusted[False][i]}
-        rows.append(_row(claim, pairs, tests[i], held, len(groups[claim.family]), datasets or {}))
+        rows.append(_row(claim, pairs, tests[i], family[i], study[i], len(groups[claim.family]), datasets or {}))
     return _across_axis(claims, rows)
+
+
+def _holm_over(claims: Sequence[Claim], tests: Sequence[SignFlip], families) -> list[dict[str, float]]:
+    """Per claim, its Holm p in each direction ("higher" / "lower"): each claim's own direction Holm-adjusted
+    over the claims of its family (``families``: lists of claim indices), and apart its other side."""
+    held: list[dict[str, float]] = [{} for _ in claims]
+    for members in families:
+        for claimed in (True, False):
+            sides = [_side(claims[i].direction, claimed) for i in members]
+            for i, side, p in zip(members, sides, holm([tests[i].p(side) for i, side in zip(members, sides)])):
+                held[i][side] = p
+    return held
 
 
 def claim_test(claim: Claim, pairs: Sequence[Pair]) -> SignFlip:
@@ -301,37 +307,56 @@ def paper_comparison(claim: Claim, datasets: Mapping[str, str]) -> str:
     return "tested"
 
 
-def _row(claim: Claim, pairs: Sequence[Pair], test: SignFlip, held: Mapping[str, float], size: int,
-         datasets: Mapping[str, str]) -> dict:  # fmt: skip
+def _row(claim: Claim, pairs: Sequence[Pair], test: SignFlip, held: Mapping[str, float],
+         study: Mapping[str, float], size: int, datasets: Mapping[str, str]) -> dict:  # fmt: skip
     differences = [p.difference for p in pairs]
     n = len(differences)
     mean = float(np.mean(differences)) if n else math.nan
     paper = claim.sign * claim.paper_effect if claim.paper_effect is not None else None
     comparison = paper_comparison(claim, datasets)
-    word = verdict(held[claim.direction], held[_opposite(claim.direction)])
     inside = ""
     if comparison == "tested" and paper is not None and n >= 2:
         inside = "yes" if test.low <= paper <= test.high else "no"
-    if word == "inconclusive" and inside == "no":
-        word += "; " + beside_paper(test.low, test.high, claim.sign, claim.paper_effect)
+    word, study_word = (_verdict_words(claim, test, p, inside) for p in (held, study))
     sd = float(np.std(differences, ddof=1)) if n >= 2 else math.nan
     variant_reached, versus_reached = reached(claim, pairs)
     own, other = t_interval([p.own for p in pairs]), t_interval([p.other for p in pairs])  # RMSTs for times
     return {
-        "family": claim.family, "variant": claim.variant, "versus": claim.versus, "measure": claim.measure,
-        "direction": claim.direction, "unit": claim.unit, "axis": claim.axis or "", "axis_value":
-        claim.axis_value or "", "pairs": n, "variant_reached": variant_reached, "versus_reached": versus_reached,
+        "family": claim.family, "group": claim.group or "", "variant": claim.variant, "versus": claim.versus,
+        "measure": claim.measure, "direction": claim.direction, "unit": claim.unit, "axis": claim.axis or "",
+        "axis_value": claim.axis_value or "", "pairs": n, "variant_reached": variant_reached,
+        "versus_reached": versus_reached,
         "variant_mean": own.mean, "variant_ci_half_width": own.half_width, "versus_mean": other.mean,
         "versus_ci_half_width": other.half_width, "diff_mean": mean, "diff_ci_low": test.low,
         "diff_ci_high": test.high, "diff_sd": sd,
         "p_sign_flip": test.p(claim.direction), "p_other_side": test.p(_opposite(claim.direction)),
         "p_method": test.method, "family_size": size, "p_holm": held[claim.direction],
-        "p_holm_other_side": held[_opposite(claim.direction)], "verdict": word, "paper_effect": paper,
+        "p_holm_other_side": held[_opposite(claim.direction)], "verdict": word,
+        "family_declared": family_declared(claim, size), "p_holm_study": study[claim.direction],
+        "p_holm_study_other_side": study[_opposite(claim.direction)], "verdict_study": study_word,
+        "paper_effect": paper,
         "paper_data": claim.paper_data or "", "paper_comparison": comparison, "paper_effect_inside": inside,
         "seeds_needed": seeds_needed(sd, paper if paper is not None else mean),
         "smallest_p": smallest_p(n), "smallest_p_holm": smallest_holm_p(n, size),
         "source": claim.source or "", "paper_numbers": claim.paper_numbers or "",
     }  # fmt: skip
+
+
+def _verdict_words(claim: Claim, test: SignFlip, held: Mapping[str, float], inside: str) -> str:
+    """The verdict from one set of Holm p-values (``held``: direction -> p), with the paper's side where the
+    interval leaves its effect out."""
+    word = verdict(held[claim.direction], held[_opposite(claim.direction)])
+    if word == "inconclusive" and inside == "no" and claim.paper_effect is not None:
+        word += "; " + beside_paper(test.low, test.high, claim.sign, claim.paper_effect)
+    return word
+
+
+def family_declared(claim: Claim, size: int) -> str:
+    """How the claim's Holm family came about: ``default`` (the study file named none: all its claims),
+    ``declared`` (family: or families:), ``declared singleton`` (one test alone: no correction)."""
+    if not claim.family_declared:
+        return "default"
+    return "declared singleton" if size == 1 else "declared"
 
 
 def _across_axis(claims: Sequence[Claim], rows: list[dict]) -> list[dict]:
@@ -386,6 +411,14 @@ def _bound(x: float) -> str:
     return f"{x:+.2f}" if math.isfinite(x) else ("−∞" if x < 0 else "+∞")
 
 
+def family_cell(row: Mapping) -> str:
+    """A claim's family in claims.md: its name, the tests in it and how it was declared (the claim's own
+    family: label where a families: entry merged it)."""
+    how = {"default": ", default: the study", "declared singleton": ", singleton: uncorrected"}
+    group = f"; {row['group']}" if row.get("group") else ""
+    return f"{row['family']} ({row['family_size']}{how.get(row['family_declared'], '')}){group}"
+
+
 def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
     """The Markdown cells of :func:`claim_rows`: the same columns in every row (a table mixing accuracy and
     time claims shows "—" for what a claim does not have, e.g. an accuracy claim's "reached")."""
@@ -397,7 +430,7 @@ def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
         interval += f" [{_bound(r['diff_ci_low'])}, {_bound(r['diff_ci_high'])}]"
         mc = " (MC)" if r["p_method"] == "Monte Carlo" else ""
         cells = {
-            "family": r["family"], "claim": f"{r['variant']} {symbol} {r['versus']}",
+            "family (tests)": family_cell(r), "claim": f"{r['variant']} {symbol} {r['versus']}",
             "measure": f"{r['measure']} ({r['unit']})", "pairs": str(r["pairs"]),
         }  # fmt: skip
         if any_reached:
@@ -408,6 +441,8 @@ def claim_markdown(rows: Sequence[Mapping]) -> list[dict[str, str]]:
             "sign-flip p (other side)": f"{r['p_sign_flip']:.4f} ({r['p_other_side']:.4f}){mc}",
             "Holm p (other side)": f"{r['p_holm']:.4f} ({r['p_holm_other_side']:.4f})",
             "verdict": r["verdict"] + (f" (partial study: {r['partial']})" if r.get("partial") else ""),
+            "study-wide Holm p (other side)": f"{r['p_holm_study']:.4f} ({r['p_holm_study_other_side']:.4f})",
+            "verdict, study-wide Holm": r["verdict_study"],
         })  # fmt: skip
         if "verdict_across_axis" in r:
             cells["verdict across the axis"] = r["verdict_across_axis"]
@@ -432,10 +467,15 @@ CLAIMS_INTRO = (
     " missed or it cannot be told) times the rank of the restricted difference's size, sign-flip tested."
     " Sign-flip p: paired permutation test, one-sided, in the claim's direction and (other side) in the opposite"
     " one, exact over all 2^n sign patterns for n <= 16 pairs, else 100,000 random patterns from a fixed seed"
-    " (MC). Holm p: Holm's step-down correction within the family, over the claims' own directions and apart"
-    " over their other sides. Verdict at 0.05 after Holm: supported (Holm p < 0.05), contradicted"
+    " (MC). Holm p: Holm's step-down correction within the claim's family, over the claims' own directions and"
+    " apart over their other sides. Family (tests): the family the verdict is corrected in, as declared (family:"
+    " or families:, after ';' the claim's own family: label where families: merged it), 'default: the study'"
+    " where the study file declares none (all its claims), 'singleton: uncorrected' where one test is a family"
+    " alone. Verdict at 0.05 after the declared family's Holm: supported (Holm p < 0.05), contradicted"
     " (Holm p on the other side < 0.05), else inconclusive (and, when the interval leaves out the paper's"
-    " effect, whether ours is larger or smaller). Interval: every shift that neither one-sided sign-flip test at"
+    " effect, whether ours is larger or smaller). Beside it, the same Holm correction over every claim of the"
+    " study (study-wide) and the verdict it would give: where the two differ, the verdict rests on the"
+    " families. Interval: every shift that neither one-sided sign-flip test at"
     " 5 % rejects (the test inverted, so for accuracy it excludes 0 exactly when a raw one-sided p is below"
     " 0.05; ±∞ when there are too few pairs to reject any shift). The paper's effect is tested only when the"
     " runs use the data set it was measured on (paper_data:), else shown as context. Seeds needed: pairs for"

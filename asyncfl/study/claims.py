@@ -31,7 +31,7 @@ DIRECTIONS = ("higher", "lower")
 DECLARED_FILE = "declared_claims.yaml"  # in a sweep directory: the claims: the sweep was started with
 ALPHA = 0.05  # the level of every verdict
 ONE_FAMILY = "study"  # the family of a claim that names none: one family per study file
-INTERNAL_FIELDS = ("axis", "axis_value")  # Claim fields expand_claims sets
+INTERNAL_FIELDS = ("axis", "axis_value", "group", "family_declared")  # Claim fields set here, never by the study file
 EXACT_UP_TO = 16  # pairs: the sign-flip test enumerates all 2^n sign patterns up to here (2^16 = 65,536) ...
 MONTE_CARLO_FLIPS = 100_000  # ... and draws this many above
 
@@ -42,8 +42,9 @@ class Claim(Section):
     family: str = Field(
         default=ONE_FAMILY,
         min_length=1,
-        description="Holm's correction runs over the claims of one family "
-        "(default: every claim of the study file in one family)",
+        description="Holm's correction runs over the claims of one family, or of the families: entry that "
+        "lists this name (default: every claim of the study file in one family; a name on one claim alone is "
+        "a singleton, uncorrected, and the report says so)",
     )
     variant: str = Field(description="the variant the claim is about (a compare: name)")
     versus: str = Field(description="the variant it is compared with (another compare: name)")
@@ -68,6 +69,9 @@ class Claim(Section):
     # set by expand_claims for a claim on a study's sensitivity axis, never by the study file
     axis: str | None = Field(default=None, description="the sensitivity axis this copy of the claim is tested on")
     axis_value: str | None = Field(default=None, description="the axis value (variant names end in .<value>)")
+    # set by parse_claims / declare_families: a family the report calls declared, not the default
+    family_declared: bool = Field(default=False, description="whether the study file named the claim's family")
+    group: str | None = Field(default=None, description="the claim's own family: label, merged by a families: entry")
 
     @property
     def column(self) -> str:
@@ -150,8 +154,48 @@ def parse_claims(
         if key in seen:  # counted twice it would make Holm's correction stricter for no reason
             problems.append(f"{where}: the same claim (family, variant, versus, measure) appears twice.")
         seen.add(key)
-        claims.append(claim)
+        claims.append(claim.model_copy(update={"family_declared": "family" in item}))
     return claims, problems
+
+
+def declare_families(claims: Sequence[Claim], value: Any, problems: list[str]) -> list[Claim]:
+    """The claims with the study file's ``families:`` applied: a mapping family name -> the claims'
+    ``family:`` labels it holds (one Holm family over several groups of claims, e.g. one per paper table);
+    a label no entry names stays a family of its own.  Each problem is appended to ``problems``, named by
+    its path ``families.<name>[i]``."""
+    if value is None:
+        return list(claims)
+    labels = list(dict.fromkeys(c.family for c in claims))
+    allowed = ", ".join(labels) or "none: no claim"
+    if not isinstance(value, dict):
+        problems.append(f"families: expected a mapping family name -> list of claims' family: labels ({allowed}); "
+                        f"got {value!r}.")  # fmt: skip
+        return list(claims)
+    family_of: dict[str, str] = {}
+    for name, members in value.items():
+        problems += _family_problems(name, members, labels, family_of)
+    return [claim.model_copy(update={"family": family_of[claim.family], "group": claim.family, "family_declared": True})
+            if claim.family in family_of else claim for claim in claims]  # fmt: skip
+
+
+def _family_problems(name: Any, members: Any, labels: Sequence[str], family_of: dict[str, str]) -> list[str]:
+    """What is wrong with one ``families:`` entry; its labels go into ``family_of`` (label -> family)."""
+    where, allowed = f"families.{name}", ", ".join(labels) or "none: no claim"
+    if not isinstance(name, str) or not name:
+        return [f"families: a family's name must be a non-empty string; got {name!r}."]
+    if not isinstance(members, list) or not members:
+        return [f"{where}: expected a non-empty list of claims' family: labels ({allowed}); got {members!r}."]
+    out = []
+    if name in labels and name not in members:  # its claims would join this family unlisted
+        out.append(f"{where}: {name!r} is also a claim's family: label; list it here or name the family otherwise.")
+    for i, label in enumerate(members):
+        if label not in labels:
+            out.append(f"{where}[{i}]: {label!r} is no claim's family: label; allowed: {allowed}.")
+        elif label in family_of:
+            out.append(f"{where}[{i}]: {label!r} is already in families.{family_of[label]}; a claim is in one family.")
+        else:
+            family_of[label] = name
+    return out
 
 
 def smallest_p(pairs: int) -> float:
@@ -191,23 +235,51 @@ def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
     return out
 
 
-def record_claims(sweep_dir: Path, claims: Any) -> None:
-    """Write the claims a sweep starts with (none is a record too: claims added later are as post hoc) into
-    :data:`DECLARED_FILE`, once: a resumed sweep keeps the first record."""
+def record_claims(sweep_dir: Path, claims: Any, families: Any = None) -> None:
+    """Write the claims a sweep starts with (none is a record too: claims added later are as post hoc), and
+    its ``families:`` where it declares some, into :data:`DECLARED_FILE`, once: a resumed sweep keeps the
+    first record."""
     path = sweep_dir / DECLARED_FILE
     if not path.is_file():
         note = "# the claims: this sweep was started with; report tests these, whatever study.yaml says later\n"
-        write_atomic(path, note + yaml.safe_dump({"claims": claims}, sort_keys=False))
+        record = {"claims": claims} if families is None else {"claims": claims, "families": families}
+        write_atomic(path, note + yaml.safe_dump(record, sort_keys=False))
 
 
 def declared_claims(sweep_dir: Path) -> tuple[bool, Any]:
     """(whether the sweep has a record, the claims: recorded at its start); a sweep from before the record
     existed has none."""
+    recorded, record = _record(sweep_dir)
+    return recorded, record.get("claims")
+
+
+def declared_families(sweep_dir: Path, raw: Mapping[str, Any]) -> tuple[Any, str]:
+    """The ``families:`` a sweep's claims are tested in, and a note when they were not declared with them:
+    those recorded at the sweep's start; where the record holds none, those of its study.yaml (``raw``),
+    which were then declared after the sweep started, and the note says so (a sweep from before the record:
+    its study.yaml's, no note) (families chosen after seeing
+    results could decide verdicts: the study-wide Holm column beside them is the check)."""
+    recorded, record = _record(sweep_dir)
+    now = raw.get("families")
+    if recorded and "families" in record:
+        differ = now != record["families"]
+        return record["families"], (f"the families: in study.yaml differ from those this sweep was run with "
+                                    f"({DECLARED_FILE}); the recorded ones are used." if differ else "")  # fmt: skip
+    if now is None or not recorded:  # a sweep from before the record: its study.yaml is all there is
+        return now, ""
+    return now, (
+        f"the families: were declared after this sweep started (in study.yaml, not in {DECLARED_FILE}), so after "
+        "its runs could be seen: compare each verdict with the study-wide Holm one beside it."
+    )
+
+
+def _record(sweep_dir: Path) -> tuple[bool, dict]:
     path = sweep_dir / DECLARED_FILE
     if not path.is_file():
-        return False, None
+        return False, {}
     try:
-        return True, (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("claims")
+        record = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return True, {"claims": record.get("claims"), **record}
     except (yaml.YAMLError, AttributeError) as exc:
         raise ConfigError(f"{path}: unreadable ({exc}); it records the claims the sweep was run with.") from None
 
@@ -219,6 +291,7 @@ def study_claims(raw: Mapping[str, Any], source: str) -> list[Claim]:
     targets = raw.get("targets") if isinstance(raw.get("targets"), list) else [raw.get("targets")]
     numbers = [float(t) for t in targets if isinstance(t, (int, float)) and not isinstance(t, bool)]
     claims, problems = parse_claims(raw.get("claims"), variants, numbers)
+    claims = declare_families(claims, raw.get("families"), problems)
     axis = parse_sensitivity(raw.get("sensitivity"), variants, problems)
     if problems:
         raise ConfigError(f"{source}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))

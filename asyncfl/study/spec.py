@@ -9,6 +9,8 @@ scenario that every variant starts from::
     claims:                          # optional: claims tested by the report (asyncfl.study.claims)
       - {family: deadlines, variant: deadline_12s, versus: no_deadline, measure: final_accuracy,
          direction: higher}
+    families:                        # optional: Holm families over the claims' family: labels
+      paper_table_2: [deadlines]
     sensitivity:                     # optional: one setting run at several values (asyncfl.study.sensitivity)
       axis: deadline
       variants: [deadline_12s]       # becomes deadline_12s.d12 and deadline_12s.d20
@@ -44,11 +46,11 @@ from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario,
 from asyncfl.config.schema import dataset_classes, directory_name_problem
 from asyncfl.config.yaml_files import dotted_parent
 from asyncfl.output.columns import METRICS_COLUMNS, TEXT_COLUMNS, metrics_extra_columns
-from asyncfl.study.claims import Claim, expand_claims, parse_claims
+from asyncfl.study.claims import Claim, declare_families, expand_claims, parse_claims
 from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 from asyncfl.study.tuning import TuningPlan, parse_tune
 
-STUDY_KEYS = ("compare", "seeds", "targets", "baseline", "tune", "claims", "sensitivity")
+STUDY_KEYS = ("compare", "seeds", "targets", "baseline", "tune", "claims", "families", "sensitivity")
 VARIANT_KEYS = ("name", "set")
 TAGS = ("name", "kind", "dist")
 PATH_LINE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*): (.*)$")
@@ -117,6 +119,7 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
     columns.update({_declared_name(v, axis): c for v, c in reversed(columns.items())})  # claims name these
     claims, claim_problems = parse_claims(spec["claims"], names, targets, columns)
     problems += claim_problems
+    claims = declare_families(claims, spec["families"], problems)  # Holm families over the claims' groups
     tuning = parse_tune(spec["tune"], _merged_variants(base, variants), seeds, targets, problems,
                         expand_claims(claims, axis), columns)  # fmt: skip
     if problems:

@@ -169,7 +169,8 @@ def _prepare(study: Study, resume: Path | None, out: Path | None) -> Iterator[Pa
             raise
         if resume is not None:
             _refuse_changed_claims(sweep_dir, study.raw.get("claims"))
-        record_claims(sweep_dir, study.raw.get("claims"))  # what report tests, whatever study.yaml says later
+        # what report tests, whatever study.yaml says later
+        record_claims(sweep_dir, study.raw.get("claims"), study.raw.get("families"))
         write_atomic(sweep_dir / STUDY_FILE, yaml.safe_dump(study.raw, sort_keys=False))
         yield sweep_dir
 

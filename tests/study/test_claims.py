@@ -191,7 +191,8 @@ def test_tiny_study_reports_its_claims_and_refuses_changed_claims_on_resume(tmp_
     assert [(r["family"], r["measure"], r["pairs"]) for r in rows][0] == ("lr", "final_accuracy", "2")
     assert len(rows) == 2 and {r["p_method"] for r in rows} == {"exact"}
     md = (sweep_dir / "claims.md").read_text()
-    assert "| lr | fast > slow | final_accuracy (points) | 2 |" in md and "| lr | fast < slow | time_to:0.1" in md
+    assert "| lr (2) | fast > slow | final_accuracy (points) | 2 |" in md
+    assert "| lr (2) | fast < slow | time_to:0.1" in md
     assert "## Declared claims" in (sweep_dir / "report.md").read_text()
     # at most 2 pairs: p >= 1/4, x2 in a family of 2 -> Holm p >= 0.5: nothing can be "supported"
     assert all(float(r["smallest_p_holm"]) == min(1, 2 * 2 ** -int(r["pairs"])) >= 0.5 for r in rows)
