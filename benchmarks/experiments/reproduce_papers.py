@@ -188,7 +188,11 @@ def unpacked(archive: Path, current: dict, folder: Path, name: str) -> Path | No
     atexit.register(shutil.rmtree, into, True)
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
-    if same_study(read_yaml(into / STUDY_FILE), current, folder):
+    archived = read_yaml(into / STUDY_FILE)
+    if "families" in current and "families" not in archived:  # declared after the runs: like `run --resume`,
+        archived["families"] = current["families"]  # study.yaml gains them, declared_claims.yaml does not (the
+        write_atomic(into / STUDY_FILE, yaml.safe_dump(archived, sort_keys=False))  # report says so)
+    if same_study(archived, current, folder):
         return into
     shutil.rmtree(into)
     return None
@@ -474,7 +478,8 @@ INTERVAL = f"difference [{1 - 2 * ALPHA:.0%} sign-flip interval]"  # claim_markd
 def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
     """One paper's claims, a row per claim (and sensitivity-axis value): each variant's mean, the paired
     difference and its 90 % sign-flip interval, the Holm p in the claim's direction and on the other side
-    with the family's size, the verdict (the same rule both ways), where a study declares a sensitivity axis
+    with the declared family and its size, the verdict (the same rule both ways) and beside it the Holm p and
+    verdict over every claim of the study, where a study declares a sensitivity axis
     the verdict across it ("depends on <axis> (...)" where it differs), the paper's figures and effect, the
     verdict at half the horizon, and a link to the study's per-seed pairs (claims_seeds.md)."""
     axis = any("verdict_across_axis" in row for _, _, row, _, _ in entries)
@@ -491,9 +496,10 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
             "each variant: mean ± 95 % t-interval": variant_cell(row, "variant") + " vs " + variant_cell(row, "versus"),
             "pairs": pairs,
             INTERVAL: shown[INTERVAL],
-            "Holm p (other side; family of n)": f"{row['p_holm']:.4f} ({row['p_holm_other_side']:.4f}; "
-            f"{row['family_size']})",
-            "verdict": f"**{row['verdict']}**",
+            "Holm p (other side; declared family (tests))": f"{row['p_holm']:.4f} ({row['p_holm_other_side']:.4f}; "
+            f"{shown['family (tests)']})",
+            "verdict (declared family)": f"**{row['verdict']}**",
+            "study-wide Holm p: verdict": f"{row['p_holm_study']:.4f}: {row['verdict_study']}",
         })  # fmt: skip
         if axis:
             cells[-1]["verdict across the axis"] = row.get("verdict_across_axis", "—")
