@@ -102,3 +102,29 @@ def test_a_sweep_records_its_families_and_families_added_after_its_start_are_sai
     assert note.startswith("the families: were declared after this sweep started (in study.yaml, not in ")
     # a sweep from before the record: its study.yaml, nothing to compare with
     assert sweep_claims(tmp_path / "old", later)[1] == ""
+
+
+def test_a_published_archive_of_a_study_that_only_gained_families_is_tabled_with_them(tmp_path):
+    """reproduce_papers --tables-only: runs archived before a study file declared families: are still its runs
+    (claims unchanged), read with the families as a resumed sweep would (study.yaml gains them, the record
+    does not, so the report says they came after the runs); any other change still refuses the archive."""
+    import tarfile
+
+    from tests.study.test_report import _reproduce_papers
+
+    rp = _reproduce_papers()
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    raw = {**RAW, "claims": claims_of()}
+    (sweep / "study.yaml").write_text(yaml.safe_dump(raw))
+    record_claims(sweep, raw["claims"])
+    with tarfile.open(tmp_path / "runs.tar.xz", "w:xz") as tar:
+        for name in ("study.yaml", DECLARED_FILE):
+            tar.add(sweep / name, arcname=name)
+    families = {"figure_2": ["fig2", "fig2_sqrt"]}
+    into = rp.unpacked(tmp_path / "runs.tar.xz", {**raw, "families": families}, tmp_path, "s")
+    assert into is not None and yaml.safe_load((into / "study.yaml").read_text())["families"] == families
+    assert sweep_claims(into, yaml.safe_load((into / "study.yaml").read_text()))[1].startswith(
+        "the families: were declared after this sweep started"
+    )
+    assert rp.unpacked(tmp_path / "runs.tar.xz", {**raw, "families": families, "seeds": [1]}, tmp_path, "s") is None
