@@ -37,7 +37,9 @@ the paper says it does.  ``report`` tests each claim on the differences variant 
   direction, and apart over each claim's p on its other side (a claim without a family is in the study's
   one family; a claim on a sensitivity axis is in its family once per axis value, so every per-value
   verdict is corrected for the others as well): with the m p-values of a
-  family sorted ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j));
+  family sorted ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j)).  The families are
+  declared (``family:``, ``families:``); beside each, the same adjustment over every claim of the study and
+  the verdict it gives, so that a reader sees where a verdict rests on how the families were drawn;
 - the verdict at alpha = 0.05, symmetric: ``supported`` when the Holm p in the claim's direction is below
   0.05, ``contradicted`` when the Holm p in the other direction is, ``inconclusive`` otherwise (with
   "effect larger / smaller than the paper's" added when the interval leaves out the paper's effect).
