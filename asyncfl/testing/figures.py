@@ -41,9 +41,16 @@ def figure_of(entry: str | RunFigure) -> RunFigure:
 
 
 @functools.cache
+def _runs_folder() -> tempfile.TemporaryDirectory:
+    """Where the example runs: made on first use, removed when the process exits (a mkdtemp folder was left
+    behind in the temporary directory by every process that ran the checks)."""
+    return tempfile.TemporaryDirectory(prefix="asyncfl-figure-checks-")
+
+
+@functools.cache
 def example_run() -> Path:
     """The checks' run directory, made on first use (it lives as long as the process)."""
-    folder = Path(tempfile.mkdtemp(prefix="asyncfl-figure-checks-"))
+    folder = Path(_runs_folder().name)
     return run_scenario(validate_scenario(EXAMPLE), folder / "run", quiet=True)
 
 
