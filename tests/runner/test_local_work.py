@@ -33,6 +33,9 @@ def _client(speed: float, train_samples: int) -> ClientDevice:
         def next_offline(self, t, rnd):
             return math.inf
 
+        def next_online(self, t):
+            return t
+
     profile = DeviceProfile(speed, 1e9, 1e9, 0.0)
     return ClientDevice(0, profile, Online(), None, train_samples=train_samples)
 

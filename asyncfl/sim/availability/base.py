@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Iterator, Literal, Union
 
@@ -192,10 +193,10 @@ def label_correlated_p(spec: LabelCorrelated, label_histograms: np.ndarray | Non
     return [float(x) for x in p]
 
 
-class AvailabilityModel:
+class AvailabilityModel(ABC):
     """One client's availability process: pure functions of (t, round) given the client's own stream.
 
-    A model answers three questions (no default):
+    A model answers three questions (abstract: a subclass that leaves one out cannot be built):
 
     ``online(t, rnd)``        is the client reachable at time t (in sync round rnd)?
     ``next_offline(t, rnd)``  the first time >= t at which an online client drops (t if offline; inf: never)
@@ -225,14 +226,14 @@ class AvailabilityModel:
     round_indexed: bool = False
     schedule: Any = None
 
-    def online(self, t: float, rnd: int) -> bool:
-        raise NotImplementedError
+    @abstractmethod
+    def online(self, t: float, rnd: int) -> bool: ...
 
-    def next_offline(self, t: float, rnd: int) -> float:
-        raise NotImplementedError
+    @abstractmethod
+    def next_offline(self, t: float, rnd: int) -> float: ...
 
-    def next_online(self, t: float) -> float:
-        raise NotImplementedError
+    @abstractmethod
+    def next_online(self, t: float) -> float: ...
 
     def why_not(self, t: float, rnd: int) -> str | None:
         return None if self.online(t, rnd) else "offline"
@@ -278,8 +279,8 @@ class SwitchPath(AvailabilityModel):
     switches: list[float]
     first_online: bool
 
-    def _extend_past(self, t: float) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _extend_past(self, t: float) -> None: ...
 
     def _state(self, i: int) -> bool:
         return self.first_online if i % 2 == 0 else not self.first_online
