@@ -1,5 +1,6 @@
 """Same scenario + same seed => same files: run a fixed set of scenarios from this checkout and from
-another git revision, side by side, and byte-compare every file they write (wall-clock fields aside).
+another git revision, side by side, and byte-compare every file they write, figures included (wall-clock
+fields aside).
 
 For refactors that must not change results (issue 10 was checked this way against f304e12): 21 runs
 covering both server modes, every algorithm (with weights.csv), timing-only runs, the data sets that
@@ -35,7 +36,7 @@ BATTERY = (
     " charging: {period_s: 200.0, plugged_fraction: 0.3, charge_w: 0.5}}"
 )
 WEIGHTS = "algorithm.record_weights=true"
-CASES = [  # (tag, scenario file, --set overrides); every run also gets output.plot=false
+CASES = [  # (tag, scenario file, --set overrides); every run draws its figures, as a user runs it
     ("sync_deadline", SYNC, []),
     ("k_async", K_ASYNC, []),
     ("diurnal", "scenarios/diurnal_fedscale_like.yaml", ["data.clients=300", "stop.rounds=20"]),
@@ -97,12 +98,12 @@ sys.path[1:1] = ["tests/flower"]
 import asyncfl.flower
 tag, server, client, keys, config, out = json.loads(sys.argv[1])
 flower = {**keys.get("flower", {}), "run_config": {**config, "final-path": out + ".app_final.npz"}}
-scenario = {**keys, "output": {"plot": False}, "flower": flower}
+scenario = {**keys, "flower": flower}
 asyncfl.flower.run(server, client, scenario, out)
 """
 WALL_CLOCK = {"wall_seconds", "real_seconds", "figures_seconds", "elapsed_s"}  # differ run to run
 WALL_CLOCK_JSON = re.compile(rb'"(' + "|".join(sorted(WALL_CLOCK)).encode() + rb')": *[^,}\n]+')
-SKIPPED = (".png", ".log", ".pt")  # figures (compared by eye), command logs, checkpoints (pickled tensors)
+SKIPPED = (".log", ".pt")  # command logs, checkpoints (pickled tensors); figures are compared byte for byte
 
 
 def run_cases(tree: Path, out: Path, only: set[str]) -> list[str]:
@@ -112,7 +113,7 @@ def run_cases(tree: Path, out: Path, only: set[str]) -> list[str]:
     for tag, scenario, overrides in CASES:
         if only and tag not in only:
             continue
-        sets = [arg for value in [*overrides, "output.plot=false"] for arg in ("--set", value)]
+        sets = [arg for value in overrides for arg in ("--set", value)]
         command = [sys.executable, "-m", "asyncfl", "run", scenario, *sets, "--quiet", "--out", str(out / tag)]
         done = subprocess.run(command, cwd=tree, capture_output=True, text=True)  # python -m: tree's asyncfl first
         (out / f"{tag}.log").write_text(done.stdout + done.stderr)
