@@ -6,8 +6,8 @@ For refactors that must not change results (issue 10 was checked this way agains
 covering both server modes, every algorithm (with weights.csv), timing-only runs, the data sets that
 need no download, several models and partitions, availability kinds, battery and eligibility,
 checkpoint cadences and a 2-seed study; and 7 Flower runs of tests/flower's apps (new-style, legacy, SecAgg+,
-untimed evaluation, a deadline, a stop rule, server-side evaluation; .npz files compared by their arrays).  About
-a minute and a half per side on 2 cores.
+untimed evaluation, a deadline, a stop rule, server-side evaluation; .npz files compared by their arrays).  Every
+run draws its figures; a few minutes per side on 2 cores.
 
     python benchmarks/tools/same_outputs.py [--base REV] [--only TAG ...] [--keep DIR]
 
