@@ -18,7 +18,7 @@ from typing import Any
 
 from asyncfl.algorithms import PARAMS, algorithms_for
 from asyncfl.config.axes import check_model_takes_data, check_unused_own_sections, mode_keys
-from asyncfl.config.flower import check_k_async_flower
+from asyncfl.config.flower import check_flower_checkpoint, check_k_async_flower
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASET_REGISTRY
 from asyncfl.learn.datasets import DataSet
@@ -181,6 +181,13 @@ def data_can_be_loaded(scenario: Any) -> None:
 def flower_fits_the_mode(scenario: Any) -> None:
     """A K-async run on Flower clients: no ServerApp, a named initial model (:func:`check_k_async_flower`)."""
     check_k_async_flower(scenario)
+
+
+@cross_check("flower", "checkpoint")
+def flower_saves_no_checkpoint(scenario: Any) -> None:
+    """A Flower run cannot be checkpointed: a checkpoint section asking for one is refused
+    (:func:`check_flower_checkpoint`)."""
+    check_flower_checkpoint(scenario)
 
 
 def check_data(data: Section) -> None:

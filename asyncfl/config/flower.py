@@ -148,6 +148,22 @@ class Flower(Section):
         return value
 
 
+def check_flower_checkpoint(scenario: Section) -> None:
+    """A Flower run saves no checkpoint (its state is the ServerApp's and the nodes' Contexts, user code asyncfl
+    can neither save nor restore): a ``checkpoint:`` section that asks for one is refused, not ignored.  Allowed:
+    the section's defaults (no section) or never (``every_rounds`` and ``every_virtual_s`` null)."""
+    checkpoint = scenario.checkpoint
+    if scenario.flower is None or checkpoint == type(checkpoint)():
+        return
+    if checkpoint.every_rounds is None and checkpoint.every_virtual_s is None:
+        return
+    raise ConfigError(
+        f"checkpoint ({checkpoint.model_dump()}): a Flower run cannot be checkpointed (its state is your ServerApp's "
+        "strategy and loop and your nodes' Contexts, user code asyncfl can neither save nor restore); allowed: no "
+        "checkpoint section, or checkpoint: {every_rounds: null} (never)"
+    )
+
+
 def check_k_async_flower(scenario: Section) -> None:
     """A K-async run on Flower clients (:mod:`asyncfl.flower.k_async`): asyncfl's server aggregates, so there is
     no ServerApp and the initial model is named here; what needs asyncfl's own data set or upload is refused."""

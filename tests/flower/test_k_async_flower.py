@@ -197,8 +197,9 @@ def test_fedhist_sends_the_round_and_run_config_lr(tmp_path, device_trace):
 
 
 def test_a_k_async_flower_run_writes_no_checkpoint_and_refuses_resume(tmp_path, device_trace):
-    """checkpoint.every_rounds is set to null for the run (config.yaml says so), and a run killed before its end
-    (here: its summary removed) is not restarted as a native run."""
+    """checkpoint.every_rounds (10 by default: a native run of 12 rounds would save) is set to null for the run
+    (config.yaml says so), and a run killed before its end (here: its summary removed) is not restarted as a native
+    run."""
     trace = device_trace([(0, 100.0, 1e6, 1e6, 0.0), (1, 50.0, 1e6, 1e6, 0.0)])
     s = scenario(
         data={"dataset": "digits", "clients": 2},
@@ -206,7 +207,6 @@ def test_a_k_async_flower_run_writes_no_checkpoint_and_refuses_resume(tmp_path, 
         server={"mode": "k_async", "k": 1, "concurrency": 2},
         algorithm={"name": "fedasync"},
         stop={"rounds": 12},
-        checkpoint={"every_rounds": 1, "min_wall_s": 0},
         output={"plot": False},
         flower={"client_app": "x:app", "initial_arrays": "x:arrays"},
     )
