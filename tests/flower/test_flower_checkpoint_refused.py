@@ -19,7 +19,7 @@ from asyncfl.config.schema import Scenario  # noqa: E402
 from asyncfl.errors import ConfigError  # noqa: E402
 
 FLOWER = {"server_app": "toy_app:server_app", "client_app": "toy_app:client_app"}
-WHY = "checkpoint ({'every_rounds': 3, 'every_virtual_s': None, 'min_wall_s': 30.0}): a Flower run cannot be checkpointed"
+WHY = "checkpoint ({'every_rounds': 3, 'every_virtual_s': None, 'min_wall_s': 30.0}): a Flower run cannot be "
 ALLOWED = "allowed: no checkpoint section, or checkpoint: {every_rounds: null} (never)"
 
 
