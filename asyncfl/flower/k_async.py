@@ -63,12 +63,14 @@ import torch
 from flwr.app import DEFAULT_TTL, ArrayRecord, ConfigRecord, Message, MessageType, Metadata, RecordDict
 
 from asyncfl.algorithms import Strategy, Update, make_strategy
+from asyncfl.config.clock import start_datetime
 from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.flower.apps import load_function
 from asyncfl.flower.evaluation import examples_of, metric, reply_metric, weighted_metrics
 from asyncfl.flower.flat_arrays import ArraysMismatch, FlatArrays, as_array_record
 from asyncfl.flower.generators import apps_seeded, flower_seeds
+from asyncfl.flower.link_state import MessageTimes
 from asyncfl.flower.node_config import node_configs
 from asyncfl.flower.nodes import FlowerNodes, message_bytes, node_id
 from asyncfl.learn.trainer import TrainingJob, TrainingResult
@@ -121,11 +123,14 @@ class ClientAppLearner(Learner):
         initial: torch.Tensor,
         max_staleness: int | None = None,
         seed: int = 0,
+        times: MessageTimes = MessageTimes(),
     ) -> None:
+        """``times``: Flower's timestamps of the messages (virtual second s is ``clock.start_time`` + s)."""
         self.model, self.federation = None, None  # the ClientApp holds the model and the data
         # the job book's trainer is the nodes: no job is ever computed here (compression is refused: none)
         self._begin(initial, len(nodes), strategy, nodes, training, max_staleness, seed)
-        self.nodes, self.arrays, self.keys = nodes, arrays, keys
+        self.nodes, self.arrays, self.keys, self.times = nodes, arrays, keys, times
+        self.version_time = 0.0  # the virtual time the current global version was made (its evaluate messages')
         self.collected: dict[tuple[int, int], tuple[TaskPlan, ClientAppResult]] = {}  # (client, attempt) ->
         self._sent: tuple[int, ArrayRecord] | None = None  # (version, its arrays): serialised once per version
         self._evaluated: tuple[int, list[Message]] | None = None  # (version, every node's evaluate reply)
@@ -162,7 +167,8 @@ class ClientAppLearner(Learner):
 
     def message(self, kind: str, client: int, config: ConfigRecord, now: float, name: str) -> Message:
         """A message of ``kind`` to ``client``'s node with the global arrays and ``config``, created at virtual time
-        ``now``; its id: ``<client>-<name>`` (Flower's SuperLink would give it one; nothing here routes by it)."""
+        ``now`` (its ``created_at``: Flower's seconds since the epoch, as a sync run's, :class:`MessageTimes`); its
+        id: ``<client>-<name>`` (Flower's SuperLink would give it one; nothing here routes by it)."""
         if self._sent is None or self._sent[0] != self.version:
             self._sent = (self.version, self.arrays.record(self.params))
         # a record of its own per message (the arrays are shared, immutable): a ClientApp may pop from it
@@ -174,7 +180,7 @@ class ClientAppLearner(Learner):
             dst_node_id=node_id(client),
             reply_to_message_id="",
             group_id=str(config["server-round"]),
-            created_at=now,
+            created_at=self.times.created_at(now),
             ttl=DEFAULT_TTL,
             message_type=kind,
         )
@@ -212,6 +218,7 @@ class ClientAppLearner(Learner):
     def apply(self, closed: ClosedRound, updates: list[Update], record_weights: bool) -> Learned:
         """Learner's aggregation; a training loss a reply did not report (NaN) does not mark the model diverged."""
         learned = super().apply(closed, updates, record_weights)
+        self.version_time = closed.time
         if all(self.losses_reported):
             return learned
         losses = [u.train_loss for u, reported in zip(updates, self.losses_reported) if reported]
@@ -234,12 +241,13 @@ class ClientAppLearner(Learner):
     # ---- evaluation: untimed evaluate messages to every node ----
 
     def evaluate_all(self) -> list[Message]:
-        """Every node's reply to an evaluate message with the current global arrays (one round per version)."""
+        """Every node's reply to an evaluate message with the current global arrays (one round per version), created
+        when the version was made (the evaluation is untimed: it happens at that instant)."""
         if self._evaluated is None or self._evaluated[0] != self.version:
             config = ConfigRecord({"server-round": self.version})
             name = f"evaluate-{self.version}"
             replies = [
-                self.nodes.call(client, self.message(MessageType.EVALUATE, client, config, math.nan, name))
+                self.nodes.call(client, self.message(MessageType.EVALUATE, client, config, self.version_time, name))
                 for client in range(self.num_clients)
             ]
             self._evaluated = (self.version, replies)
@@ -296,7 +304,10 @@ def client_app_learning(client_app: Any, run_id: int, first_arrays: Any = None) 
             examples=flower.work.examples,
         )
         strategy = make_strategy(s.algorithm, s.data.clients, initial)
-        return ClientAppLearner(nodes, arrays, strategy, s.training, keys, initial, s.server.max_staleness, s.seed)
+        start = start_datetime(s.clock.start_time).timestamp() if s.clock.start_time else 0.0
+        return ClientAppLearner(
+            nodes, arrays, strategy, s.training, keys, initial, s.server.max_staleness, s.seed, MessageTimes(start)
+        )
 
     return build
 
