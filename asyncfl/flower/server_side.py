@@ -11,9 +11,11 @@ time) and reports the ``Result``; calls on any other Grid run Flower's own, unch
 ``start`` without calling Flower's is not seen (its app gets no central columns; its final model is the arrays it
 last sent, see :mod:`asyncfl.flower.recording`).
 
-Where the installed flwr's ``Strategy.start`` takes ``should_stop`` (flwr 1.43), the run's stop rules are passed
-as it, unless the app gives its own: the strategy then leaves its loop itself; with 1.42 the Grid answers the
-rounds after the stop with no reply (:mod:`asyncfl.flower.grid`).
+Where Flower's ``Strategy.start`` takes ``should_stop`` (flwr 1.43), the run's stop rules are passed as it (or
+with the app's own, when it gives one: asked first, and either stops): the strategy then leaves its loop itself;
+with 1.42 the Grid answers the rounds after the stop with no reply (:mod:`asyncfl.flower.grid`).  Flower's
+``start`` is read when a run begins watching, not when asyncfl is imported: the function the installed flwr has
+then (a test stands a 1.43-shaped one in its place) is the one wrapped, and the one put back.
 """
 
 from __future__ import annotations
@@ -28,9 +30,7 @@ from typing import Any, Protocol
 from flwr.app import ArrayRecord, MetricRecord
 from flwr.serverapp.strategy import Strategy
 
-FLOWER_START = Strategy.start
-SIGNATURE = inspect.signature(FLOWER_START)
-HAS_SHOULD_STOP = "should_stop" in SIGNATURE.parameters  # flwr >= 1.43
+SHOULD_STOP = "should_stop"  # the keyword of flwr >= 1.43's Strategy.start for early stopping
 
 
 class StartWatcher(Protocol):
@@ -44,6 +44,7 @@ class StartWatcher(Protocol):
 
 _lock = threading.Lock()
 _watchers: dict[int, StartWatcher] = {}  # id(grid) -> its watcher, while its run plays
+_flower_start: list[Callable[..., Any]] = []  # Flower's Strategy.start, as it was when the first run began watching
 
 
 @contextmanager
@@ -51,6 +52,7 @@ def watching_start(grid: Any, watcher: StartWatcher) -> Iterator[None]:
     """While inside, ``Strategy.start`` on ``grid`` reports to ``watcher`` (see the module docstring)."""
     with _lock:
         if not _watchers:
+            _flower_start[:] = [Strategy.start]
             Strategy.start = _watched_start  # type: ignore[method-assign]
         _watchers[id(grid)] = watcher
     try:
@@ -59,25 +61,38 @@ def watching_start(grid: Any, watcher: StartWatcher) -> Iterator[None]:
         with _lock:
             del _watchers[id(grid)]
             if not _watchers:
-                Strategy.start = FLOWER_START  # type: ignore[method-assign]
+                Strategy.start = _flower_start.pop()  # type: ignore[method-assign]
 
 
-@functools.wraps(FLOWER_START)
+@functools.wraps(Strategy.start)
 def _watched_start(self: Strategy, *args: Any, **kwargs: Any) -> Any:
-    bound = SIGNATURE.bind(self, *args, **kwargs)
+    flower_start = _flower_start[0]
+    signature = inspect.signature(flower_start)
+    bound = signature.bind(self, *args, **kwargs)
     watcher = _watchers.get(id(bound.arguments.get("grid")))
     if watcher is None:
-        return FLOWER_START(self, *args, **kwargs)
+        return flower_start(self, *args, **kwargs)
     evaluate_fn = bound.arguments.get("evaluate_fn")
     watcher.starts(evaluate_fn is not None)
     if evaluate_fn is not None:
         bound.arguments["evaluate_fn"] = _reporting(evaluate_fn, watcher)
-    if HAS_SHOULD_STOP and bound.arguments.get("should_stop") is None:
-        bound.arguments["should_stop"] = lambda *_args, **_kwargs: watcher.should_stop()
-    result = FLOWER_START(*bound.args, **bound.kwargs)
+    if SHOULD_STOP in signature.parameters:
+        bound.arguments[SHOULD_STOP] = _stopping(bound.arguments.get(SHOULD_STOP), watcher)
+    result = flower_start(*bound.args, **bound.kwargs)
     initial = bound.arguments["initial_arrays"]
     watcher.returned(result.arrays if len(result.arrays) else initial)  # no round aggregated: the initial arrays
     return result
+
+
+def _stopping(app_should_stop: Callable[..., Any] | None, watcher: StartWatcher) -> Callable[..., bool]:
+    """The ``should_stop`` passed to Flower's ``start``: the app's own (called first, with whatever Flower passes,
+    so that it sees every round) or the run's stop rules."""
+
+    def should_stop(*args: Any, **kwargs: Any) -> bool:
+        app_says = bool(app_should_stop(*args, **kwargs)) if app_should_stop is not None else False
+        return app_says or watcher.should_stop()
+
+    return should_stop
 
 
 def _reporting(evaluate_fn: Callable, watcher: StartWatcher) -> Callable:
