@@ -35,8 +35,8 @@ the paper says it does.  ``report`` tests each claim on the differences variant 
   interval; too few pairs to reject any shift leave it unbounded (±∞);
 - Holm's step-down adjustment within each ``family`` (Holm 1979), over each claim's p in its own
   direction, and apart over each claim's p on its other side (a claim without a family is in the study's
-  one family; a claim on a sensitivity axis is in its family once per axis value, so every per-value
-  verdict is corrected for the others as well): with the m p-values of a
+  one family; a claim on a sensitivity axis is one member of its family, or with ``across_axis: each`` one
+  per axis value, each per-value verdict then corrected for the others as well): with the m p-values of a
   family sorted ascending, p_(i) becomes max_{j <= i} min(1, (m − j + 1) · p_(j)).  The families are
   declared (``family:``, ``families:``); beside each, the same adjustment over every claim of the study and
   the verdict it gives, so that a reader sees where a verdict rests on how the families were drawn;
@@ -47,8 +47,10 @@ the paper says it does.  ``report`` tests each claim on the differences variant 
   interval off 0 with a Holm p >= 0.05 is inconclusive: significant alone, not in its family;
 - the paper's effect is compared with the interval only when the paper measured it on the runs' data set
   (``paper_data:`` equal to both variants' data.dataset); otherwise it is shown as context, not tested;
-- with a sensitivity axis (:mod:`asyncfl.study.sensitivity`) each claim is tested at every axis value, and
-  a claim whose verdicts differ is "depends on <axis> (value: verdict; ...)";
+- with a sensitivity axis (:mod:`asyncfl.study.sensitivity`) each claim is tested at every axis value: by
+  default as an intersection–union test (it must hold at every value: each value at 0.05, one member of
+  its Holm family, the weakest verdict), "depends on <axis>" only from a declared interaction test, and
+  "equivalent" only from a declared margin's TOST (:mod:`asyncfl.study.axis_verdicts`);
 - the seeds a study needs to resolve the effect at stake (the paper's effect, else the observed mean
   difference) with 80 % power in a two-sided 5 % test, normal approximation:
   n = ceil(((z_0.975 + z_0.8) · s / effect)²), s the observed paired standard deviation (at least 2).
@@ -66,6 +68,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from asyncfl.study.axis_verdicts import across_axis, holm_by_unit, holm_units, tost_p
 from asyncfl.study.censoring import pair_score, restricted, signed_ranks
 from asyncfl.study.claims import (
     ALPHA,
@@ -171,26 +174,39 @@ def claim_rows(
     is tested only against runs on the paper's data)."""
     tested = [(c, claim_pairs(c, table, horizons or {})) for c in claims]
     tests = [claim_test(c, pairs) for c, pairs in tested]
-    groups: dict[str, list[int]] = {}
-    for i, (c, _) in enumerate(tested):
-        groups.setdefault(c.family, []).append(i)
-    family = _holm_over(claims, tests, groups.values())  # the declared families': the verdict's
-    study = _holm_over(claims, tests, [list(range(len(claims)))])  # every claim of the study: beside it
+    tost = [tost_p([p.difference for p in pairs], c.margin) if c.margin else 1.0 for c, pairs in tested]
+    units = holm_units(claims)  # a claim tested at every axis value is one member of its family
+    groups: dict[str, list[list[int]]] = {}
+    for unit in units:
+        groups.setdefault(claims[unit[0]].family, []).append(unit)
+    family = _holm_over(claims, tests, tost, groups.values())  # the declared families': the verdict's
+    study = _holm_over(claims, tests, tost, [units])  # every claim of the study: beside it
     rows = []
     for i, (claim, pairs) in enumerate(tested):
         rows.append(_row(claim, pairs, tests[i], family[i], study[i], len(groups[claim.family]), datasets or {}))
-    return _across_axis(claims, rows)
+        if any(c.margin for c in claims):  # the equivalence test's columns, where a claim declares a margin
+            rows[-1].update({"margin": claim.margin, "p_tost": tost[i] if claim.margin else None,
+                             "p_holm_tost": family[i].get("equivalent")})  # fmt: skip
+    return across_axis(claims, rows, [{p.seed: p.difference for p in pairs} for _, pairs in tested])
 
 
-def _holm_over(claims: Sequence[Claim], tests: Sequence[SignFlip], families) -> list[dict[str, float]]:
-    """Per claim, its Holm p in each direction ("higher" / "lower"): each claim's own direction Holm-adjusted
-    over the claims of its family (``families``: lists of claim indices), and apart its other side."""
+def _holm_over(claims: Sequence[Claim], tests: Sequence[SignFlip], tost: Sequence[float], families) -> list[dict]:
+    """Per claim, its Holm p in each direction ("higher" / "lower") and, with a margin, of its equivalence
+    test ("equivalent"): each Holm-adjusted over the members of its family (``families``: per family, its
+    members as lists of claim indices, :func:`~asyncfl.study.axis_verdicts.holm_units`); the claim's own
+    direction, its other side and the equivalence tests apart."""
     held: list[dict[str, float]] = [{} for _ in claims]
-    for members in families:
+    for units in families:
         for claimed in (True, False):
-            sides = [_side(claims[i].direction, claimed) for i in members]
-            for i, side, p in zip(members, sides, holm([tests[i].p(side) for i, side in zip(members, sides)])):
-                held[i][side] = p
+
+            def p_of(i: int, claimed: bool = claimed) -> float:
+                return tests[i].p(_side(claims[i].direction, claimed))
+
+            for i, p in holm_by_unit(units, p_of, claimed).items():
+                held[i][_side(claims[i].direction, claimed)] = p
+        with_margin = [unit for unit in units if claims[unit[0]].margin]
+        for i, p in holm_by_unit(with_margin, tost.__getitem__, True).items():
+            held[i]["equivalent"] = p
     return held
 
 
@@ -267,6 +283,8 @@ def _verdict_words(claim: Claim, test: SignFlip, held: Mapping[str, float], insi
     """The verdict from one set of Holm p-values (``held``: direction -> p), with the paper's side where the
     interval leaves its effect out."""
     word = verdict(held[claim.direction], held[_opposite(claim.direction)])
+    if word == "inconclusive" and held.get("equivalent", 1.0) < ALPHA:  # TOST: inside ±margin
+        return f"equivalent (within ±{claim.margin:g} {claim.unit})"
     if word == "inconclusive" and inside == "no" and claim.paper_effect is not None:
         word += "; " + beside_paper(test.low, test.high, claim.sign, claim.paper_effect)
     return word
@@ -278,26 +296,6 @@ def family_declared(claim: Claim, size: int) -> str:
     if not claim.family_declared:
         return "default"
     return "declared singleton" if size == 1 else "declared"
-
-
-def _across_axis(claims: Sequence[Claim], rows: list[dict]) -> list[dict]:
-    """With a sensitivity axis: each row's verdict over the axis, "depends on <axis> (value: verdict; ...)"
-    where the values' verdicts differ (their first word: supported / contradicted / inconclusive)."""
-    if not any(c.axis for c in claims):
-        return rows
-    by_claim: dict[tuple, list[int]] = {}
-    for i, claim in enumerate(claims):
-        by_claim.setdefault(claim.declared, []).append(i)
-    for members in by_claim.values():
-        words = {rows[i]["axis_value"]: rows[i]["verdict"].split(";")[0] for i in members}
-        axis = claims[members[0]].axis
-        if axis is None or len(set(words.values())) == 1:
-            across = next(iter(words.values()))
-        else:
-            across = f"depends on {axis} (" + "; ".join(f"{v}: {w}" for v, w in words.items()) + ")"
-        for i in members:
-            rows[i]["verdict_across_axis"] = across
-    return rows
 
 
 def seed_rows(

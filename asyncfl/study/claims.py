@@ -66,6 +66,23 @@ class Claim(Section):
     paper_numbers: str | None = Field(
         default=None, description="the paper's own figures for the two variants, e.g. '82.3 vs 80.1 %' (shown as is)"
     )
+    margin: float | None = Field(
+        default=None,
+        gt=0,
+        description="equivalence margin in the claim's unit (points or virtual s), declared before the runs: a "
+        "difference that two one-sided tests place inside ±margin is 'equivalent'; without one a non-significant "
+        "difference is 'inconclusive' (asyncfl.study.axis_verdicts)",
+    )
+    across_axis: Literal["every", "each"] = Field(
+        default="every",
+        description="on a sensitivity axis: every (the claim must hold at every value: an intersection-union "
+        "test, one test in its family, the weakest verdict) or each (every value a claim of its own)",
+    )
+    interaction: bool = Field(
+        default=False,
+        description="on a sensitivity axis: test whether the effect differs between the axis values ('depends on "
+        "<axis>' comes only from this test)",
+    )
     # set by expand_claims for a claim on a study's sensitivity axis, never by the study file
     axis: str | None = Field(default=None, description="the sensitivity axis this copy of the claim is tested on")
     axis_value: str | None = Field(default=None, description="the axis value (variant names end in .<value>)")
@@ -117,6 +134,21 @@ def expand_claims(claims: Sequence[Claim], axis: Sensitivity | None) -> list[Cla
             named = {k: axis.name(v, label) if v in axis.variants else v
                      for k, v in (("variant", claim.variant), ("versus", claim.versus))}  # fmt: skip
             out.append(claim.model_copy(update={**named, "axis": axis.axis, "axis_value": label}))
+    return out
+
+
+def axis_problems(value: Any, axis: Sensitivity | None) -> list[str]:
+    """``claims[i].interaction: true`` on a claim whose variant and versus are both off the sensitivity axis
+    (or in a study without one): there are no axis values to compare."""
+    out = []
+    for i, item in enumerate(value if isinstance(value, list) else []):
+        if not isinstance(item, dict) or item.get("interaction") is not True:
+            continue
+        on_axis = axis is not None and (item.get("variant") in axis.variants or item.get("versus") in axis.variants)
+        if not on_axis:
+            where = ", ".join(axis.variants) if axis else "none: the study declares no sensitivity: axis"
+            out.append(f"claims[{i}].interaction: tests the effect across a sensitivity axis, but neither variant nor "
+                       f"versus is on one (variants on the axis: {where}); remove it or declare the axis.")  # fmt: skip
     return out
 
 
@@ -217,9 +249,10 @@ def smallest_holm_p(pairs: int, family_size: int) -> float:
 def unreachable_families(claims: Sequence[Claim], seeds: int) -> list[str]:
     """A warning per family no claim of which can be supported with ``seeds`` evaluation seeds (the most
     pairs a claim can have): its smallest Holm-adjusted p is not below 0.05."""
+    members = {(c.family, c.declared if c.axis and c.across_axis == "every" else i) for i, c in enumerate(claims)}
     sizes: dict[str, int] = {}
-    for claim in claims:  # one Holm family holds its claims at every sensitivity-axis value
-        sizes[claim.family] = sizes.get(claim.family, 0) + 1
+    for family, _ in members:  # a claim at every axis value is one member (an intersection-union test)
+        sizes[family] = sizes.get(family, 0) + 1
     out = []
     for family, size in sizes.items():
         best = smallest_holm_p(seeds, size)
@@ -293,6 +326,7 @@ def study_claims(raw: Mapping[str, Any], source: str) -> list[Claim]:
     claims, problems = parse_claims(raw.get("claims"), variants, numbers)
     claims = declare_families(claims, raw.get("families"), problems)
     axis = parse_sensitivity(raw.get("sensitivity"), variants, problems)
+    problems += axis_problems(raw.get("claims"), axis)
     if problems:
         raise ConfigError(f"{source}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     return expand_claims(claims, axis)

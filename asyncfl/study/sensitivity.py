@@ -1,6 +1,7 @@
 """A study's sensitivity axis (``sensitivity:``): one setting a reviewer could reasonably choose otherwise
 (FedHist's history window h, the staleness model, the horizon), run at each of its values, so that a claim
-whose verdict changes along it is reported as "depends on <axis>" instead of supported or contradicted.
+must hold at every value to be supported (an intersection–union test), and "depends on <axis>" only where
+a claim declares the interaction test (:mod:`asyncfl.study.axis_verdicts`).
 
 ::
 
@@ -14,8 +15,9 @@ whose verdict changes along it is reported as "depends on <axis>" instead of sup
 Each variant on the axis becomes one variant per value, named ``<variant>.<label>`` (its runs go to
 ``<sweep>/<variant>.<label>/seed<N>``) with the value's keys set after its own; a variant the axis leaves
 alone runs once and is compared with every value.  A claim naming a variant on the axis is tested once per
-value, every value's test in the claim's Holm family (a per-value verdict is corrected for the other values
-too).  A leaf (no pandas), so that ``validate`` stays light.
+value: by default the values together are one test of its Holm family (each at 0.05, the weakest verdict);
+with ``across_axis: each`` every value's test is a member (corrected for the other values too).
+A leaf (no pandas), so that ``validate`` stays light.
 """
 
 from __future__ import annotations

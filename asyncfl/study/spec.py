@@ -46,7 +46,7 @@ from asyncfl.config import ConfigError, Scenario, apply_override, read_scenario,
 from asyncfl.config.schema import dataset_classes, directory_name_problem
 from asyncfl.config.yaml_files import dotted_parent
 from asyncfl.output.columns import METRICS_COLUMNS, TEXT_COLUMNS, metrics_extra_columns
-from asyncfl.study.claims import Claim, declare_families, expand_claims, parse_claims
+from asyncfl.study.claims import Claim, axis_problems, declare_families, expand_claims, parse_claims
 from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 from asyncfl.study.tuning import TuningPlan, parse_tune
 
@@ -118,7 +118,7 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
     columns = {run.variant: metrics_columns(run.scenario) for run in runs}  # every seed writes the same
     columns.update({_declared_name(v, axis): c for v, c in reversed(columns.items())})  # claims name these
     claims, claim_problems = parse_claims(spec["claims"], names, targets, columns)
-    problems += claim_problems
+    problems += claim_problems + axis_problems(spec["claims"], axis)
     claims = declare_families(claims, spec["families"], problems)  # Holm families over the claims' groups
     tuning = parse_tune(spec["tune"], _merged_variants(base, variants), seeds, targets, problems,
                         expand_claims(claims, axis), columns)  # fmt: skip

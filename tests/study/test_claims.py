@@ -336,10 +336,12 @@ def test_validate_warns_of_a_family_that_cannot_reach_significance(tmp_path):
     (many,) = unreachable_families(family(5001), 17)
     assert "at least 1e-05, and 0.05001 after" in many and many.endswith("supported: fewer claims in the family.")
     assert unreachable_families(family(5000), 17) == []
-    # one claim on a 3-value sensitivity axis is 3 tests of its family: 5 seeds give 3/32 = 0.094, 6 give 3/64
-    on_axis = [claim(family="f", variant=f"v.h{k}", axis="h", axis_value=f"h{k}") for k in range(3)]
+    # one claim on a 3-value sensitivity axis tested at each value is 3 tests of its family: 5 seeds give
+    # 3/32 = 0.094, 6 give 3/64; tested at every value (the default), it is one test: 1/32 < 0.05
+    on_axis = [claim(family="f", variant=f"v.h{k}", axis="h", axis_value=f"h{k}", across_axis="each") for k in range(3)]
     (warning,) = unreachable_families(on_axis, 5)
     assert "(3 claim(s))" in warning and "0.09375 after" in warning and "use at least 6 seeds" in warning
+    assert unreachable_families([c.model_copy(update={"across_axis": "every"}) for c in on_axis], 5) == []
 
 
 def test_cli_validate_prints_the_warning_and_passes(tmp_path, capsys):

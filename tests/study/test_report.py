@@ -254,8 +254,8 @@ def test_every_paper_study_declares_claims_and_tunes_on_other_seeds():
 
 
 def test_the_paper_table_shows_the_verdict_across_a_sensitivity_axis():
-    """A claim tested at two staleness models on 6 seeds, +1 .. +6 points at x (raw p 1/64) and 0 at y: one
-    Holm family of 2, so x is supported at 2/64 and y inconclusive.  The paper's table shows the Holm p in
+    """A claim tested at two staleness models on 6 seeds (across_axis: each), +1 .. +6 points at x (raw p
+    1/64) and 0 at y: one Holm family of 2, so x is supported at 2/64 and y inconclusive.  The paper's table shows the Holm p in
     both directions with the declared family (here the default: the study) and its size, the study-wide Holm p,
     the verdict across the axis, and links the per-seed pairs; a claim
     without an axis shows no such column."""
@@ -268,14 +268,14 @@ def test_the_paper_table_shows_the_verdict_across_a_sensitivity_axis():
              "a.x": {"final accuracy": {s: 0.5 + 0.01 * (s + 1) for s in range(6)}},
              "a.y": {"final accuracy": base}}  # fmt: skip
     claims = [Claim(variant=f"a.{v}", versus=f"b.{v}", measure="final_accuracy", direction="higher",
-                    axis="staleness_model", axis_value=v) for v in ("x", "y")]  # fmt: skip
+                    axis="staleness_model", axis_value=v, across_axis="each") for v in ("x", "y")]  # fmt: skip
     rows = claim_rows(claims, table)
     text = rp.claim_table([("s", c, r, r, table) for c, r in zip(claims, rows)])
     header, _, at_x, at_y = text.splitlines()
     assert "| Holm p (other side; declared family (tests)) | verdict (declared family) | study-wide Holm p: verdict |" \
         in header  # fmt: skip
-    assert "| 0.0312 (1.0000; study (2, default: the study)) | **supported** | 0.0312: supported | depends on " \
-        "staleness_model (x: supported; y: inconclusive) |" in at_x  # fmt: skip
+    assert "| 0.0312 (1.0000; study (2, default: the study)) | **supported** | 0.0312: supported | differs by " \
+        "staleness_model value (x: supported; y: inconclusive; dependence not tested) |" in at_x  # fmt: skip
     assert "| +3.50 [+2.00, +5.00] |" in at_x  # mean of 1..6; bounds: the 3rd smallest (1, 1.5, 2) and
     # largest (6, 5.5, 5) of the subset means, since 3 of the 64 sign patterns is the most a 5 % side allows
     assert "| 1.0000 (1.0000; study (2, default: the study)) | **inconclusive** | 1.0000: inconclusive |" in at_y
