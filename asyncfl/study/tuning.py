@@ -4,11 +4,11 @@ tuning seeds disjoint from the evaluation seeds, and the evaluation runs use it:
     tune:
       grid: {training.lr: [0.03, 0.1, 0.3], algorithm.server_lr: [0.5, 1.0]}
       seeds: [100, 101, 102, 103]  # never one of seeds: (the evaluation seeds); default: default_seeds()
-      criterion: final_accuracy    # any claim measure, claimed, or {variant: measure}; see below
+      criterion: final_accuracy    # default: each variant on the measure its claims test; see below
       rule: mean                   # or mean_minus_se, worst (asyncfl.study.tuning_results)
       variants: [fedavg, fedbuff]  # optional; default every variant
-      widen: false                 # true: a choice at a numeric grid edge adds a point beyond it
-      divergence_margin: 0         # 1: never choose a point next to one where a tuning run diverged
+      widen: true                  # the default: a choice at a numeric grid edge adds a point beyond it
+      divergence_margin: 1         # the default: never choose a point next to one where a tuning run diverged
       collapse_accuracy: null      # 0.15: with the margin, a run ending at most this accurate failed too
 
 Left out, ``tune.seeds`` is :data:`DEFAULT_SEEDS` seeds disjoint from the evaluation seeds
@@ -28,7 +28,10 @@ the first point in grid order (the grid is enumerated with the last key varying 
 evaluation runs (variant x ``seeds:``) apply them on top of the variant's ``set``.  Nothing is read from
 an evaluation run, so the evaluation seeds cannot influence the choice.
 
-``criterion:`` is one measure for every tuned variant: ``final_accuracy``, ``last_quarter_accuracy``,
+``criterion:`` left out: each tuned variant on the one measure its claims test (as ``claimed``), a variant no
+claim names on ``final_accuracy`` (a study without claims tunes as before); a variant whose claims test
+several measures is refused, since its evaluation runs can carry one tuned setting: name one per variant.
+Otherwise it is one measure for every tuned variant: ``final_accuracy``, ``last_quarter_accuracy``,
 ``best_accuracy``, ``time_to_target`` (the first target, a miss +inf), or any claim measure
 (``last_quarter:<column>``, ``time_to:<target>``: a miss censored at the run's end, as in the claims);
 ``claimed``: each variant on the one measure its claims test; or a mapping variant -> measure (a tuned
@@ -40,12 +43,14 @@ the key; another variant is tuned on the rest of the grid (the key is listed as 
 tuned.yaml and the report), and a variant with no grid key left is not tuned.  A key that no tuned
 variant's algorithm has is refused.
 
-``widen: true``: where a chosen numeric value sits at its grid's edge, one point beyond that edge (the chosen
-point with that value moved one step further: geometric where the grid's values are positive with a
-near-constant ratio, which a two-value positive grid always has; arithmetic otherwise: :func:`next_value`)
-runs on the tuning seeds, and the choice is made again, up to ``widen_max`` times (:func:`widen`).
+``widen: true`` (the default; ``widen: false`` only warns): where a chosen numeric value sits at its grid's
+edge, one point beyond that edge (the chosen point with that value moved one step further: geometric where the
+grid's values are positive with a near-constant ratio, which a two-value positive grid always has; arithmetic
+otherwise: :func:`next_value`) runs on the tuning seeds, and the choice is made again, up to ``widen_max`` times
+(:func:`widen`); the report lists every widening.
 
-``divergence_margin: m`` (default 0, off): a point is not chosen when a tuning run diverged (summary status
+``divergence_margin: m`` (default 1; ``divergence_margin: 0`` turns it off): a point is not chosen when a tuning
+run diverged (summary status
 ``diverged``) at a point at most ``m`` steps from it along one grid key (the others equal; steps over that
 key's values sorted, widened ones included), itself included.  Four tuning seeds cannot see a divergence
 that strikes one run in ten (unseen with probability 0.9^4 = 0.66), so the best-scoring point right below a
@@ -114,9 +119,10 @@ class Tune(Section):
         description=f"tuning seeds; none may be an evaluation seed (seeds:); default: the first {DEFAULT_SEEDS} "
         f"integers from {FIRST_DEFAULT_SEED} on that are not evaluation seeds (fewer are warned of in the report)",
     )
-    criterion: str | dict[str, str] = Field(
-        "final_accuracy",
-        description="what the best grid point maximises (accuracies) or minimises (times): final_accuracy, "
+    criterion: str | dict[str, str] | None = Field(
+        None,
+        description="what the best grid point maximises (accuracies) or minimises (times); default: each variant "
+        "on the measure its claims test (final_accuracy where none names it): final_accuracy, "
         "last_quarter_accuracy, best_accuracy, time_to_target (the first of targets:, a miss +inf), a claim "
         "measure (last_quarter:<column>, time_to:<target>, a miss censored at the run's end), claimed (each "
         "variant on the measure its claims test), or a mapping variant -> measure",
@@ -125,10 +131,10 @@ class Tune(Section):
         "mean", description="how a point's per-seed criterion becomes its score: mean, mean_minus_se, worst"
     )
     variants: list[str] | None = Field(None, description="the variants to tune (default: every variant)")
-    widen: bool = Field(False, description="a chosen numeric value at its grid's edge adds a point beyond it")
+    widen: bool = Field(True, description="a chosen numeric value at its grid's edge adds a point beyond it")
     widen_max: int = Field(2, ge=1, description="with widen: the most times a variant's grid is widened")
     divergence_margin: int = Field(
-        0,
+        1,
         ge=0,
         description="grid steps (along one key) kept between the chosen point and any point where a tuning run "
         "diverged; 0: off",
@@ -309,6 +315,8 @@ def parse_tune(
             problems.append(f"tune.variants: {name!r} is not a variant; allowed: {', '.join(variants)}.")
     if "tuning" in variants:
         problems.append(f"compare: a variant named {TUNING_DIR!r} would share the tuning runs' directory.")
+    if spec.criterion is None:  # left out: each variant on what its claims test
+        spec = spec.model_copy(update={"criterion": _claimed_default(tuned, claims, problems)})
     measures = _measures(spec.criterion, tuned, targets, claims, columns or {}, problems)
     for key, values in spec.grid.items():
         if not key or not all(key.split(".")) or not values:
@@ -372,6 +380,23 @@ def default_seeds(evaluation: Sequence[int]) -> list[int]:
 def _runs(name: str, pid: str, raw: Mapping[str, Any], point: Mapping[str, Any], seeds: Sequence[int]) -> list:
     raw = apply_point(raw, point)
     return [TuningRun(name, pid, s, validate_scenario({**raw, "seed": s})) for s in seeds]
+
+
+def _claimed_default(tuned: Sequence[str], claims: Sequence[Claim], problems: list[str]) -> str | dict[str, str]:
+    """``tune.criterion`` left out: variant -> the one measure its claims test (a variant no claim names:
+    final_accuracy); plain final_accuracy when no claim names a tuned variant; a variant whose claims test
+    several measures is a problem."""
+    named = {name: sorted({c.measure for c in claims if name in (c.variant, c.versus)}) for name in tuned}
+    if not any(named.values()):
+        return "final_accuracy"
+    for name, found in named.items():
+        if len(found) > 1:
+            problems.append(
+                f"tune.criterion: left out, each variant is tuned on the measure its claims test, but the claims "
+                f"about {name!r} test {', '.join(found)}; its evaluation runs carry one tuned setting, so name one "
+                f"(tune.criterion: {{{name}: <measure>}}) or split the claims into studies."
+            )
+    return {name: found[0] if found else "final_accuracy" for name, found in named.items()}
 
 
 def _measures(

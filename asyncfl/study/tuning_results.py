@@ -31,6 +31,7 @@ from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import ENDED
 from asyncfl.output.tables import write_csv
 from asyncfl.output.writing import write_atomic
+from asyncfl.study.censoring import planned_horizon
 from asyncfl.study.claims import TIME_TO, Claim
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 from asyncfl.study.seed_statistics import run_measures
@@ -50,17 +51,20 @@ def criterion_value(plan: TuningPlan, run_dir: Path) -> float:
     return run_measures(run_dir, [])[ACCURACY_MEASURES[plan.spec.criterion]]
 
 
-def measure_value(measure: str, run_dir: Path) -> float:
+def measure_value(measure: str, run_dir: Path, peers: Sequence[float] = ()) -> float:
     """A claim measure (``final_accuracy``, ``last_quarter_accuracy``, ``best_accuracy``,
     ``last_quarter:<column>``, ``time_to:<target>``) of one finished run.  A time to a target never
-    reached is the run's end, censored as in the claims (:mod:`asyncfl.study.claim_tests`); NaN for a run
-    that has not ended."""
+    reached is censored at the run's horizon, as in the claims (:mod:`asyncfl.study.censoring`): its end, or
+    for a run that diverged the horizon it was given (its ``stop.virtual_time_s``, else the median end of
+    ``peers``, the same point's runs that did not diverge), not the moment it diverged, so that a step size
+    that diverges early does not look fast; NaN for a run that has not ended."""
     if measure.startswith(TIME_TO):
         target = float(measure[len(TIME_TO) :])
         time = run_measures(run_dir, [target])[f"time to {target:g} (virtual s)"]
         summary = read_summary(run_dir, required=False)
         if math.isnan(time) and summary.get("status") in ENDED:
-            return float(summary.get("virtual_time_s", math.nan))
+            horizon = planned_horizon(run_dir, peers)
+            return float(summary.get("virtual_time_s", math.nan) if horizon is None else horizon)
         return time
     column = column_of(measure)
     if column:
@@ -110,7 +114,8 @@ def choose(
         near = near_divergence(points, [any(failed(d, collapse) for d in ds) for ds in dirs], margin) if margin else []
         scores = []
         for i, (point, pid) in enumerate(zip(points, ids)):
-            values = [measure_value(measure, d) if measure else criterion_value(plan, d) for d in dirs[i]]
+            peers = [float(e) for e in map(_undiverged_end, dirs[i]) if e is not None]  # horizons of a miss
+            values = [measure_value(measure, d, peers) if measure else criterion_value(plan, d) for d in dirs[i]]
             mean, points_score = score(values, "mean", lower), score(values, rule, lower)
             scores.append(points_score)
             row = {"variant": name, "point": pid, **{k: point.get(k, "") for k in plan.spec.grid},
@@ -129,6 +134,14 @@ def choose(
         for row, pid in zip(rows[-len(points) :], ids):
             row["chosen"] = pid == ids[best]
     return chosen, rows
+
+
+def _undiverged_end(run_dir: Path) -> float | None:
+    """The virtual end of a run that ended without diverging (None otherwise)."""
+    summary = read_summary(run_dir, required=False)
+    end = summary.get("virtual_time_s")
+    ok = summary.get("status") in ENDED and summary.get("status") != "diverged" and isinstance(end, (int, float))
+    return float(end) if ok else None
 
 
 def best_point(scores: Sequence[float], among: Sequence[int], lower: bool) -> int:

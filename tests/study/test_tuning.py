@@ -24,13 +24,21 @@ from tests.conftest import replace_training, write_finished_run
 EVAL_SEEDS, TUNE_SEEDS = [0, 1], [100, 101]
 
 
+# the tuning defaults before issue 47 (no widening, no divergence margin), which these tests were written for;
+# a test of the widening or the margin sets its own (tests/study/test_tuning_defaults.py: the new defaults)
+BEFORE_47 = {"widen": False, "divergence_margin": 0}
+
+
 def tiny(tmp_path: Path, tune: dict | None = None, **extra) -> dict:
+    tune = tune if tune is not None else {"grid": {"training.lr": [0.01, 0.3]}, "seeds": TUNE_SEEDS}
+    if isinstance(tune, dict) and "collapse_accuracy" not in tune:
+        tune = {**BEFORE_47, **tune}
     raw = {
         "name": "tiny", "seeds": EVAL_SEEDS, "data": {"dataset": "digits", "clients": 4}, "model": {"name": "logreg"},
         "training": {"local_steps": 2}, "stop": {"rounds": 2}, "checkpoint": {"every_rounds": None},
         "output": {"plot": False, "events": "none", "dir": str(tmp_path / "runs")},
         "compare": [{"name": "plain"}, {"name": "longer", "set": {"training.local_steps": 3}}],
-        "tune": tune if tune is not None else {"grid": {"training.lr": [0.01, 0.3]}, "seeds": TUNE_SEEDS},
+        "tune": tune,
     }  # fmt: skip
     raw.update(extra)
     return raw

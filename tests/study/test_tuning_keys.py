@@ -320,7 +320,7 @@ def test_collapse_accuracy_counts_a_model_collapsed_with_finite_parameters_as_fa
     assert chosen == {"margin": 0.9, "collapse": 0.3}
     assert yaml.safe_load((sweep / "tuned.yaml").read_text())["collapse_accuracy"] == 0.15
     assert "diverged or ended at most 0.15 accurate (`collapse_accuracy: 0.15`)" in (sweep / "report.md").read_text()
-    alone = tiny(tmp_path / "alone", {"grid": grid, "seeds": SEEDS, "collapse_accuracy": 0.15})
+    alone = tiny(tmp_path / "alone", {"grid": grid, "seeds": SEEDS, "collapse_accuracy": 0.15, "divergence_margin": 0})
     with pytest.raises(
         ConfigError, match="collapse_accuracy: counts a collapsed run for divergence_margin, which is 0"
     ):
