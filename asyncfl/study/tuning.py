@@ -39,7 +39,8 @@ variant it leaves out: ``final_accuracy``; in it or with ``claimed``, ``time_to_
 ``time_to:<the first target>``).
 
 ``algorithm.<key>`` grid keys (``algorithm.history`` for FedHist) apply to the variants whose algorithm has
-the key; another variant is tuned on the rest of the grid (the key is listed as skipped in tuning.csv,
+the key and whose own ``set`` does not fix it (a variant of an h sweep keeps its h); another variant is tuned on
+the rest of the grid (the key is listed as skipped in tuning.csv,
 tuned.yaml and the report), and a variant with no grid key left is not tuned.  A key that no tuned
 variant's algorithm has is refused.
 
@@ -323,14 +324,19 @@ def parse_tune(
             problems.append(f"tune.grid.{key}: expected a dotted key with a non-empty list of values.")
         elif key.split(".")[0] not in TUNABLE and key.split(".")[0] in Scenario.model_fields:
             problems.append(untunable_problem(key))  # (an unknown section is named by the validation below)
+    fixed: dict[str, tuple[str, ...]] = {}  # variant -> the algorithm.<key> grid keys its set fixes
     for name in tuned:
         for key in spec.grid:
             hit = [t for t in variants.get(name, ({}, set()))[1] if _overlap(t, key)]
-            if hit:
+            if hit and key.startswith("algorithm.") and hit == [key]:  # e.g. an h sweep's window: kept, not tuned
+                fixed[name] = fixed.get(name, ()) + (key,)
+            elif hit:
                 problems.append(f"compare: variant {name!r} sets {hit[0]}, which tune.grid.{key} tunes; remove one.")
     if len(problems) > before:
         return None
     skipped = _skipped_algorithm_keys(spec.grid, {name: variants[name][0] for name in tuned}, problems)
+    for name, keys in fixed.items():
+        skipped[name] = tuple(dict.fromkeys(skipped.get(name, ()) + keys))
     if len(problems) > before:
         return None
     collision = id_collision(spec.grid)

@@ -391,7 +391,8 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = (), points: str = 
     ]
     skipped_tuned = [(v, keys) for v, keys in skipped.items() if v in record["chosen"]]
     if skipped_tuned:
-        lines += [""] + [f"Not tuned for {v} (its algorithm has no such setting): {', '.join(keys)}." for v, keys
+        lines += [""] + [f"Not tuned for {v} (its algorithm has no such setting, or its set fixes it): "
+                         f"{', '.join(keys)}." for v, keys
                          in skipped_tuned]  # fmt: skip
     if record.get("divergence_margin"):
         m = record["divergence_margin"]

@@ -94,3 +94,17 @@ def test_a_time_to_target_tuning_miss_is_censored_at_the_horizon_not_where_it_di
     assert measure_value("time_to:0.5", ended(tmp_path / "a", "diverged", 62.0, 240.0)) == 240.0
     assert measure_value("time_to:0.5", ended(tmp_path / "b", "finished", 80.0, None)) == 80.0
     assert measure_value("time_to:0.5", ended(tmp_path / "c", "diverged", 62.0, None), [100.0, 140.0]) == 120.0
+
+
+def test_a_variant_whose_set_fixes_an_algorithm_key_keeps_it_and_is_tuned_on_the_rest(tmp_path):
+    """FedHist's window h in the grid of a study with an h sweep: fedhist is tuned on lr x h (4 points), the
+    sweep's fedhist_h5 keeps its h = 5 and is tuned on lr (2 points); a training key a variant sets is still
+    refused (tests/study/test_tuning.py)."""
+    raw = bare(tmp_path, {"training.lr": [0.1, 0.3], "algorithm.history": [10, 20]})
+    raw.update(server={"mode": "k_async", "k": 2, "concurrency": 4}, algorithm={"name": "fedhist", "history": 10})
+    raw["compare"] = [{"name": "fedhist"}, {"name": "fedhist_h5", "set": {"algorithm.history": 5}}]
+    plan = build_study(raw).tuning
+    assert plan.skipped == {"fedhist_h5": ("algorithm.history",)}
+    assert plan.ids_of("fedhist") == ("lr0.1_history10", "lr0.1_history20", "lr0.3_history10", "lr0.3_history20")
+    assert plan.ids_of("fedhist_h5") == ("lr0.1", "lr0.3")
+    assert {r.scenario.algorithm.history for r in plan.runs if r.tuned == "fedhist_h5"} == {5}
