@@ -4,8 +4,10 @@ against a baseline variant paired by seed.
 For every variant and measure (final accuracy, accuracy averaged over the last quarter of the run, best
 accuracy, time and rounds to each target) the report gives the mean over seeds with a Student-t 95 %
 interval (mean ± t_{0.975, n-1} · s / √n, s the sample standard deviation).  With a ``baseline:`` the
-difference variant − baseline is formed seed by seed over the seeds both have (for time to target:
-both reached it), and its mean gets the same t interval.  Pairing removes what the seeds share (data
+difference variant − baseline is formed seed by seed over the seeds both have, and its mean gets the same
+t interval.  A time to a target a run never reached is restricted at its horizon
+(:mod:`asyncfl.study.censoring`), so the mean is the restricted mean time to target over every seed and the
+columns subtract to the difference, as in the claims.  Pairing removes what the seeds share (data
 split, device profiles, availability draws), so a paired interval is usually much narrower than the
 two unpaired ones.  "higher" / "lower" means the paired interval excludes 0; "no difference" that it
 does not — which says the seeds cannot separate the two, not that they are equal; "mixed" that the
@@ -32,7 +34,7 @@ from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import ENDED
 from asyncfl.output.tables import markdown, write_csv, write_markdown
 from asyncfl.output.writing import write_atomic
-from asyncfl.study.censoring import run_horizons
+from asyncfl.study.censoring import restricted, run_horizons
 from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows, seed_markdown, seed_rows
 from asyncfl.study.claims import Claim
 from asyncfl.study.completeness import Completeness, mark_partial_claims
@@ -105,6 +107,11 @@ def _is_target(measure: str) -> bool:
     return measure.startswith(("time to ", "rounds to "))
 
 
+def _is_time(measure: str) -> bool:
+    """A time to a target: restricted at the horizon where missed (a rounds count is left as it was)."""
+    return measure.startswith("time to ")
+
+
 def vs_baseline(measure: str, values: Mapping[int, float], baseline: Mapping[int, float], diff: Interval) -> str:
     """The verdict of ``values`` against ``baseline`` for one measure (see :func:`direction`)."""
     if not _is_target(measure):
@@ -152,25 +159,54 @@ def run_datasets(records: Sequence[RunRecord]) -> dict[str, str]:
     return {label: "+".join(sorted(names)) for label, names in found.items()}
 
 
+def restricted_times(
+    table: Mapping[str, Mapping[str, Mapping[int, float]]], horizons: Mapping[str, Mapping[int, float]]
+) -> dict[str, dict[str, dict[int, float]]]:
+    """``table`` with every time to a target a run never reached restricted at the run's horizon
+    (:func:`asyncfl.study.censoring.run_horizons`), as the claims count it: each variant's mean is then its
+    restricted mean time to target (RMST) and the paired difference the difference of the two RMSTs."""
+    out: dict[str, dict[str, dict[int, float]]] = {}
+    for variant, measures in table.items():
+        ends = horizons.get(variant, {})
+        out[variant] = {
+            m: {s: restricted(v, ends.get(s)) if _is_time(m) else v for s, v in by_seed.items()}
+            for m, by_seed in measures.items()
+        }  # fmt: skip
+    return out
+
+
 def report_rows(
-    table: Mapping[str, Mapping[str, Mapping[int, float]]], baseline: str | None, confidence: float = CONFIDENCE
+    table: Mapping[str, Mapping[str, Mapping[int, float]]],
+    baseline: str | None,
+    confidence: float = CONFIDENCE,
+    horizons: Mapping[str, Mapping[int, float]] | None = None,
 ) -> list[dict]:
     """report.csv: per variant and measure, the mean and CI over seeds and (with a baseline) the paired
-    difference against the baseline with its CI."""
+    difference against the baseline with its CI.  With ``horizons`` (each run's, keyed as ``table``) a time to
+    a target is restricted at the horizon where it was missed (:func:`restricted_times`) and ``reached``
+    counts the seeds that got there; without, the times of the seeds that reached it."""
     if baseline is not None and baseline not in table:
         raise ConfigError(f"baseline: {baseline!r} is not a variant of this study ({', '.join(table)}).")
+    kept = restricted_times(table, horizons) if horizons is not None else table
     rows = []
     for variant, measures in table.items():
-        for measure, by_seed in measures.items():
+        for measure, observed in measures.items():
+            by_seed = kept[variant][measure]
             own = t_interval(list(by_seed.values()), confidence)
             row = {
                 "variant": variant, "measure": measure, "seeds": len(by_seed), "n": own.n,
                 "mean": own.mean, "ci_half_width": own.half_width,
             }  # fmt: skip
+            if horizons is not None and _is_time(measure):
+                row["reached"] = sum(_finite(v) for v in observed.values())
             if baseline is not None:
-                other = table[baseline].get(measure, {})
+                other = kept[baseline].get(measure, {})
                 diff = paired_difference(by_seed, other, confidence)
-                verdict = "baseline" if variant == baseline else vs_baseline(measure, by_seed, other, diff)
+                base = table[baseline].get(measure, {})  # the words of who reached it: from the unrestricted times
+                said = vs_baseline(measure, observed, base, paired_difference(observed, base, confidence))
+                if said not in (ONLY_VARIANT, ONLY_BASELINE, NEITHER) and kept is not table and _is_time(measure):
+                    said = direction(diff)  # the misses are inside the restricted times already
+                verdict = "baseline" if variant == baseline else said
                 row.update({
                     "baseline": baseline, "paired_seeds": diff.n, "diff_mean": diff.mean,
                     "diff_ci_half_width": diff.half_width, "vs_baseline": verdict,
@@ -202,7 +238,7 @@ def markdown_rows(rows: Sequence[Mapping], missing: Collection[str] = ()) -> lis
         cells = {
             "variant": r["variant"],
             "measure": r["measure"] + (" (%)" if _is_accuracy(r["measure"]) else ""),
-            "seeds": f"{r['n']}/{r['seeds']}",
+            "seeds": f"{r['n']}/{r['seeds']}" + (f", reached {r['reached']:.0f}" if _finite(r.get("reached")) else ""),
             "mean ± 95% CI": "missing" if r["variant"] in missing
             else format_interval(r["mean"], r["ci_half_width"], scale, digits),
         }  # fmt: skip
@@ -237,9 +273,9 @@ def write_report(
     records = [r for r in records if not completeness.is_gap(r.label, r.seed)]  # failed, unfinished: no result
     columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))  # last_quarter:<c>
     table = declared_table(measure_table(records, targets, columns), completeness)
-    rows, missing = declared_rows(report_rows(table, baseline), completeness)
+    rows, missing = declared_rows(report_rows(table, baseline, horizons=run_horizons(records)), completeness)
     written = [write_csv(out_dir / "report.csv", rows)]
-    intro = completeness.heading() + report_intro(baseline, bool(claims))
+    intro = completeness.heading() + report_intro(baseline, bool(claims), bool(targets))
     report_md = write_markdown(out_dir / "report.md", markdown_rows(rows, missing), intro)
     written.append(report_md)
     if claims:
@@ -253,7 +289,7 @@ def write_report(
     return written
 
 
-def report_intro(baseline: str | None, has_claims: bool) -> str:
+def report_intro(baseline: str | None, has_claims: bool, has_targets: bool = False) -> str:
     """What report.md says above its table."""
     intro = f"Mean ± {CONFIDENCE:.0%} confidence interval (Student t) over seeds (n/a: one seed); accuracies in %."
     if baseline:
@@ -263,6 +299,15 @@ def report_intro(baseline: str | None, has_claims: bool) -> str:
         )
     else:
         intro += " No baseline, so no paired verdicts: name one with `baseline:` or `report --baseline VARIANT`."
+    intro += (
+        ""
+        if not has_targets
+        else (
+            " A time to a target a run never reached counts as its horizon (its end; for a run that diverged, the"
+            " horizon it was given), so its mean is the restricted mean time to target (RMST) over every seed, as in"
+            " the claims, and 'reached' says on how many seeds it got there."
+        )
+    )
     if has_claims:  # the two can disagree near 0.05: a t-interval per measure against a Holm-corrected permutation test
         intro += (
             " This table describes (each row a two-sided t-interval, uncorrected); the declared claims below are"

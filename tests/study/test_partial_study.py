@@ -68,7 +68,10 @@ def test_report_of_a_killed_sweep_says_it_is_partial(tmp_path, capsys):
     assert "| no_deadline | final accuracy (%) | 1/2 | 70.0 ± n/a | — |  | baseline |" in md
     # paired on seed 0 only: seed 1 of the baseline failed (after reaching 0.6), which is no result
     assert "| fedbuff | final accuracy (%) | 2/2 | 45.0 ± 63.5 | -20.0 ± n/a | 1 | too few seeds |" in md
-    assert "| fedbuff | time to 0.6 (virtual s) | 0/2 | — | — | 0 | only the baseline reached it |" in md
+    # fedbuff never reached 0.6 and ended at 30 s, the baseline's seed 0 reached it at 30 s: restricted at its
+    # horizon fedbuff's mean is 30 s, and the columns subtract to the difference (issue 47)
+    assert "| fedbuff | time to 0.6 (virtual s) | 2/2, reached 0 | 30.0 ± 0.0 | +0.0 ± n/a | 1 | only the baseline " \
+        "reached it |" in md  # fmt: skip
     rows = {(r["variant"], r["measure"]): r for r in read_csv(sweep / "report.csv")}
     assert rows[("deadline", "best accuracy")]["seeds"] == "2" and rows[("deadline", "best accuracy")]["n"] == "0"
     assert rows[("deadline", "best accuracy")]["vs_baseline"] == "missing"

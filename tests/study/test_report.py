@@ -358,7 +358,7 @@ def test_a_target_only_one_side_reached_says_so(tmp_path):
         assert rows[("once", measure)]["vs_baseline"] == "only this variant reached it"
         assert rows[("new", measure.replace("0.6", "0.95"))]["vs_baseline"] == "neither reached it"
     md = (tmp_path / "report.md").read_text()
-    assert "| new | time to 0.6 (virtual s) | 3/3 | 13.3 ± 14.3 | — | 0 | only this variant reached it |" in md
+    assert "| new | time to 0.6 (virtual s) | 3/3, reached 3 | 13.3 ± 14.3 | — | 0 | only this variant reached it |" in md
     assert "too few seeds" not in md  # three seeds each: never too few here
     write_report(tmp_path, records, "new", targets=[0.6])  # the other way round
     rows = {(r["variant"], r["measure"]): r for r in read_csv(tmp_path / "report.csv")}
