@@ -255,10 +255,10 @@ def test_every_paper_study_declares_claims_and_tunes_on_other_seeds():
 
 def test_the_paper_table_shows_the_verdict_across_a_sensitivity_axis():
     """A claim tested at two staleness models on 6 seeds (across_axis: each), +1 .. +6 points at x (raw p
-    1/64) and 0 at y: one Holm family of 2, so x is supported at 2/64 and y inconclusive.  The paper's table shows the Holm p in
-    both directions with the declared family (here the default: the study) and its size, the study-wide Holm p,
-    the verdict across the axis, and links the per-seed pairs; a claim
-    without an axis shows no such column."""
+    1/64) and 0 at y: one Holm family of 2, so x is supported at 2/64 and y inconclusive.  The paper's table
+    shows the Holm p in both directions with the declared family (here the default: the study) and its size,
+    the study-wide Holm p, the verdict across the axis, and links the per-seed pairs; a claim without an axis
+    shows no such column."""
     from asyncfl.study.claim_tests import claim_rows
     from asyncfl.study.claims import Claim
 
@@ -358,7 +358,8 @@ def test_a_target_only_one_side_reached_says_so(tmp_path):
         assert rows[("once", measure)]["vs_baseline"] == "only this variant reached it"
         assert rows[("new", measure.replace("0.6", "0.95"))]["vs_baseline"] == "neither reached it"
     md = (tmp_path / "report.md").read_text()
-    assert "| new | time to 0.6 (virtual s) | 3/3, reached 3 | 13.3 ± 14.3 | — | 0 | only this variant reached it |" in md
+    assert "| new | time to 0.6 (virtual s) | 3/3, reached 3 | 13.3 ± 14.3 | — | 0 | only this variant reached " \
+        "it |" in md  # fmt: skip
     assert "too few seeds" not in md  # three seeds each: never too few here
     write_report(tmp_path, records, "new", targets=[0.6])  # the other way round
     rows = {(r["variant"], r["measure"]): r for r in read_csv(tmp_path / "report.csv")}
