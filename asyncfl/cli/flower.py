@@ -1,12 +1,15 @@
 """``flower APP_DIR SCENARIO.yaml [--run-config "k=v ..."]``: a Flower app folder run as ``flwr run APP_DIR`` runs
 it (:mod:`asyncfl.flower.app_folder`), on the scenario's virtual clock; or ``flower SCENARIO.yaml --server-app
 pkg.module:app --client-app pkg.module:app``, the apps named by the flags or the scenario's ``flower:`` section.
-The two forms are told apart by the first argument: a folder is an app folder, a file a scenario."""
+The two forms are told apart by the first argument: a folder is an app folder, a file a scenario.
+``flower [APP_DIR] --resume RUN_DIR [--client-app pkg.module:app]`` continues a K-async Flower run from its last
+checkpoint (:mod:`asyncfl.flower.resume`; APP_DIR: the app folder it was started from)."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from pathlib import Path
 
 from asyncfl.cli.run import run_flower_scenario
@@ -18,8 +21,9 @@ def add_flower_parser(sub) -> None:
     said = "run a Flower app (an app folder, or a ServerApp and ClientApp) on the scenario's virtual clock"
     flower = sub.add_parser("flower", help=said)
     flower.add_argument(
-        "first", type=Path, metavar="[APP_DIR]", help="a Flower app folder (its pyproject.toml names the apps)"
-    )
+        "first", type=Path, nargs="?", metavar="[APP_DIR]",
+        help="a Flower app folder (its pyproject.toml names the apps)",
+    )  # fmt: skip
     flower.add_argument(
         "scenario", type=Path, nargs="?", metavar="SCENARIO.yaml", help="the population, clock, stop and output"
     )
@@ -33,9 +37,15 @@ def add_flower_parser(sub) -> None:
     flower.add_argument("--out", type=Path, help="write the run into this directory (must be new or empty)")
     flower.add_argument("--seed", type=int, help="same as --set seed=N")
     flower.add_argument("--quiet", action="store_true", help="no progress bar")
+    flower.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                        help="continue a K-async Flower run from its last checkpoint, as configured")  # fmt: skip
 
 
 def flower_command(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        return _resume(args)
+    if args.first is None:
+        raise ConfigError("flower: no scenario; allowed: APP_DIR SCENARIO.yaml, SCENARIO.yaml, or --resume RUN_DIR")
     app_dir, scenario_path = _app_dir_and_scenario(args.first, args.scenario)
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
     _refuse_study(scenario_path, overrides)
@@ -46,6 +56,38 @@ def flower_command(args: argparse.Namespace) -> int:
     return run_flower_scenario(
         scenario, args.out, args.quiet, args.server_app, args.client_app, run_config=run_config, app_dir=app_dir
     )
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """``flower [APP_DIR] --resume RUN_DIR``: the run as it was configured (only the ClientApp may be named again)."""
+    given = [flag for flag, value in (("SCENARIO.yaml", args.scenario), ("--set", args.overrides),
+             ("--seed", args.seed), ("--out", args.out), ("--run-config", args.run_config),
+             ("--server-app", args.server_app)) if value]  # fmt: skip
+    if args.first is not None and not args.first.is_dir():
+        given.insert(0, f"{args.first} (not an app folder)")
+    if given:
+        raise ConfigError(
+            f"--resume {args.resume}: a run resumes as it was configured; given: {', '.join(given)}; allowed: "
+            "[APP_DIR] --resume RUN_DIR [--client-app MODULE:ATTR] [--quiet]"
+        )
+    from asyncfl.flower.apps import require_flwr
+
+    require_flwr()
+    from asyncfl.cli.run import _announce, _finished
+    from asyncfl.flower.resume import resume_flower  # built on flwr: imported once it is known to be there
+    from asyncfl.runner.loop_guards import RunInterrupted
+
+    where = "--client-app" if args.client_app is not None else "flower.client_app"
+    try:
+        run_dir = resume_flower(
+            args.resume, args.client_app, app_dir=args.first, quiet=args.quiet, announce=_announce, where=where
+        )
+    except RunInterrupted as exc:  # Ctrl-C: the command that continues it
+        again = shlex.join(["python", "-m", "asyncfl", "flower", *([str(args.first)] if args.first else []),
+                            "--resume", str(exc.run_dir)])  # fmt: skip
+        print(f"interrupted: what has run is in {exc.run_dir}; continue it with\n  {again}", file=sys.stderr)
+        return 130
+    return _finished(run_dir)
 
 
 def _app_dir_and_scenario(first: Path, second: Path | None) -> tuple[Path | None, Path]:

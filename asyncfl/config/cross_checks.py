@@ -183,10 +183,10 @@ def flower_fits_the_mode(scenario: Any) -> None:
     check_k_async_flower(scenario)
 
 
-@cross_check("flower", "checkpoint")
+@cross_check("flower", "checkpoint", "server.mode")
 def flower_saves_no_checkpoint(scenario: Any) -> None:
-    """A Flower run cannot be checkpointed: a checkpoint section asking for one is refused
-    (:func:`check_flower_checkpoint`)."""
+    """A Flower run with a ServerApp cannot be checkpointed: a checkpoint section asking for one is refused
+    (:func:`check_flower_checkpoint`); a K-async one checkpoints."""
     check_flower_checkpoint(scenario)
 
 

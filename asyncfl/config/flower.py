@@ -149,18 +149,21 @@ class Flower(Section):
 
 
 def check_flower_checkpoint(scenario: Section) -> None:
-    """A Flower run saves no checkpoint (its state is the ServerApp's and the nodes' Contexts, user code asyncfl
-    can neither save nor restore): a ``checkpoint:`` section that asks for one is refused, not ignored.  Allowed:
-    the section's defaults (no section) or never (``every_rounds`` and ``every_virtual_s`` null)."""
+    """A Flower run with a ServerApp saves no checkpoint (its state is the ServerApp's strategy and loop, user code on
+    its own stack that asyncfl can neither save nor restore): a ``checkpoint:`` section that asks for one is refused,
+    not ignored.  Allowed: the section's defaults (no section), never (``every_rounds`` and ``every_virtual_s``
+    null), or ``server.mode: k_async``, whose state is asyncfl's and the nodes' Flower records
+    (:mod:`asyncfl.flower.k_async`), checkpointed as a native run's."""
     checkpoint = scenario.checkpoint
-    if scenario.flower is None or checkpoint == type(checkpoint)():
+    if scenario.flower is None or scenario.server.mode == "k_async" or checkpoint == type(checkpoint)():
         return
     if checkpoint.every_rounds is None and checkpoint.every_virtual_s is None:
         return
     raise ConfigError(
-        f"checkpoint ({checkpoint.model_dump()}): a Flower run cannot be checkpointed (its state is your ServerApp's "
-        "strategy and loop and your nodes' Contexts, user code asyncfl can neither save nor restore); allowed: no "
-        "checkpoint section, or checkpoint: {every_rounds: null} (never)"
+        f"checkpoint ({checkpoint.model_dump()}): a Flower run with a ServerApp cannot be checkpointed (its state is "
+        "your ServerApp's strategy and loop, user code on its own stack that asyncfl can neither save nor restore); "
+        "allowed: no checkpoint section, checkpoint: {every_rounds: null} (never), or server.mode: k_async (asyncfl's "
+        "server: checkpointed and resumed with python -m asyncfl flower --resume RUN_DIR)"
     )
 
 

@@ -46,8 +46,14 @@ loss are the examples-weighted means of the ``flower.metrics`` keys over the rep
 (:func:`asyncfl.flower.evaluation.weighted_metrics`, the rule a synchronous Flower run's evaluation uses).
 
 Refused for a K-async Flower run (:func:`asyncfl.config.flower.check_k_async_flower`): a ``flower.server_app``,
-``eval.per_class`` (no asyncfl test set), ``training.compression`` (the reply is the upload), ``timing_only``.  It
-writes no checkpoint, so it cannot be resumed (the nodes' Contexts are the user's state).
+``eval.per_class`` (no asyncfl test set), ``training.compression`` (the reply is the upload), ``timing_only``.
+
+**Checkpoints** (``checkpoint:``, as a native run's): the server state is asyncfl's (:meth:`ClientAppLearner.state`:
+the Learner's, with the job book's Flower results), and each node's ``Context.state`` is a ``RecordDict``, Flower's
+own serialisable records; :mod:`asyncfl.flower.saved_state` says what else is saved (every task's work, the global
+generators).  A resumed run (:func:`asyncfl.flower.resume.resume_flower`) replays the clock world up to the
+checkpoint without calling the ClientApp for the tasks that started before it (:meth:`ClientAppLearner.perform`),
+restores the Contexts at the checkpoint's aggregation, then goes on live.
 """
 
 from __future__ import annotations
@@ -73,9 +79,16 @@ from asyncfl.flower.generators import apps_seeded, flower_seeds
 from asyncfl.flower.link_state import MessageTimes
 from asyncfl.flower.node_config import node_configs
 from asyncfl.flower.nodes import FlowerNodes, message_bytes, node_id
+from asyncfl.flower.saved_state import (
+    PerformedWork,
+    contexts_state,
+    generators_state,
+    restore_contexts,
+    restore_generators,
+)
 from asyncfl.learn.trainer import TrainingJob, TrainingResult
 from asyncfl.learn.training import Training
-from asyncfl.runner.callbacks.base import Callback
+from asyncfl.runner.callbacks.base import Callback, Checkpoint
 from asyncfl.runner.learning import Learner, all_finite
 from asyncfl.runner.parts import OutsideLearning
 from asyncfl.runner.record import Learned, is_diverged
@@ -85,7 +98,6 @@ from asyncfl.sim.servers import ClosedRound
 
 ARRAYS, CONFIG = "arrays", "config"  # the record keys Flower's strategies use (flwr.serverapp.strategy.FedAvg)
 TRAIN_LOSS = "train_loss"  # the reply metric of Flower's PyTorch template
-NO_CHECKPOINTS = {"every_rounds": None, "every_virtual_s": None}
 SERVER_NODE_ID = 0  # the sender of every message: the ServerApp's node id in Flower (none runs here)
 
 
@@ -135,6 +147,8 @@ class ClientAppLearner(Learner):
         self._sent: tuple[int, ArrayRecord] | None = None  # (version, its arrays): serialised once per version
         self._evaluated: tuple[int, list[Message]] | None = None  # (version, every node's evaluate reply)
         self.losses_reported: list[bool] = []  # per update of the round being trained: did its reply say its loss
+        self.performed = PerformedWork()  # every task's work (a checkpoint's: a resumed run replays it)
+        self.replaying = PerformedWork()  # resuming: the work of the tasks started before the checkpoint
 
     @property
     def model_bytes(self) -> int:
@@ -145,7 +159,14 @@ class ClientAppLearner(Learner):
 
     def perform(self, plan: TaskPlan) -> DoneWork:
         """Send the task's train message, keep the reply's update, and tell the timing world what the task
-        carried and computed (``Work.perform``)."""
+        carried and computed (``Work.perform``).  A resumed run's task that started before its checkpoint is told
+        what it did then: its ClientApp is not called again."""
+        replayed = self.replaying.replayed(plan)
+        if replayed is not None:
+            return replayed
+        return self.performed.note(plan, self._perform(plan))
+
+    def _perform(self, plan: TaskPlan) -> DoneWork:
         if plan.base_version != self.version:  # the loop aggregates at the moment the server closes a version
             raise RuntimeError(f"task of version {plan.base_version} started while the global model is {self.version}")
         config = ConfigRecord({"server-round": plan.base_version + 1, "lr": self.keys.lr})
@@ -238,6 +259,44 @@ class ClientAppLearner(Learner):
             train_loss=result.train_loss,
         )
 
+    # ---- checkpoints: asyncfl's server state, the nodes' Contexts (asyncfl.flower.saved_state) ----
+
+    def state(self) -> dict:
+        """The Learner's state, with what a Flower run adds: each job book result's examples and whether its reply
+        reported a loss, every task's work, the nodes' Contexts and failures, the global generators."""
+        done = self.jobs.done.items()
+        failures = self.nodes.failures
+        flower = {
+            "results": {key: (result.num_examples, result.loss_reported) for key, result in done},
+            "performed": self.performed.state(),
+            "contexts": contexts_state(self.nodes.contexts),
+            "failures": {"usable": failures.usable, "failed": dict(failures.failed)},
+            "generators": generators_state(),
+            "version_time": self.version_time,
+        }
+        return {**super().state(), "flower": flower}
+
+    def restore(self, state: dict) -> None:
+        """At a resumed run's checkpoint: the state :meth:`state` saved, Contexts and generators included."""
+        super().restore(state)
+        flower = state["flower"]
+        results = flower["results"]
+        self.jobs.done = {  # the job book keeps TrainingResults: the fields a Flower result adds are put back
+            key: ClientAppResult(r.delta, r.train_loss, r.num_steps, r.train_loss_sq, *results[key])
+            for key, r in self.jobs.done.items()
+        }
+        self.performed = PerformedWork.from_state(flower["performed"])
+        self.replaying = PerformedWork()
+        restore_contexts(self.nodes.contexts, flower["contexts"])
+        self.nodes.failures.usable = flower["failures"]["usable"]
+        self.nodes.failures.failed = dict(flower["failures"]["failed"])
+        restore_generators(flower["generators"])
+        self.version_time = flower["version_time"]
+
+    def replay(self, checkpoint: Checkpoint) -> None:
+        """Resuming from ``checkpoint``: the tasks that started before it will be told the work they did."""
+        self.replaying = PerformedWork.from_state(checkpoint["learner"]["flower"]["performed"])
+
     # ---- evaluation: untimed evaluate messages to every node ----
 
     def evaluate_all(self) -> list[Message]:
@@ -287,9 +346,12 @@ def initial_arrays(scenario: Scenario, given: Any = None) -> ArrayRecord:
         raise ConfigError(str(problem)) from None
 
 
-def client_app_learning(client_app: Any, run_id: int, first_arrays: Any = None) -> OutsideLearning:
+def client_app_learning(
+    client_app: Any, run_id: int, first_arrays: Any = None, resumed: Checkpoint | None = None
+) -> OutsideLearning:
     """What the run loop builds the learning side of a K-async Flower run with (:class:`~asyncfl.runner.parts.
-    OutsideLearning`): ``client_app`` trains, on the nodes of the scenario's population (Flower run ``run_id``)."""
+    OutsideLearning`): ``client_app`` trains, on the nodes of the scenario's population (Flower run ``run_id``);
+    ``resumed``: the checkpoint a resumed run replays up to (:meth:`ClientAppLearner.replay`)."""
 
     def build(s: Scenario, device: torch.device) -> ClientAppLearner:
         flower = s.flower
@@ -305,9 +367,12 @@ def client_app_learning(client_app: Any, run_id: int, first_arrays: Any = None) 
         )
         strategy = make_strategy(s.algorithm, s.data.clients, initial)
         start = start_datetime(s.clock.start_time).timestamp() if s.clock.start_time else 0.0
-        return ClientAppLearner(
+        learner = ClientAppLearner(
             nodes, arrays, strategy, s.training, keys, initial, s.server.max_staleness, s.seed, MessageTimes(start)
         )
+        if resumed is not None:
+            learner.replay(resumed)
+        return learner
 
     return build
 
@@ -322,11 +387,10 @@ def run_k_async(
     callbacks: Sequence[Callback] = (),
 ) -> Path:
     """Run ``scenario`` (``server.mode: k_async``) with ``client_app`` (a ClientApp) training every task; returns
-    the run directory.  ``first_arrays``: a function in place of ``flower.initial_arrays``.  The run writes no
-    checkpoint (the nodes' Contexts are the user's state: a resumed run could not restore them).  The global
-    random generators the ClientApp may draw from are seeded from ``seed`` while it runs (:func:`apps_seeded`)."""
-    s = scenario.model_copy(update={"checkpoint": scenario.checkpoint.model_copy(update=NO_CHECKPOINTS)})
-    run_id, app_seed = flower_seeds(s.seed)
+    the run directory.  ``first_arrays``: a function in place of ``flower.initial_arrays``.  It checkpoints as a
+    native run does (``checkpoint:``; see the module docstring).  The global random generators the ClientApp may
+    draw from are seeded from ``seed`` while it runs (:func:`apps_seeded`)."""
+    run_id, app_seed = flower_seeds(scenario.seed)
     learning = client_app_learning(client_app, run_id, first_arrays)
     with apps_seeded(app_seed):
-        return run_scenario(s, out_dir, quiet, announce, callbacks, learning=learning)
+        return run_scenario(scenario, out_dir, quiet, announce, callbacks, learning=learning)

@@ -98,10 +98,10 @@ def resume_run(run_dir: Path, quiet: bool = True, announce: Announce | None = No
         raise ConfigError(f"--resume {run_dir}: no such run directory.")
     with writing(run_dir):
         scenario, checkpoint = load_for_resume(run_dir)
-        if scenario.flower is not None:  # K-async ones too: the nodes' Contexts are the apps' state
+        if scenario.flower is not None:  # its ClientApp is the flower command's to load (asyncfl.flower.resume)
             raise ConfigError(
-                f"--resume {run_dir}: a Flower run (python -m asyncfl flower) writes no checkpoint and cannot be "
-                "resumed; run it again"
+                f"--resume {run_dir}: a Flower run resumes through the flower command; allowed: python -m asyncfl "
+                f"flower --resume {run_dir} (a K-async one; a ServerApp's run cannot be resumed)"
             )
         if announce is not None:
             announce(run_dir)
