@@ -196,10 +196,11 @@ def test_fedhist_sends_the_round_and_run_config_lr(tmp_path, device_trace):
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
 
 
-def test_a_k_async_flower_run_writes_no_checkpoint_and_refuses_resume(tmp_path, device_trace):
-    """checkpoint.every_rounds (10 by default: a native run of 12 rounds would save) is set to null for the run
-    (config.yaml says so), and a run killed before its end (here: its summary removed) is not restarted as a native
-    run."""
+def test_a_k_async_flower_run_checkpoints_as_a_native_run(tmp_path, device_trace):
+    """checkpoint.every_rounds (10 by default) is kept (config.yaml says so); checkpoint.pt is dropped at the run's
+    end, as a native run's (the files of a finished run are those of before).  A run killed before its end (here: its
+    summary removed) is not restarted as a native run: ``run --resume`` names the flower command
+    (test_k_async_flower_resume.py resumes one)."""
     trace = device_trace([(0, 100.0, 1e6, 1e6, 0.0), (1, 50.0, 1e6, 1e6, 0.0)])
     s = scenario(
         data={"dataset": "digits", "clients": 2},
@@ -211,9 +212,10 @@ def test_a_k_async_flower_run_writes_no_checkpoint_and_refuses_resume(tmp_path, 
         flower={"client_app": "x:app", "initial_arrays": "x:arrays"},
     )
     run_dir = run_k_async(plus_one_app(), s, tmp_path / "run", first_arrays=lambda: [np.zeros(3, dtype=np.float32)])
-    assert yaml.safe_load((run_dir / "config.yaml").read_text())["checkpoint"]["every_rounds"] is None
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["checkpoint"]["every_rounds"] == 10
+    assert not (run_dir / "checkpoint.pt").exists()
     (run_dir / "summary.json").unlink()
-    with pytest.raises(ConfigError, match="cannot be resumed"):
+    with pytest.raises(ConfigError, match="a Flower run resumes through the flower command"):
         resume_run(run_dir)
 
 

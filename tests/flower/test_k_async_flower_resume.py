@@ -17,11 +17,15 @@ import pytest
 pytest.importorskip("flwr")
 
 import numpy as np  # noqa: E402
+import toy_app  # noqa: E402  (tests/flower is on sys.path)
+import yaml  # noqa: E402
 from conftest import scenario  # noqa: E402
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
 from test_k_async_flower import first_arrays, flower_section, sections  # noqa: E402
 
+from asyncfl.cli.main import main  # noqa: E402
+from asyncfl.config.schema import Scenario  # noqa: E402
 from asyncfl.errors import ConfigError  # noqa: E402
 from asyncfl.flower.k_async import run_k_async  # noqa: E402
 from asyncfl.flower.resume import resume_flower  # noqa: E402
@@ -113,6 +117,7 @@ def test_a_stopped_run_resumes_to_the_files_of_a_run_never_stopped(tmp_path, dev
     assert_same_run(tmp_path / "run", plain)
 
 
+@pytest.mark.slow
 def test_a_client_app_that_trains_resumes_to_the_same_model(tmp_path):
     """The K-async cross-check's ClientApp (asyncfl's local SGD, its minibatches keyed by the attempt counter it keeps
     in context.state) on a population whose tasks also fail offline and on battery; stopped at aggregation 7."""
@@ -133,3 +138,58 @@ def test_the_native_resume_names_the_flower_command(tmp_path, device_trace):
         run_k_async(counting_noisy_app([]), s, tmp_path / "run", first_arrays=zeros, callbacks=[BreaksAt(2)])
     with pytest.raises(ConfigError, match=r"allowed: python -m asyncfl flower --resume .*run \(a K-async one"):
         resume_run(tmp_path / "run")
+
+
+def toy_scenario(tmp_path: Path) -> Path:
+    """A K-async FedBuff scenario naming tests/flower/toy_app.py's ClientApp and initial arrays (config.yaml keeps the
+    names: the flower command loads them again to resume)."""
+    keys = {
+        "data": {"dataset": "digits", "clients": 6},
+        "population": {"compute": {"samples_per_s": {"dist": "lognormal", "median": 20, "sigma": 0.5}}},
+        "server": {"mode": "k_async", "k": 2, "concurrency": 3},
+        "algorithm": {"name": "fedbuff"},
+        "stop": {"rounds": 6},
+        "eval": {"every_rounds": 2},
+        "output": {"plot": False},
+        "checkpoint": EVERY_AGGREGATION,
+        "flower": {"client_app": "toy_app:client_app", "initial_arrays": "test_k_async_flower:toy_arrays"},
+    }
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(keys))
+    return path
+
+
+@pytest.mark.slow
+def test_the_flower_command_resumes_a_k_async_run(tmp_path, capsys):
+    path = toy_scenario(tmp_path)
+    assert main(["flower", str(path), "--quiet", "--out", str(tmp_path / "plain")]) == 0
+    with pytest.raises(RuntimeError):
+        run_k_async(toy_app.client_app, Scenario.from_yaml(path), tmp_path / "run", callbacks=[BreaksAt(4)])
+    capsys.readouterr()
+    assert main(["flower", "--resume", str(tmp_path / "run"), "--quiet"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == str(tmp_path / "run")
+    assert_same_run(tmp_path / "run", tmp_path / "plain")
+
+
+def test_the_flower_command_refuses_to_resume_a_server_app_run_saying_why(tmp_path, capsys):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(
+        "data: {clients: 4}\noutput: {plot: false}\n"
+        "flower: {server_app: toy_app:server_app, client_app: toy_app:client_app, run_config: {num-server-rounds: 2}}\n"
+    )
+    assert main(["flower", str(path), "--quiet", "--out", str(tmp_path / "run")]) == 0
+    (tmp_path / "run" / "summary.json").unlink()  # as if it had been killed
+    capsys.readouterr()
+    assert main(["flower", "--resume", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "a Flower run with a ServerApp (server.mode: sync) writes no checkpoint and cannot be resumed" in err
+    assert "its state is the ServerApp's own code on its own stack" in err
+    assert "allowed: a K-async Flower run (server.mode: k_async)" in err and "Traceback" not in err
+
+
+def test_a_resume_is_as_configured(tmp_path, capsys):
+    assert main(["flower", "--resume", str(tmp_path), str(tmp_path / "s.yaml"), "--seed", "2"]) == 2
+    err = capsys.readouterr().err
+    given = f"given: {tmp_path / 's.yaml'} (not an app folder), --seed"
+    assert f"--resume {tmp_path}: a run resumes as it was configured; {given};" in err
+    assert "allowed: [APP_DIR] --resume RUN_DIR [--client-app MODULE:ATTR] [--quiet]" in err
