@@ -137,11 +137,14 @@ def _unfinished(run_dir: Path, status: str) -> str:
         "failed": f"stopped on an error ({_reason(run_dir)})",
         "killed": "did not end: it has no summary.json and no process is writing it (killed, or copied while it ran)",
     }.get(status, f"has not ended (summary.json's status: {status})")
-    flower = read_config(run_dir).get("flower") is not None
+    config = read_config(run_dir)
+    flower = config.get("flower") is not None
     if status == "running":
         resume = "wait for it to end, or "
-    elif flower:  # a Flower run writes no checkpoint (the apps' state is the user's)
-        resume = "run it again (a Flower run cannot be resumed), or "
+    elif flower and (config.get("server") or {}).get("mode") == "k_async":  # asyncfl's server: checkpointed
+        resume = f"continue it with `python -m asyncfl flower --resume {run_dir}`, or "
+    elif flower:  # a ServerApp's run writes no checkpoint (the app's state is the user's code)
+        resume = "run it again (a Flower ServerApp run cannot be resumed), or "
     elif (run_dir / "config.yaml").is_file():
         resume = f"continue it with `python -m asyncfl run --resume {run_dir}`, or "
     else:

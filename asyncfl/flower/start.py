@@ -9,8 +9,9 @@ one after an evaluation, federated or on the server, reaches it: the Grid then a
 with no reply, at once, so that ``Strategy.start`` returns and the app's code after it runs; summary.json's
 ``stopped_by`` names the rule), ``eval.per_client`` (clients.csv's accuracy from the evaluate replies), ``output``,
 ``seed`` and ``flower``.  The ServerApp decides the rest (rounds, sampling, deadlines: a strategy's ``timeout`` is
-the virtual deadline).  A Flower run writes no checkpoint (its state is the ServerApp's and the nodes', user code
-that asyncfl can neither save nor restore; docs/how-to/flower.md): ``--resume`` refuses it.
+the virtual deadline).  A ServerApp's run writes no checkpoint (its state is the ServerApp's, user code that asyncfl
+can neither save nor restore; docs/how-to/flower.md): ``--resume`` refuses it.  A K-async run (no ServerApp,
+:mod:`asyncfl.flower.k_async`) checkpoints and resumes (:mod:`asyncfl.flower.resume`).
 
 Determinism: Python's ``random`` (Flower's ``sample_nodes`` draws from it), numpy's and torch's global generators
 are seeded from ``seed`` (its ``flower`` stream) while the apps run and restored afterwards: user code draws from

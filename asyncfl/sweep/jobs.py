@@ -29,7 +29,11 @@ class Job:
 def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
     """One run from plain scenario data (or its checkpoint) to a finished run directory (with its
     figures when ``output.plot``: the run draws them)."""
-    if resume:
+    if resume and scenario.get("flower"):  # a K-async Flower run's checkpoint (a ServerApp's run writes none)
+        from asyncfl.flower.resume import resume_flower  # flwr, an optional extra: imported where it is used
+
+        resume_flower(run_dir)
+    elif resume:
         resume_run(run_dir, quiet=True)
     elif scenario.get("flower"):
         # a Flower app pair runs through its front door; flwr, an optional extra, is imported at this one use
