@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from asyncfl.cli.run import run_flower_scenario
@@ -73,21 +72,19 @@ def _resume(args: argparse.Namespace) -> int:
     from asyncfl.flower.apps import require_flwr
 
     require_flwr()
-    from asyncfl.cli.run import _announce, _finished
+    from asyncfl.cli.run import announce_run_dir, report_finished, report_interrupted, resume_command
     from asyncfl.flower.resume import resume_flower  # built on flwr: imported once it is known to be there
     from asyncfl.runner.loop_guards import RunInterrupted
 
     where = "--client-app" if args.client_app is not None else "flower.client_app"
     try:
         run_dir = resume_flower(
-            args.resume, args.client_app, app_dir=args.first, quiet=args.quiet, announce=_announce, where=where
+            args.resume, args.client_app, app_dir=args.first, quiet=args.quiet, announce=announce_run_dir, where=where
         )
     except RunInterrupted as exc:  # Ctrl-C: the command that continues it
-        again = shlex.join(["python", "-m", "asyncfl", "flower", *([str(args.first)] if args.first else []),
-                            "--resume", str(exc.run_dir)])  # fmt: skip
-        print(f"interrupted: what has run is in {exc.run_dir}; continue it with\n  {again}", file=sys.stderr)
-        return 130
-    return _finished(run_dir)
+        words = ["flower", *([str(args.first)] if args.first else [])]
+        return report_interrupted(exc.run_dir, resume_command(exc.run_dir, *words))
+    return report_finished(run_dir)
 
 
 def _app_dir_and_scenario(first: Path, second: Path | None) -> tuple[Path | None, Path]:

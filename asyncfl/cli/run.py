@@ -41,7 +41,7 @@ def run_command(args: argparse.Namespace) -> int:
         return run_flower_scenario(scenario, args.out, args.quiet)
 
     def announce(run_dir: Path) -> None:
-        _announce(run_dir)  # stderr's first line: where the run writes
+        announce_run_dir(run_dir)  # stderr's first line: where the run writes
         print(work, file=sys.stderr)  # stdout's last line is the run directory
         _warn(scenario_warnings(scenario))
 
@@ -55,8 +55,8 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         run_dir = run_scenario(scenario, args.out, quiet=args.quiet, announce=announce)
     except RunInterrupted as exc:
-        return _interrupted(exc.run_dir)
-    return _finished(run_dir)
+        return report_interrupted(exc.run_dir, resume_command(exc.run_dir))
+    return report_finished(run_dir)
 
 
 def run_flower_scenario(
@@ -76,11 +76,18 @@ def run_flower_scenario(
         refuse_used_out(out, "refusing to overwrite a run.")
     apps_importable_from_here()
     where = ("--server-app", "--client-app")
-    run = run_flower(
-        server_app, client_app, scenario, out, run_config=run_config, app_dir=app_dir, quiet=quiet, where=where,
-        run_config_where="--run-config", announce=_announce,
-    )  # fmt: skip
-    return _finished(run.path)
+    from asyncfl.runner.loop_guards import RunInterrupted
+
+    try:
+        run = run_flower(
+            server_app, client_app, scenario, out, run_config=run_config, app_dir=app_dir, quiet=quiet, where=where,
+            run_config_where="--run-config", announce=announce_run_dir,
+        )  # fmt: skip
+    except RunInterrupted as exc:  # a K-async run continues from its checkpoint; a ServerApp run cannot
+        words = ["flower", *([str(app_dir)] if app_dir else [])]
+        again = resume_command(exc.run_dir, *words) if scenario.server.mode == "k_async" else None
+        return report_interrupted(exc.run_dir, again)
+    return report_finished(run.path)
 
 
 def _validate_flower(source: Path, scenario) -> int:
@@ -110,10 +117,10 @@ def resume_run_command(args: argparse.Namespace, overrides: list[str]) -> int:
     from asyncfl.runner.start import resume_run
 
     try:
-        run_dir = resume_run(args.resume, quiet=args.quiet, announce=_announce)
+        run_dir = resume_run(args.resume, quiet=args.quiet, announce=announce_run_dir)
     except RunInterrupted as exc:
-        return _interrupted(exc.run_dir)
-    return _finished(run_dir)
+        return report_interrupted(exc.run_dir, resume_command(exc.run_dir))
+    return report_finished(run_dir)
 
 
 def _warn(warnings: list[str]) -> None:
@@ -121,25 +128,31 @@ def _warn(warnings: list[str]) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
-def _announce(run_dir: Path) -> None:
+def announce_run_dir(run_dir: Path) -> None:
     """The run directory as the run starts, so that its files can be watched (on stderr: stdout's last
     line is the run directory once the run has ended)."""
     print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
 
 
-def _interrupted(run_dir: Path) -> int:
-    """Ctrl-C: where the run is and the exact command that continues it."""
+def resume_command(run_dir: Path, *words: str) -> str:
+    """The command that continues a run from its checkpoint: ``run --resume RUN_DIR``, or ``words`` (the flower
+    command and its app folder) before ``--resume RUN_DIR``."""
     import shlex
 
+    return shlex.join(["python", "-m", "asyncfl", *(words or ("run",)), "--resume", str(run_dir)])
+
+
+def report_interrupted(run_dir: Path, again: str | None) -> int:
+    """Ctrl-C: where the run is and the exact command that continues it (``again``; None: it cannot be continued,
+    a Flower ServerApp run)."""
+    how = f"continue it with\n  {again}" if again else "a Flower ServerApp run cannot be continued: run it again"
     print(
-        f"interrupted: summary.json, the logs and the figures of what has run are in {run_dir}; continue it with\n"
-        f"  python -m asyncfl run --resume {shlex.quote(str(run_dir))}",
-        file=sys.stderr,
+        f"interrupted: summary.json, the logs and the figures of what has run are in {run_dir}; {how}", file=sys.stderr
     )
     return 130
 
 
-def _finished(run_dir: Path) -> int:
+def report_finished(run_dir: Path) -> int:
     """The run directory on stdout (its figures are drawn by the run), and an exit status that says
     whether the run diverged."""
     from asyncfl.output.reading import read_summary
