@@ -83,6 +83,16 @@ def sgd_step(
     return w - cfg.lr * grad, buf
 
 
+def flat_gradient(loss: torch.Tensor, leaves: list[torch.Tensor]) -> torch.Tensor:
+    """The gradient of ``loss`` with respect to every leaf (one per parameter tensor), as one flat vector.
+
+    One leaf per tensor rather than views of one flat leaf: autograd would turn each view's gradient into
+    a zero-padded copy of the whole vector and add them up (62 copies of 11M floats per ResNet-18 step,
+    half of its time on the CPU).  The numbers are the same; a parameter the loss does not use gets zeros."""
+    grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+    return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for p, g in zip(leaves, grads)])
+
+
 class SequentialTrainer:
     """Trains the jobs one after the other: the reference implementation."""
 
@@ -109,12 +119,12 @@ class SequentialTrainer:
         squares = torch.zeros(job.steps, device=base.device)
         for step in range(job.steps):
             idx = batches[step]
-            leaf = w.detach().requires_grad_(True)
-            logits = functional_call(self.model, unflatten(self.model, leaf), (fed.features[idx],))
+            leaves = {name: view.detach().requires_grad_(True) for name, view in unflatten(self.model, w).items()}
+            logits = functional_call(self.model, leaves, (fed.features[idx],))
             loss = nn.functional.cross_entropy(logits, fed.labels[idx])
-            (grad,) = torch.autograd.grad(loss, leaf)
+            grad = flat_gradient(loss, list(leaves.values()))
             with torch.no_grad():
-                w, buf = sgd_step(leaf.detach(), grad, buf, cfg, base)
+                w, buf = sgd_step(w.detach(), grad, buf, cfg, base)
                 each = nn.functional.cross_entropy(logits, fed.labels[idx], reduction="none")
                 squares[step] = each.square().mean()
             losses[step] = loss.detach()
