@@ -41,6 +41,6 @@ def test_quick_mode_measures_every_model_on_its_kernel(tmp_path):
     table = (tmp_path / "realistic.md").read_text(encoding="utf-8")
     assert f"torch {torch.__version__}" in table.splitlines()[0]
     body = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert len(body) == 6 and all(line.count("|") == 10 for line in body)
+    assert len(body) == 6 and all(line.count("|") == 11 for line in body)
     assert body[2].startswith("| leaf_cnn | 2 | 1 | ") and "| fused, chunk 1 |" in body[2]
     assert "Machine: " in table
