@@ -28,7 +28,7 @@ to the last bit) on the same kind of device:
   ResNet-18 with GroupNorm (11M parameters) stays sequential on the CPU, measured
   (``benchmarks/performance/bench_realistic.py``, CIFAR-shaped 3x32x32 images, batch 32, one thread of the
   shared 2-core CPU): ``vmap`` ran at 0.66x to 0.93x the sequential trainer's client-steps per CPU-second,
-  cohorts of 10 and 100 in its default chunks of one client (0.7x to 0.85x in chunks of 2 and 4).  Nothing
+  cohorts of 10 and 100 in its default chunks of one client (0.55x to 0.85x in chunks of 2 and 4).  Nothing
   is left to batch: convolutions are 85% of a sequential step and already run at about 110 GFLOP/s on one
   core (36 GFLOP forward per client-step), while ``vmap`` adds about 20% in the copies and elementwise
   operations of its grouped convolutions and decomposed GroupNorm (torch.profiler); channels-last grouped
