@@ -1,6 +1,5 @@
 """Models of the learning world, one module per ``model.name`` value (logistic regression, MLP,
-LeNet-5, ResNet-18 with GroupNorm, a 1-D CNN, LEAF's FEMNIST CNN
-and character LSTM).
+LeNet-5, ResNet-18 with GroupNorm, a 1-D CNN, LEAF's FEMNIST CNN and character LSTM).
 
 Each module sets ``MODEL`` to a :class:`ModelSpec`: its name, the data-set inputs it accepts and its
 builder (see :mod:`asyncfl.registry`).  The schema's ``model.name`` values and its model/data
