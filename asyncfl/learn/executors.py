@@ -33,8 +33,10 @@ to the last bit) on the same kind of device:
   core (36 GFLOP forward per client-step), while ``vmap`` adds about 20% in the copies and elementwise
   operations of its grouped convolutions and decomposed GroupNorm (torch.profiler); channels-last grouped
   convolutions over a cohort (:mod:`asyncfl.learn.fused_conv`'s layout, backward by autograd) took 1.2x to
-  2x the per-client time at cohorts of 4 and 10 (convolution and GroupNorm backward).  LEAF's FEMNIST CNN (``leaf_cnn``, 6.6M parameters) is a
-  convolution chain and runs fused, 1.5x to 2.9x the sequential trainer in CPU time (cohorts 100 and 10).
+  2x the per-client time at cohorts of 4 and 10 (convolution and GroupNorm backward).  LEAF's FEMNIST CNN
+  (``leaf_cnn``, 6.6M parameters) is a convolution chain and runs fused: 1.5x to 2.9x the sequential trainer
+  in CPU time with one thread (cohorts 100 and 10; the two-thread rows, measured on a busy machine, are
+  inconclusive: docs/findings/performance.md).
 """
 
 from __future__ import annotations
