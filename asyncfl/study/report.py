@@ -39,6 +39,7 @@ from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows, 
 from asyncfl.study.claims import Claim
 from asyncfl.study.completeness import Completeness, mark_partial_claims
 from asyncfl.study.measures import column_of
+from asyncfl.study.noise_report import floor_rows, kernel_spreads, noise_section
 from asyncfl.study.seed_statistics import (
     CONFIDENCE,
     Interval,
@@ -281,6 +282,9 @@ def write_report(
     if claims:
         written += write_claims(out_dir, claims, claims_note, table, records, completeness)
         append_section(report_md, "## Declared claims\n\n" + (out_dir / "claims.md").read_text("utf-8"))
+        spreads = kernel_spreads(out_dir, targets, columns)  # noise_floor: reruns under other CPU kernel sets
+        append_section(report_md, noise_section(out_dir, floor_rows(claims, table, run_horizons(records), spreads)))
+        written.append(out_dir / "noise_floor.csv")
     shares = study_weight_table(records)
     if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a group of clients?
         written.append(write_csv(out_dir / "weight_shares.csv", shares))

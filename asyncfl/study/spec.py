@@ -23,6 +23,9 @@ scenario that every variant starts from::
         set:                         # ... a mapping is merged into the base key by key
           server: {mode: k_async, k: 5}
           algorithm: {name: fedbuff} # a new union tag (name / kind / dist) replaces the mapping
+    noise_floor:                     # optional: reruns under CPU kernel sets (asyncfl.study.noise_floor)
+      cpu_capability: [default, avx2]
+      seeds: [0]
 
 A variant's ``set`` is applied like ``--set``: a dotted key replaces one value (``null`` clears
 it); a mapping value is merged into the base mapping recursively, except that a mapping whose
@@ -47,10 +50,11 @@ from asyncfl.config.schema import dataset_classes, directory_name_problem
 from asyncfl.config.yaml_files import dotted_parent
 from asyncfl.output.columns import METRICS_COLUMNS, TEXT_COLUMNS, metrics_extra_columns
 from asyncfl.study.claims import Claim, axis_problems, declare_families, expand_claims, parse_claims
+from asyncfl.study.noise_floor import NoiseFloor, parse_noise_floor
 from asyncfl.study.sensitivity import Sensitivity, parse_sensitivity
 from asyncfl.study.tuning import TuningPlan, parse_tune
 
-STUDY_KEYS = ("compare", "seeds", "targets", "baseline", "tune", "claims", "families", "sensitivity")
+STUDY_KEYS = ("compare", "seeds", "targets", "baseline", "tune", "claims", "families", "sensitivity", "noise_floor")
 VARIANT_KEYS = ("name", "set")
 TAGS = ("name", "kind", "dist")
 PATH_LINE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*): (.*)$")
@@ -82,6 +86,7 @@ class Study:
     tuning: TuningPlan | None = None  # tune: (asyncfl.study.tuning); runs are then the untuned evaluation runs
     claims: tuple[Claim, ...] = ()  # declared before the runs (asyncfl.study.claims); report tests them
     sensitivity: Sensitivity | None = None  # sensitivity: (asyncfl.study.sensitivity); variants are expanded
+    noise_floor: NoiseFloor | None = None  # noise_floor: (asyncfl.study.noise_floor): reruns under CPU kernel sets
 
 
 def is_study(raw: Mapping[str, Any]) -> bool:
@@ -122,6 +127,7 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
     claims = declare_families(claims, spec["families"], problems)  # Holm families over the claims' groups
     tuning = parse_tune(spec["tune"], _merged_variants(base, variants), seeds, targets, problems,
                         expand_claims(claims, axis), columns)  # fmt: skip
+    noise = parse_noise_floor(spec["noise_floor"], [name for name, _ in variants], seeds, problems)
     if problems:
         unique = list(dict.fromkeys(problems))
         raise ConfigError(f"{source}: {len(unique)} problem(s):\n  " + "\n  ".join(unique))
@@ -138,6 +144,7 @@ def build_study(raw: Mapping[str, Any], source: str = "<study>") -> Study:
         tuning=tuning,
         claims=tuple(expand_claims(claims, axis)),
         sensitivity=axis,
+        noise_floor=noise,
     )
 
 

@@ -6,6 +6,9 @@ between the two, so the imports go one way: study_sweep -> ray_executor -> jobs.
 from __future__ import annotations
 
 import gc
+import json
+import os
+import subprocess
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ class Job:
     scenario: dict  # the validated scenario as plain JSON data (what crosses to a Ray worker)
     run_dir: Path
     resume: bool = False  # continue the partial run in run_dir from its checkpoint
+    env: tuple[tuple[str, str], ...] = ()  # run in a subprocess with these set (noise_floor:'s ATEN_CPU_CAPABILITY)
 
 
 def run_job(scenario: dict, run_dir: Path, resume: bool = False) -> dict:
@@ -53,7 +57,7 @@ def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, 
         for i, job in enumerate(jobs, start=1):
             summary = None
             try:
-                summary = run_job(job.scenario, job.run_dir, job.resume)
+                summary = run_in_subprocess(job) if job.env else run_job(job.scenario, job.run_dir, job.resume)
             except Exception as exc:  # one broken run must not lose the others
                 failures.append((job, f"{type(exc).__name__}: {exc}"))
                 log(f"[{i}/{len(jobs)}] {job.variant} seed{job.seed}: FAILED: {exc}")
@@ -70,6 +74,20 @@ def run_locally(jobs: list[Job], log: Callable[[str], None]) -> list[tuple[Job, 
             if summary is not None:
                 log(f"[{i}/{len(jobs)}] {describe(job, summary)}")
     return failures
+
+
+SUBPROCESS_MAIN = "from asyncfl.sweep.jobs import job_from_stdin; job_from_stdin()"
+
+
+def run_in_subprocess(job: Job) -> dict:
+    """:func:`run_job` in a fresh Python process whose environment adds ``job.env``: torch reads
+    ATEN_CPU_CAPABILITY once, at import, so a kernel set can only be chosen for a new process."""
+    request = json.dumps({"scenario": job.scenario, "run_dir": str(job.run_dir)})
+    done = subprocess.run([sys.executable, "-c", SUBPROCESS_MAIN], input=request, text=True,
+                          capture_output=True, env={**os.environ, **dict(job.env)}, check=False)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"the run's process exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return read_summary(job.run_dir, required=False)
 
 
 @contextmanager
@@ -111,3 +129,9 @@ def describe(job: Job, summary: dict) -> str:
         f"{job.variant} seed{job.seed}: {summary.get('status')}, final accuracy {acc_text}, "
         f"{summary.get('virtual_time_s', 0):,.0f} virtual s, {summary.get('real_seconds', 0):.1f} s real"
     )
+
+
+def job_from_stdin() -> None:
+    """The subprocess of :func:`run_in_subprocess`: ``{"scenario": ..., "run_dir": ...}`` on stdin."""
+    request = json.load(sys.stdin)
+    run_job(request["scenario"], Path(request["run_dir"]))

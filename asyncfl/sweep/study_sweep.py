@@ -8,6 +8,7 @@ Layout (the same whichever executor ran it)::
         <variant>/seed<N>/                one ordinary run directory per variant x seed
         tuning/<variant>/<point>/seed<K>/ with tune: the tuning runs (run first), tuning.csv, tuned.yaml
         comparison.csv, runs.csv, time_to_target.csv/.md, client_accuracy.csv/.md, *.png
+        noise_floor/<cap>/<variant>/seed<N>/ with noise_floor: the reruns under CPU kernel sets
         report.csv, report.md             mean ± 95 % CI over seeds, paired differences vs ``baseline:``
         claims.csv, claims.md             with ``claims:``: each declared claim tested (asyncfl.study.claims)
 
@@ -44,6 +45,7 @@ from asyncfl.sections import resolved_dump
 from asyncfl.study.claims import DECLARED_FILE, declared_claims, record_claims
 from asyncfl.study.compare import STUDY_FILE, is_finished, write_comparison
 from asyncfl.study.completeness import study_completeness
+from asyncfl.study.noise_floor import NoiseRun, noise_runs
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord
 from asyncfl.study.spec import RunSpec, Study
@@ -122,6 +124,12 @@ def _run_held(
     log(f"sweep {sweep_dir}: {len(jobs)} run(s) to do, {skipped} already finished")
     failures = _execute(jobs, sweep_dir, executor, address, gpus, cpus, log)
     skipped += before
+    noise = noise_runs(study.noise_floor, study.runs)  # noise_floor: in subprocesses, whatever the executor
+    if noise:
+        noise_jobs, noise_done = plan_jobs(study, sweep_dir, runs=noise)
+        log(f"noise floor: {len(noise_jobs)} run(s) under CPU kernel sets to do, {noise_done} already finished")
+        failures += run_locally(noise_jobs, log)
+        jobs, skipped = jobs + noise_jobs, skipped + noise_done
     records = [RunRecord(r.variant, r.seed, sweep_dir / r.rel_dir) for r in study.runs]
     write_comparison(sweep_dir, records, study.targets, title=study.name)
     finished = [r for r in records if has_table(r.path / "metrics.csv")]
@@ -194,7 +202,10 @@ def _refuse_changed_claims(sweep_dir: Path, claims: object) -> None:
 
 
 def plan_jobs(
-    study: Study, sweep_dir: Path, keep_checkpoints: bool = False, runs: Sequence[RunSpec | TuningRun] | None = None
+    study: Study,
+    sweep_dir: Path,
+    keep_checkpoints: bool = False,
+    runs: Sequence[RunSpec | TuningRun | NoiseRun] | None = None,
 ) -> tuple[list[Job], int]:
     """The runs still to do (``runs``, default the study's evaluation runs) and how many are finished.  A
     partial run directory is deleted, unless ``keep_checkpoints`` and it holds a checkpoint of the same
@@ -213,7 +224,7 @@ def plan_jobs(
             continue
         if run_dir.exists():
             shutil.rmtree(run_dir)
-        jobs.append(Job(spec.variant, spec.seed, scenario, run_dir))
+        jobs.append(Job(spec.variant, spec.seed, scenario, run_dir, env=getattr(spec, "env", ())))
     return jobs, skipped
 
 
