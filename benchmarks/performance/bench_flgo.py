@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
 from asyncfl.output.reading import read_summary  # noqa: E402
 from benchmarks.tools.quiet_machine import add_force_argument, check_load  # noqa: E402
+from benchmarks.tools.side_by_side import anchor_split, run_process  # noqa: E402
 
 RESULTS = ROOT / "docs" / "results" / "flgo.md"
 CLIENT_STEPS = 100 * 5 * 30
@@ -65,11 +66,8 @@ def partition_for_asyncfl(anchor: Path, out: Path) -> Path:
     redone on the sample numbers so that both sides of it are known by their source index.
     """
     import numpy as np
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
 
-    labels = load_digits().target
-    train, test = train_test_split(np.arange(len(labels)), test_size=0.2, stratify=labels, random_state=0)
+    train, test = anchor_split()
     clients = json.loads((anchor / "partition.json").read_text(encoding="utf-8"))["clients"]
     content = {
         "description": f"{anchor / 'partition.json'} in load_digits order, with the anchor's test split",
@@ -139,19 +137,6 @@ def child(scenario: str, device: str, threads: int, model: str, partition: Path)
             }
         )  # fmt: skip
     )
-
-
-def run_process(command: list[str], threads: int, cwd: Path | None = None) -> tuple[float, str]:
-    """(wall seconds, stdout) of one process."""
-    # the asyncfl of this tree, not whichever one is installed (the processes run in a scratch folder)
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PYTHONPATH": path}
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env)
-    wall = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return wall, done.stdout
 
 
 def anchor_record(stdout: str) -> dict:

@@ -246,7 +246,7 @@ def asyncfl_with_workers(workers: int, scenario: Path, sets: list[str], cwd: Pat
     )  # fmt: skip
     if probe.returncode != 0:
         lines = (probe.stderr or probe.stdout).strip().splitlines() or ["(no message)"]
-        return f"asyncfl refuses {key}: {lines[-1][:300]}"
+        return f"asyncfl refuses {key}: {lines[-1].strip().rstrip('.')[:300]}"
     return run_asyncfl_command(scenario, sets, cwd, [key])
 
 
