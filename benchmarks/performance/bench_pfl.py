@@ -40,7 +40,7 @@ there)::
     python benchmarks/performance/bench_pfl.py [--models mlp lenet5] [--workers 1 2] [--repeats 3]
         [--quick] [--markdown docs/results/pfl.md] [--force]
 
-``--quick``: 2 rounds, one repeat, one worker (seconds: a smoke test, not a measurement).
+``--quick``: 2 rounds, one repeat, one process a side: a smoke test (under a minute), not a measurement.
 """
 
 from __future__ import annotations
@@ -171,20 +171,21 @@ def child(scenario: str, sets: list[str]) -> None:
     from asyncfl.config import load_scenario
     from asyncfl.runner.simulation import Simulation
 
-    spent = {"train": 0.0, "finish": 0.0, "calls": 0}
+    spent = {"train": 0.0, "train_cpu": 0.0, "finish": 0.0, "finish_cpu": 0.0, "calls": 0}
     out = Path(tempfile.mkdtemp()) / "run"
     out.mkdir()
     sim = Simulation(load_scenario(Path(scenario), sets), out)
     trainer = sim.learner.jobs.trainer
     trainer.run = timed(trainer.run, spent, "train")
     sim.finish = timed(sim.finish, spent, "finish")
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     sim.run()
-    run_s = time.perf_counter() - start
+    run_s, run_cpu_s = time.perf_counter() - start, time.process_time() - start_cpu
     summary = read_summary(out)
     shutil.rmtree(out.parent)
     record = {
         "train_s": spent["train"], "loop_s": run_s - spent["finish"], "finish_s": spent["finish"],
+        "train_cpu_s": spent["train_cpu"], "loop_cpu_s": run_cpu_s - spent["finish_cpu"],
         "calls": spent["calls"], "trainer": type(trainer).__name__, "accuracy": summary["final_accuracy"],
         "torch": torch.__version__,
     }  # fmt: skip
@@ -192,14 +193,16 @@ def child(scenario: str, sets: list[str]) -> None:
 
 
 def timed(method, spent: dict, key: str):
-    """``method`` adding its wall seconds to ``spent[key]`` (and counting the trainer's calls)."""
+    """``method`` adding its wall and CPU seconds to ``spent[key]`` and ``spent[key + "_cpu"]`` (and counting
+    the trainer's calls)."""
 
     def wrapper(*args, **kwargs):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         try:
             return method(*args, **kwargs)
         finally:
             spent[key] += time.perf_counter() - start
+            spent[f"{key}_cpu"] += time.process_time() - start_cpu
             spent["calls"] += key == "train"
 
     return wrapper
@@ -272,7 +275,10 @@ def measure(model: str, args, work: Path) -> dict:
             else:
                 runs.setdefault(f"asyncfl command {workers}", []).append(record)
         print(f"  {model} repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]['wall_s']:.1f} s" for k, v in runs.items()))
-    chosen = {name: best(records, "train_s" if "train_s" in records[0] else "wall_s") for name, records in runs.items()}
+    # the least CPU time where a loop is timed: on a shared machine it moves less than the wall time
+    chosen = {
+        name: best(records, "loop_cpu_s" if "loop_cpu_s" in records[0] else "wall_s") for name, records in runs.items()
+    }
     return {"best": chosen, "skipped": skipped}
 
 
@@ -293,26 +299,30 @@ def render(model: str, result: dict, sizes: dict, args) -> str:
         f"{sizes['test_size']} test samples; one torch thread per process; best of {args.repeats} fresh "
         "processes per side, run side by side:",
         "",
-        "| side | loop s | client-steps/s (loop) | whole process s | test accuracy |",
-        "|---|---|---|---|---|",
+        "| side | loop s | client-steps/s (loop) | loop CPU s | client-steps per CPU s | whole process s | "
+        "test accuracy |",
+        "|---|---|---|---|---|---|---|",
     ]
     for workers in args.workers:
         pfl = chosen[f"pfl {workers}"]
         lines.append(
             f"| pfl {pfl['pfl']}, {workers} process{'es' if workers > 1 else ''} | {pfl['train_s']:.2f} | "
-            f"{rate(steps, pfl['train_s'])} | {pfl['wall_s']:.2f} | {pfl['accuracy']:.4f} |"
+            f"{rate(steps, pfl['train_s'])} | {pfl['loop_cpu_s']:.2f}{' (rank 0)' if workers > 1 else ''} | "
+            f"{rate(steps, pfl['loop_cpu_s']) if workers == 1 else '–'} | {pfl['wall_s']:.2f} | {pfl['accuracy']:.4f} |"
         )
     lines.append(
         f"| asyncfl {inproc['trainer']}, in process | {inproc['loop_s']:.2f} (training {inproc['train_s']:.2f}) | "
-        f"{rate(steps, inproc['loop_s'])} (training {rate(steps, inproc['train_s'])}) | {inproc['wall_s']:.2f} | "
-        f"{inproc['accuracy']:.4f} |"
+        f"{rate(steps, inproc['loop_s'])} (training {rate(steps, inproc['train_s'])}) | {inproc['loop_cpu_s']:.2f} | "
+        f"{rate(steps, inproc['loop_cpu_s'])} | {inproc['wall_s']:.2f} | {inproc['accuracy']:.4f} |"
     )
-    lines.append(f"| asyncfl, `python -m asyncfl run` (events, figures) | – | – | {command['wall_s']:.2f} | "
+    lines.append(f"| asyncfl, `python -m asyncfl run` (events, figures) | – | – | – | – | {command['wall_s']:.2f} | "
                  f"{command['accuracy']:.4f} |")  # fmt: skip
     for workers in (w for w in args.workers if w > 1):
         if f"asyncfl command {workers}" in chosen:
             r = chosen[f"asyncfl command {workers}"]
-            lines.append(f"| asyncfl, `trainer.workers: {workers}` | – | – | {r['wall_s']:.2f} | {r['accuracy']:.4f} |")
+            lines.append(
+                f"| asyncfl, `trainer.workers: {workers}` | – | – | – | – | {r['wall_s']:.2f} | {r['accuracy']:.4f} |"
+            )
     lines += ["", ratios(model, chosen, args)]
     lines += [f"asyncfl with {w} workers not run: {why}." for w, why in result["skipped"].items()]
     return "\n".join(lines) + "\n"
@@ -325,12 +335,12 @@ def ratios(model: str, chosen: dict, args) -> str:
     """asyncfl over pfl with one process: loop, training, whole process; the issue's target, met or not."""
     pfl, inproc, command = chosen["pfl 1"], chosen["asyncfl in process"], chosen["asyncfl command"]
     loop, training = pfl["train_s"] / inproc["loop_s"], pfl["train_s"] / inproc["train_s"]
-    whole = pfl["wall_s"] / command["wall_s"]
-    verdict = "met" if loop >= TARGET[model] and whole > 1 else "not met"
+    loop_cpu, whole = pfl["loop_cpu_s"] / inproc["loop_cpu_s"], pfl["wall_s"] / command["wall_s"]
+    verdict = "met" if min(loop, loop_cpu) >= TARGET[model] and whole > 1 else "not met"
     text = (
-        f"asyncfl over pfl (1 process): loop {loop:.1f}× (training alone {training:.1f}×), whole process "
-        f"{whole:.1f}× with asyncfl writing its events and figures; issue 48's target (loop ≥ {TARGET[model]:.0f}×, "
-        f"whole process ahead): {verdict}."
+        f"asyncfl over pfl (1 process): loop {loop:.1f}× in wall time, {loop_cpu:.1f}× in CPU time (training alone "
+        f"{training:.1f}×), whole process {whole:.1f}× with asyncfl writing its events and figures; issue 48's target "
+        f"(loop ≥ {TARGET[model]:.0f}×, whole process ahead): {verdict}."
     )
     if "pfl 2" in chosen:
         text += f" pfl with 2 processes is {pfl['train_s'] / chosen['pfl 2']['train_s']:.2f}× pfl with 1."
