@@ -110,7 +110,10 @@ def cohort_images(a: torch.Tensor) -> torch.Tensor:
     """[J, B, C, H, W] per-client images as one channels-last [B, J * C, H, W] tensor."""
     jobs, batch, channels = a.shape[:3]
     stacked = a.permute(1, 3, 4, 0, 2).reshape(batch, *a.shape[3:], jobs * channels)  # [B, H, W, J * C]
-    return stacked.permute(0, 3, 1, 2)  # a view: logical [B, J * C, H, W], channels-last memory
+    # with one channel per client the reshape is a view whose strides are neither channels-last nor
+    # contiguous, and oneDNN's convolution and its backward ran 2-3x slower on it (1.2-1.8x on whole LeNet-5
+    # and cnn2d cohorts, benchmarks/performance/bench_pfl.py); with more channels this copies nothing
+    return stacked.permute(0, 3, 1, 2).contiguous(memory_format=CHANNELS_LAST)  # [B, J * C, H, W]
 
 
 def group_weight(weight: torch.Tensor) -> torch.Tensor:

@@ -286,3 +286,16 @@ def test_default_chunk_sizes_on_the_cpu(images_cpu, signals_cpu):
     assert ConvFusedTrainer(cnn2d, images, Training(), 0, chunk_size=500).chunk_size == 500
     cnn1d = _model("cnn1d", signals)[0]
     assert ConvFusedTrainer(cnn1d, signals, Training(), 0).chunk_size == CONV_CPU_CHUNK_BYTES // 573_600 == 58
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_cohort_images_are_channels_last_in_memory(channels):
+    """One channel per client made a view whose strides were neither channels-last nor contiguous, which
+    oneDNN's convolutions ran 2-3x slower on; the cohort tensor holds client j's channel c at j * C + c."""
+    from asyncfl.learn.fused_conv import cohort_images
+
+    a = torch.arange(4 * 5 * channels * 6 * 7, dtype=torch.float32).reshape(4, 5, channels, 6, 7)
+    cohort = cohort_images(a)
+    assert cohort.shape == (5, 4 * channels, 6, 7)
+    assert cohort.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(cohort[2, 3 * channels + channels - 1], a[3, 2, channels - 1])
