@@ -152,7 +152,8 @@ class BatchedTrainer:
             active = None if s < min(steps) else active_after > s  # None: every job takes this step
             for name, _, shape in self.layout:
                 mask = None if active is None else active.view(-1, *([1] * len(shape)))
-                w[name], buf[name] = masked_sgd_step(w[name], grads[name], buf.get(name), cfg, mask, w0[name])
+                grad = grads[name].to(w[name].dtype)  # bfloat16 autocast: the update stays float32 (no-op otherwise)
+                w[name], buf[name] = masked_sgd_step(w[name], grad, buf.get(name), cfg, mask, w0[name])
         delta = torch.cat([w[name].reshape(jobs, -1) for name, _, _ in self.layout], 1) - rows
         return delta, losses, squares
 

@@ -58,12 +58,17 @@ from asyncfl.learn.training import Trainer, Training
 CPU_BATCHED_MAX_PARAMS = 1_000_000
 
 
-def auto_executor(model: nn.Module, device: torch.device) -> str:
-    """The executor ``auto`` picks for ``model`` on ``device`` (see the module docstring)."""
-    if fused_layers(model) is not None or conv_layers(model) is not None:
+def auto_executor(model: nn.Module, device: torch.device, precision: str = "float32") -> str:
+    """The executor ``auto`` picks for ``model`` on ``device`` (see the module docstring).  In bfloat16
+    (``trainer.precision``) the fused convolution and LSTM kernels are out (:data:`BFLOAT16_EXECUTORS`): their
+    models take the executor they would without them."""
+    fused_conv_or_lstm = precision == "float32"  # their hand-written backward is float32 only
+    if fused_layers(model) is not None or (fused_conv_or_lstm and conv_layers(model) is not None):
         return "fused"
-    if lstm_layers(model) is not None:
-        return "fused" if device.type == "cuda" else "sequential"
+    if lstm_layers(model) is not None and device.type == "cpu":
+        return "sequential"
+    if lstm_layers(model) is not None and fused_conv_or_lstm:
+        return "fused"
     if device.type == "cuda":
         return "batched"
     small = parameter_count(model) <= CPU_BATCHED_MAX_PARAMS
@@ -87,8 +92,24 @@ def training_threads(model: nn.Module, device: torch.device, spec: Trainer) -> i
 
 
 def make_trainer(model: nn.Module, federation, training: Training, seed: int, spec: Trainer, device: torch.device):
-    """The trainer ``spec`` asks for (``auto`` resolved by :func:`auto_executor`)."""
-    executor = auto_executor(model, device) if spec.executor == "auto" else spec.executor
+    """The trainer ``spec`` asks for (``auto`` resolved by :func:`auto_executor`), run under bfloat16 autocast
+    when ``trainer.precision`` is bfloat16 (:class:`Bfloat16Trainer`)."""
+    executor = auto_executor(model, device, spec.precision) if spec.executor == "auto" else spec.executor
+    if spec.precision == "bfloat16" and executor == "fused" and fused_layers(model) is None:
+        raise ConfigError(
+            f"trainer.precision: bfloat16 runs with trainer.executor {BFLOAT16_EXECUTORS}; executor fused only for "
+            "Linear/ReLU chains (logreg, mlp): the fused convolution and LSTM kernels' hand-written backward is "
+            "float32 only. Use auto, batched or sequential for this model, or precision: float32."
+        )
+    trainer = executor_trainer(executor, model, federation, training, seed, spec)
+    return Bfloat16Trainer(trainer, device) if spec.precision == "bfloat16" else trainer
+
+
+BFLOAT16_EXECUTORS = "auto, batched or sequential (any model) or fused (logreg, mlp)"
+
+
+def executor_trainer(executor: str, model: nn.Module, federation, training: Training, seed: int, spec: Trainer):
+    """The trainer of ``executor`` (auto already resolved)."""
     if executor == "fused":
         if fused_layers(model) is not None:
             return FusedTrainer(model, federation, training, seed, spec.chunk_size)
@@ -104,6 +125,25 @@ def make_trainer(model: nn.Module, federation, training: Training, seed: int, sp
     if executor == "batched":
         return BatchedTrainer(model, federation, training, seed, spec.chunk_size)
     return SequentialTrainer(model, federation, training, seed)
+
+
+class Bfloat16Trainer:
+    """A trainer whose jobs run under ``torch.autocast(device type, bfloat16)`` (``trainer.precision:
+    bfloat16``): autocast computes matrix products and convolutions, forward and backward, in bfloat16, while
+    the parameters, their gradients (autograd casts each back to its float32 leaf; the batched trainers cast
+    theirs), the SGD update and so the deltas stay float32.  Evaluation is outside :meth:`run`: float32.
+    Autocast is applied here, around ``run``, so that every executor gets it in one place."""
+
+    def __init__(self, trainer, device: torch.device) -> None:
+        self.trainer, self.device_type = trainer, device.type
+
+    @property
+    def batched(self) -> bool:
+        return self.trainer.batched
+
+    def run(self, base, jobs):
+        with torch.autocast(self.device_type, dtype=torch.bfloat16):
+            return self.trainer.run(base, jobs)
 
 
 @contextmanager
