@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from asyncfl.learn.models import parameter_count
-from asyncfl.learn.trainer import TrainingJob, TrainingResult, minibatch_positions
+from asyncfl.learn.trainer import TrainingJob, TrainingResult, autocast_to, minibatch_positions
 from asyncfl.learn.training import Training
 
 CHUNK_BUDGET_BYTES = 1 << 30  # default memory bound of one batched call (parameters + activations)
@@ -51,6 +51,7 @@ class BatchedTrainer:
 
     batched = True
     kernel = "vmap"
+    autocast: torch.dtype | None = None  # torch.bfloat16 for trainer.precision: bfloat16 (executors.make_trainer)
 
     def __init__(
         self, model: nn.Module, federation, training: Training, seed: int, chunk_size: int | None = None
@@ -90,12 +91,13 @@ class BatchedTrainer:
         self.model.train()
         out: list[TrainingResult | None] = [None] * len(jobs)
         widths = [min(self.training.batch_size, len(self.train_np[job.client])) for job in jobs]
-        for group in width_groups(widths, self.call_overhead_rows()):
-            for start in range(0, len(group), self.chunk_size):
-                chunk = group[start : start + self.chunk_size]
-                chunk_base = base if isinstance(base, torch.Tensor) else [base[j] for j in chunk]
-                for j, result in zip(chunk, self._run_chunk(chunk_base, [jobs[j] for j in chunk])):
-                    out[j] = result
+        with autocast_to(self.autocast, self.federation.features.device):
+            for group in width_groups(widths, self.call_overhead_rows()):
+                for start in range(0, len(group), self.chunk_size):
+                    chunk = group[start : start + self.chunk_size]
+                    chunk_base = base if isinstance(base, torch.Tensor) else [base[j] for j in chunk]
+                    for j, result in zip(chunk, self._run_chunk(chunk_base, [jobs[j] for j in chunk])):
+                        out[j] = result
         return out
 
     def call_overhead_rows(self) -> int | None:

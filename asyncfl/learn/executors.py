@@ -92,8 +92,9 @@ def training_threads(model: nn.Module, device: torch.device, spec: Trainer) -> i
 
 
 def make_trainer(model: nn.Module, federation, training: Training, seed: int, spec: Trainer, device: torch.device):
-    """The trainer ``spec`` asks for (``auto`` resolved by :func:`auto_executor`), run under bfloat16 autocast
-    when ``trainer.precision`` is bfloat16 (:class:`Bfloat16Trainer`)."""
+    """The trainer ``spec`` asks for (``auto`` resolved by :func:`auto_executor`); with ``trainer.precision:
+    bfloat16`` its runs train under bfloat16 autocast (:func:`asyncfl.learn.trainer.autocast_to`, the one place
+    every executor applies it)."""
     executor = auto_executor(model, device, spec.precision) if spec.executor == "auto" else spec.executor
     if spec.precision == "bfloat16" and executor == "fused" and fused_layers(model) is None:
         raise ConfigError(
@@ -102,7 +103,9 @@ def make_trainer(model: nn.Module, federation, training: Training, seed: int, sp
             "float32 only. Use auto, batched or sequential for this model, or precision: float32."
         )
     trainer = executor_trainer(executor, model, federation, training, seed, spec)
-    return Bfloat16Trainer(trainer, device) if spec.precision == "bfloat16" else trainer
+    if spec.precision == "bfloat16":
+        trainer.autocast = torch.bfloat16
+    return trainer
 
 
 BFLOAT16_EXECUTORS = "auto, batched or sequential (any model) or fused (logreg, mlp)"
@@ -125,25 +128,6 @@ def executor_trainer(executor: str, model: nn.Module, federation, training: Trai
     if executor == "batched":
         return BatchedTrainer(model, federation, training, seed, spec.chunk_size)
     return SequentialTrainer(model, federation, training, seed)
-
-
-class Bfloat16Trainer:
-    """A trainer whose jobs run under ``torch.autocast(device type, bfloat16)`` (``trainer.precision:
-    bfloat16``): autocast computes matrix products and convolutions, forward and backward, in bfloat16, while
-    the parameters, their gradients (autograd casts each back to its float32 leaf; the batched trainers cast
-    theirs), the SGD update and so the deltas stay float32.  Evaluation is outside :meth:`run`: float32.
-    Autocast is applied here, around ``run``, so that every executor gets it in one place."""
-
-    def __init__(self, trainer, device: torch.device) -> None:
-        self.trainer, self.device_type = trainer, device.type
-
-    @property
-    def batched(self) -> bool:
-        return self.trainer.batched
-
-    def run(self, base, jobs):
-        with torch.autocast(self.device_type, dtype=torch.bfloat16):
-            return self.trainer.run(base, jobs)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ over the batch of each sample's squared loss, i.e. the mean of loss_k^2 over eve
 from __future__ import annotations
 
 import math
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -93,10 +94,19 @@ def flat_gradient(loss: torch.Tensor, leaves: list[torch.Tensor]) -> torch.Tenso
     return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for p, g in zip(leaves, grads)])
 
 
+def autocast_to(dtype: torch.dtype | None, device: torch.device) -> AbstractContextManager:
+    """``torch.autocast`` to ``dtype`` on ``device``'s type around a trainer's run (``trainer.precision:
+    bfloat16``), or nothing (None: float32).  Autocast computes matrix products and convolutions, forward and
+    backward, in bfloat16; the parameters stay float32 leaves (autograd casts each gradient back to its leaf's
+    dtype; the batched trainers cast theirs), so the SGD update and the deltas are float32."""
+    return nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
+
+
 class SequentialTrainer:
     """Trains the jobs one after the other: the reference implementation."""
 
     batched = False
+    autocast: torch.dtype | None = None  # torch.bfloat16 for trainer.precision: bfloat16 (executors.make_trainer)
 
     def __init__(self, model: nn.Module, federation, training: Training, seed: int) -> None:
         self.model, self.federation, self.training, self.seed = model, federation, training, seed
@@ -105,7 +115,8 @@ class SequentialTrainer:
         """Train ``jobs``; ``base`` is one flat parameter vector for all of them or one per job."""
         self.model.train()
         bases = [base] * len(jobs) if isinstance(base, torch.Tensor) else base
-        return [self._train_one(b, job) for b, job in zip(bases, jobs)]
+        with autocast_to(self.autocast, self.federation.features.device):
+            return [self._train_one(b, job) for b, job in zip(bases, jobs)]
 
     def _train_one(self, base: torch.Tensor, job: TrainingJob) -> TrainingResult:
         from torch.func import functional_call  # imports torch._dynamo (~1 s): only when training

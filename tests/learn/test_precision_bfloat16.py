@@ -1,5 +1,6 @@
-"""``trainer.precision: bfloat16`` (asyncfl/learn/executors.py, Bfloat16Trainer): local training under bfloat16
-autocast with float32 parameters, update and deltas; the fused convolution and LSTM kernels refused.
+"""``trainer.precision: bfloat16`` (asyncfl/learn/executors.py; autocast_to in asyncfl/learn/trainer.py): local
+training under bfloat16 autocast with float32 parameters, update and deltas; the fused convolution and LSTM
+kernels refused.
 
 The bounds were measured on digits (4 clients, 3 steps of batch 16, momentum 0.9, weight decay 1e-3): the
 largest delta entry differs from float32's by 1.6e-2 of the largest float32 entry for the MLP, 1.4e-2 for
@@ -9,6 +10,8 @@ expected and one below 1e-4 would mean autocast never ran.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from conftest import run, scenario, table
@@ -17,7 +20,7 @@ from torch.nn.utils import parameters_to_vector
 from asyncfl.config.schema import Data
 from asyncfl.errors import ConfigError
 from asyncfl.learn.batched import BatchedTrainer, FusedTrainer
-from asyncfl.learn.executors import Bfloat16Trainer, auto_executor, make_trainer
+from asyncfl.learn.executors import auto_executor, make_trainer
 from asyncfl.learn.federation import build_federation
 from asyncfl.learn.models import build_model
 from asyncfl.learn.trainer import SequentialTrainer, TrainingJob, evaluate
@@ -65,7 +68,7 @@ def test_bfloat16_deltas_are_float32_and_within_the_measured_gap(digits, name, e
     model, base = model_and_base(name, digits)
     reference = SequentialTrainer(model, digits, TRAINING, 0).run(base, JOBS)
     trainer = make_trainer(model, digits, TRAINING, 0, Trainer(executor=executor, precision="bfloat16"), CPU)
-    assert isinstance(trainer, Bfloat16Trainer) and type(trainer.trainer) is kind
+    assert type(trainer) is kind and trainer.autocast is torch.bfloat16  # summary.json names the executor's class
     results = trainer.run(base, JOBS)
     assert all(r.delta.dtype == torch.float32 for r in results)
     assert 1e-4 < relative_gap(results, reference) < 0.05  # measured 1.4e-2 to 1.6e-2 (module docstring)
@@ -130,6 +133,7 @@ def test_two_bfloat16_runs_write_the_same_files_and_differ_from_float32(tmp_path
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     assert _without_wall(table(first / "metrics.csv")) == _without_wall(table(second / "metrics.csv"))
     assert "precision: bfloat16" in (first / "config.yaml").read_text()
+    assert json.loads((first / "summary.json").read_text())["trainer"] == "FusedTrainer"  # the executor, as before
     float32 = run(tmp_path, "f", seed=3, **SMALL_RUN)
     assert "precision" not in (float32 / "config.yaml").read_text()  # opt-in: float32 runs' files unchanged
     assert _without_wall(table(first / "metrics.csv")) != _without_wall(table(float32 / "metrics.csv"))
