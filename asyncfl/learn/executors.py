@@ -37,6 +37,10 @@ to the last bit) on the same kind of device:
   (``leaf_cnn``, 6.6M parameters) is a convolution chain and runs fused: 1.5x to 2.9x the sequential trainer
   in CPU time with one thread (cohorts 100 and 10; the two-thread rows, measured on a busy machine, are
   inconclusive: docs/findings/performance.md).
+
+In bfloat16 (``trainer.precision``) the fused convolution and LSTM kernels are out (float32 only): those models
+take what the rule gives without them (batched on CUDA; on the CPU batched up to ``CPU_BATCHED_MAX_PARAMS``, else
+sequential, and sequential for the LSTM).
 """
 
 from __future__ import annotations
