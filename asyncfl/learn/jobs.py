@@ -7,6 +7,11 @@ only on its inputs, and a batched trainer takes one base row per job); a sequent
 just the one asked for.  Base parameter vectors are kept only while some outstanding job still
 needs them.
 
+A trainer with ``remote = True`` (:class:`asyncfl.learn.workers.WorkerPool`, ``trainer.workers``) trains
+elsewhere: :meth:`JobBook.dispatch` sends it the jobs submitted since its last call as soon as the run has
+queued them, and a result is waited for when it is asked for.  A checkpoint first gathers every call in
+flight, so that it holds results, never promises.
+
 Every submitted job delivers in the timing world, so a computed result is used unless the K-async
 server drops it for staleness (``server.max_staleness``) or the run stops while it is in flight.
 A job whose base is more than ``max_staleness`` versions behind can only be dropped (the K-async
@@ -34,10 +39,14 @@ class JobBook:
         self.done: dict[tuple[int, int], TrainingResult] = {}
         self.users: Counter = Counter()  # base version -> outstanding jobs
         self.computed = 0
+        self.unsent: list[tuple[int, int]] = []  # submitted, not yet sent to a remote trainer
+        self.in_flight: dict[tuple[int, int], object] = {}  # job -> the remote trainer's call that trains it
 
     def state(self) -> dict:
         """Everything but the trainer, as plain values (checkpoints load with ``weights_only``): the
-        outstanding jobs, their base vectors and the results already computed."""
+        outstanding jobs, their base vectors and the results already computed (every call in flight gathered)."""
+        for call in {id(call): call for call in self.in_flight.values()}.values():
+            self._gather(call)
         return {
             "bases": dict(self.bases),
             "current_version": self.current_version,
@@ -53,6 +62,7 @@ class JobBook:
         # a checkpoint written before train_loss_sq existed holds 3-tuples: the field stays NaN
         self.done = {key: TrainingResult(*result) for key, result in state["done"].items()}
         self.users, self.computed = Counter(state["users"]), state["computed"]
+        self.unsent, self.in_flight = [], {}
 
     def publish(self, version: int, params: torch.Tensor) -> None:
         """A new global model exists; older bases are dropped once no job needs them."""
@@ -69,6 +79,17 @@ class JobBook:
             raise KeyError(f"no published model version {job.base_version}")
         self.pending[(job.client, job.attempt)] = job
         self.users[job.base_version] += 1
+        if getattr(self.trainer, "remote", False):
+            self.unsent.append((job.client, job.attempt))
+
+    def dispatch(self) -> None:
+        """Send the jobs submitted since the last call to a remote trainer, as one group (a no-op for a trainer
+        in this process, which trains when a result is asked for)."""
+        group = [self.pending[key] for key in self.unsent if key in self.pending]
+        self.unsent = []
+        if group:
+            for call in self.trainer.send(self.bases, group):
+                self.in_flight.update(dict.fromkeys(call.keys, call))
 
     def submit_done(self, job: TrainingJob, result: TrainingResult) -> None:
         """Submit a job whose result is known already: a trainer outside asyncfl ran it when its task started
@@ -79,6 +100,8 @@ class JobBook:
 
     def result(self, client: int, attempt: int) -> TrainingResult:
         key = (client, attempt)
+        if key in self.in_flight:
+            self._gather(self.in_flight[key])
         if key not in self.done:
             if self.trainer.batched:
                 batch = [job for k, job in self.pending.items() if k not in self.done]
@@ -89,6 +112,19 @@ class JobBook:
                 self.done[(job.client, job.attempt)] = result
             self.computed += len(batch)
         return self._take(key)
+
+    def close(self) -> None:
+        """Release what the trainer holds (a remote trainer's workers)."""
+        if hasattr(self.trainer, "close"):
+            self.trainer.close()
+
+    def _gather(self, call) -> None:
+        """Wait for a remote call; keep the results of its jobs still outstanding."""
+        for key, result in zip(call.keys, self.trainer.results(call)):
+            del self.in_flight[key]
+            if key in self.pending:
+                self.done[key] = result
+                self.computed += 1
 
     def _take(self, key: tuple[int, int]) -> TrainingResult | None:
         """Remove a job (and its result, if computed) from the book."""

@@ -113,6 +113,35 @@ class Trainer(Section):
         description="torch CPU threads while the run trains; null: 1 for models up to 1M parameters on the CPU "
         "(small models only lose to thread contention), else torch's default",
     )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Ray actors that train the run's jobs, each holding the data and its own trainer; the timing "
+        "world stays in this process and a job is sent as soon as its task is queued (null: train here). Needs "
+        "the ray extra (docs/how-to/workers.md)",
+        json_schema_extra=OPT_IN,
+    )
+    ray_address: str | None = Field(
+        default=None,
+        description="with workers: the Ray cluster to join ('auto', 'HOST:PORT' or 'ray://HOST:PORT'); null: "
+        "join the Ray instance this process already runs, or start one on this machine",
+        json_schema_extra=OPT_IN,
+    )
+    jobs_per_call: int | None = Field(
+        default=None,
+        ge=1,
+        description="with workers: the most jobs one worker call trains together. Each group of jobs queued at "
+        "one aggregation is cut into the fewest calls of at most this many, of near-equal sizes, whatever the "
+        "number of workers, so the results do not depend on it; null: 1 for the sequential executor, 8 otherwise",
+        json_schema_extra=OPT_IN,
+    )
+    gpus_per_worker: float | None = Field(
+        default=None,
+        ge=0,
+        description="with workers: GPUs Ray gives each worker (0.5: two workers share one); null: 1 when device "
+        "is cuda, else 0",
+        json_schema_extra=OPT_IN,
+    )
     tf32: bool = Field(
         default=False,
         description="on CUDA (Ampere and later), let convolutions and matrix products use TF32 tensor cores while "

@@ -96,11 +96,13 @@ class Learner:
         return self.params.numel() * self.params.element_size()
 
     def queue(self, plans: Sequence[TaskPlan]) -> None:
-        """Queue the training jobs of tasks that will deliver (computed only when an update needs one)."""
+        """Queue the training jobs of tasks that will deliver (computed here only when an update needs one; sent
+        at once to ``trainer.workers``)."""
         default = self.training.local_steps
         for plan in plans:
             steps = default if plan.steps is None else plan.steps  # None: a plan made by hand
             self.jobs.submit(TrainingJob(plan.client, plan.base_version, plan.attempt, steps))
+        self.jobs.dispatch()  # a remote trainer (trainer.workers) starts on them now
 
     def train(self, closed: ClosedRound, staleness: Sequence[int]) -> list[Update]:
         """Train (or take from the job book) every update the round received, ``staleness`` being each one's

@@ -21,10 +21,12 @@ from asyncfl.config.schema import Scenario
 from asyncfl.errors import ConfigError
 from asyncfl.learn.compression import upload_bytes
 from asyncfl.learn.datasets import dataset_spec
-from asyncfl.learn.executors import make_trainer, training_threads
+from asyncfl.learn.executors import auto_executor, make_trainer, training_threads
 from asyncfl.learn.federation import build_federation, client_train_sizes
 from asyncfl.learn.models import build_model_of, parameter_count
 from asyncfl.learn.partition import cluster_of_clients
+from asyncfl.learn.training import Trainer
+from asyncfl.learn.workers import BATCHED_JOBS_PER_CALL, WorkerPool, WorkerSettings
 from asyncfl.output.columns import class_accuracy_columns, metrics_extra_columns, rounds_extra_columns
 from asyncfl.output.run_directory import RunDirectory, speed_bins, speed_order, timeline_sample
 from asyncfl.runner.callbacks.base import Callback
@@ -165,11 +167,31 @@ def build_learner(s: Scenario, federation: Any, device: torch.device) -> tuple[L
     model.to(device)
     initial = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
     strategy = make_strategy(s.algorithm, s.data.clients, initial)
-    trainer = make_trainer(model, federation, s.training, s.seed, s.trainer, device)
+    if s.trainer.workers is None:
+        trainer = make_trainer(model, federation, s.training, s.seed, s.trainer, device)
+    else:
+        trainer = WorkerPool(functools.partial(worker_trainer, s), worker_settings(s.trainer, model, device), device)
     threads = training_threads(model, device, s.trainer)
     # a key of another server mode is always at its default (None here): the schema refuses it
     learner = Learner(model, federation, strategy, trainer, s.training, s.server.max_staleness, seed=s.seed)
     return learner, threads
+
+
+def worker_trainer(s: Scenario) -> tuple[Any, torch.device]:
+    """What a ``trainer.workers`` actor trains with: the run's data set and trainer, built on the worker's
+    device (the model's weights do not matter: every job brings its base)."""
+    device = resolve_device(s.device)
+    federation = build_federation(s.data, s.seed, device)
+    model = initial_model(s, federation).to(device)
+    return make_trainer(model, federation, s.training, s.seed, s.trainer, device), device
+
+
+def worker_settings(spec: Trainer, model: torch.nn.Module, device: torch.device) -> WorkerSettings:
+    """``trainer``'s worker keys with their defaults resolved (docs/how-to/workers.md)."""
+    executor = auto_executor(model, device) if spec.executor == "auto" else spec.executor
+    jobs_per_call = spec.jobs_per_call or (1 if executor == "sequential" else BATCHED_JOBS_PER_CALL)
+    gpus = spec.gpus_per_worker if spec.gpus_per_worker is not None else float(device.type == "cuda")
+    return WorkerSettings(spec.workers, spec.ray_address, jobs_per_call, gpus, spec.threads or 1)
 
 
 def run_directory(

@@ -91,6 +91,7 @@ class Simulation:
                 return self._play()
         finally:
             torch.set_num_threads(previous)
+            self.live_learner.jobs.close()  # trainer.workers' actors
 
     def _play(self) -> Progress:
         s = self.scenario

@@ -1,0 +1,206 @@
+"""One run's training spread over Ray actors: ``trainer.workers`` (docs/how-to/workers.md).
+
+The timing world and the server stay in the driver process; only the learning world's jobs travel.  Each
+worker is a long-lived Ray actor that builds the run's data set and its own trainer once (the ``build``
+callable it is given) and then trains the calls it is sent.  A job's inputs (its base version, client,
+attempt and step count) are fixed when its task starts, so :class:`~asyncfl.learn.jobs.JobBook` hands each
+group of jobs queued at one aggregation to :meth:`WorkerPool.send` at once: the workers train while the
+driver goes on (the rest of the round's bookkeeping, and under K-async the next aggregations), and a result is
+waited for only when the server aggregates it.
+
+**Results do not depend on the number of workers.**  A batched trainer's result for a job depends, in its
+last bits, on the jobs it is batched with (torch's kernels block the work by batch shape: 1.5e-8 on a job's
+delta between a cohort of 8 and the same job alone, LeNet-5 and MLP on the CPU).  So a group is cut into
+calls by :func:`calls_of` -- the fewest calls of at most ``jobs_per_call`` jobs, of near-equal sizes -- from
+the group alone, never from the worker count; any worker computes a call to the same bits, so which one
+takes it changes nothing.  With the sequential executor a job's result depends on nothing but the job, and
+a run with workers writes the same files as one without.
+
+Base parameter vectors are put into Ray's object store once per version and dropped when the job book drops
+the version; deltas come back one per job.  Partial sums (a worker adding its jobs' weighted deltas before
+sending them) would save transfers only for weighted-sum strategies, and measured transfers are small next to
+training (``benchmarks/performance/bench_workers.py`` prints both), so every delta comes back as it is.
+
+A worker that dies ends the run with :class:`WorkerLost` (the run ends ``failed`` and resumes from its last
+checkpoint like any failed run).  Ray is imported only when a pool starts: it is an optional dependency.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from asyncfl.errors import ConfigError
+from asyncfl.learn.trainer import TrainingJob, TrainingResult
+
+RAY_MISSING = (
+    'trainer.workers: Ray is not installed here; install the extra with pip install -e ".[ray]" (from the '
+    "asyncfl checkout) or pip install ray, or remove trainer.workers to train in this process."
+)
+BATCHED_JOBS_PER_CALL = 8  # jobs_per_call's default for batched executors (docs/how-to/workers.md)
+
+
+class WorkerLost(RuntimeError):
+    """A training worker died (its process, node or Ray itself): the run ends ``failed``."""
+
+
+def calls_of(count: int, jobs_per_call: int) -> list[range]:
+    """Positions of a group of ``count`` jobs cut into the fewest calls of at most ``jobs_per_call`` jobs, of
+    near-equal sizes (the first ones one longer): 10 jobs by 8 -> 5 + 5, 20 by 8 -> 7 + 7 + 6."""
+    calls = math.ceil(count / jobs_per_call) if count else 0
+    size, extra = divmod(count, calls) if calls else (0, 0)
+    out, start = [], 0
+    for i in range(calls):
+        end = start + size + (1 if i < extra else 0)
+        out.append(range(start, end))
+        start = end
+    return out
+
+
+class TrainingWorker:
+    """The body of one Ray actor: builds the run's trainer once, then trains the calls sent to it."""
+
+    def __init__(self, build: Callable[[], Any], threads: int) -> None:
+        torch.set_num_threads(threads)  # Ray reserves the actor this many CPUs (WorkerPool.start)
+        self.trainer, self.device = build()
+
+    def train(self, jobs: Sequence[TrainingJob], base_slots: Sequence[int], *bases: torch.Tensor) -> list:
+        """Train ``jobs``, job i from ``bases[base_slots[i]]``; results on the CPU as plain tuples."""
+        on_device = [base.to(self.device) for base in bases]
+        results = self.trainer.run([on_device[slot] for slot in base_slots], list(jobs))
+        return [(r.delta.cpu(), r.train_loss, r.num_steps, r.train_loss_sq) for r in results]
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What :class:`WorkerPool` needs from ``trainer``: the resolved values of its worker keys."""
+
+    count: int
+    address: str | None
+    jobs_per_call: int
+    gpus_per_worker: float
+    threads: int
+
+
+@dataclass
+class Call:
+    """One worker call in flight: the keys of its jobs, in order, and Ray's handle on its result."""
+
+    keys: list[tuple[int, int]]
+    handle: Any
+    worker: int
+
+
+class WorkerPool:
+    """The driver's side of ``trainer.workers``: starts the actors, sends calls, gathers their results.
+
+    A job book talks to it through :meth:`send` (a group of jobs, each with its base) and :meth:`results`
+    (one call's results, waited for); ``remote = True`` tells :class:`~asyncfl.learn.jobs.JobBook` so."""
+
+    remote = True
+    batched = False
+
+    def __init__(self, build: Callable[[], Any], settings: WorkerSettings, device: torch.device) -> None:
+        self.settings, self.device = settings, device
+        cpus, gpus = settings.count * settings.threads, settings.count * settings.gpus_per_worker
+        self.ray, self.started_ray = start_ray(settings.address, cpus)
+        check_resources(self.ray, cpus, gpus)
+        actor = self.ray.remote(TrainingWorker).options(
+            num_cpus=settings.threads, num_gpus=settings.gpus_per_worker, max_restarts=0
+        )
+        self.workers = [actor.remote(build, settings.threads) for _ in range(settings.count)]
+        self.next_worker = 0  # calls go round the workers in turn: which one trains a call changes no result
+        self.base_refs: dict[int, Any] = {}  # base version -> object in Ray's store
+
+    def send(self, bases: dict[int, torch.Tensor], jobs: Sequence[TrainingJob]) -> list[Call]:
+        """Send a group of jobs (queued together) as :func:`calls_of` cuts it, the calls to the workers in
+        turn; ``bases``: every base version a job may need."""
+        self._forget_bases(bases)
+        calls = []
+        for positions in calls_of(len(jobs), self.settings.jobs_per_call):
+            part = [jobs[i] for i in positions]
+            versions = sorted({job.base_version for job in part})
+            refs = [self._base_ref(v, bases[v]) for v in versions]
+            slots = [versions.index(job.base_version) for job in part]
+            worker, self.next_worker = self.next_worker, (self.next_worker + 1) % len(self.workers)
+            handle = self.workers[worker].train.remote(part, slots, *refs)
+            calls.append(Call([(job.client, job.attempt) for job in part], handle, worker))
+        return calls
+
+    def results(self, call: Call) -> list[TrainingResult]:
+        """A call's results, in its jobs' order, on the run's device (waits for them)."""
+        try:
+            rows = self.ray.get(call.handle)
+        except self.ray.exceptions.RayError as error:
+            raise WorkerLost(
+                f"trainer.workers: training worker {call.worker + 1} of {len(self.workers)} was lost "
+                f"({type(error).__name__}: {_first_line(error)}); the run resumes from its last checkpoint "
+                "(python -m asyncfl run --resume RUN_DIR)"
+            ) from None
+        return [TrainingResult(delta.to(self.device), loss, steps, sq) for delta, loss, steps, sq in rows]
+
+    def run(self, bases: Sequence[torch.Tensor], jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
+        """Train ``jobs`` now, as one group (the trainer interface; a job book with a pool uses send/results)."""
+        versions = {job.base_version: base for job, base in zip(jobs, bases)}
+        return [result for call in self.send(versions, jobs) for result in self.results(call)]
+
+    def close(self) -> None:
+        """Stop the actors, and Ray if this pool started it."""
+        for worker in self.workers:
+            self.ray.kill(worker)
+        self.workers = []
+        if self.started_ray:
+            self.ray.shutdown()
+
+    def _base_ref(self, version: int, base: torch.Tensor) -> Any:
+        if version not in self.base_refs:
+            self.base_refs[version] = self.ray.put(base.detach().cpu())
+        return self.base_refs[version]
+
+    def _forget_bases(self, live: dict[int, torch.Tensor]) -> None:
+        for version in [v for v in self.base_refs if v not in live]:
+            del self.base_refs[version]  # Ray frees it once no call in flight holds it
+
+
+def start_ray(address: str | None, cpus: int) -> tuple[Any, bool]:
+    """Ray, joined to ``address`` (or to the instance this process runs, or a new local one offering at least
+    ``cpus`` CPUs: the workers' threads may outnumber the cores), and whether this call started it (then the
+    pool shuts it down at the end; otherwise it leaves it running)."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(RAY_MISSING) from None
+    if ray.is_initialized():
+        return ray, False
+    local = {"num_cpus": max(cpus, os.cpu_count() or 1)} if address is None else {}
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False, **local)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise ConfigError(
+            f"trainer.ray_address: {address!r}: no Ray cluster could be joined ({_first_line(error)}); "
+            "allowed: 'auto' (the cluster started on this machine with ray start --head), 'HOST:PORT', "
+            "'ray://HOST:PORT', or null to start Ray here."
+        ) from None
+    return ray, True
+
+
+def check_resources(ray: Any, cpus: float, gpus: float) -> None:
+    """Refuse a pool the cluster cannot place (its actors would wait for resources forever)."""
+    offered = ray.cluster_resources()
+    have_cpus, have_gpus = offered.get("CPU", 0), offered.get("GPU", 0)
+    if cpus > have_cpus or gpus > have_gpus:
+        raise ConfigError(
+            f"trainer.workers: the workers need {cpus:g} CPUs (trainer.threads or 1 each) and {gpus:g} GPUs "
+            f"(trainer.gpus_per_worker each), but the Ray cluster offers {have_cpus:g} CPUs and {have_gpus:g} GPUs; "
+            "allowed: fewer workers or threads, a fraction in gpus_per_worker, or a larger cluster."
+        )
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
