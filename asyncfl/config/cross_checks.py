@@ -190,6 +190,21 @@ def flower_saves_no_checkpoint(scenario: Any) -> None:
     check_flower_checkpoint(scenario)
 
 
+@cross_check("trainer.workers", "flower", "timing_only")
+def workers_have_jobs(scenario: Any) -> None:
+    """``trainer.workers`` train asyncfl's own jobs: a Flower run's ClientApps train themselves, and a
+    timing-only run trains nothing."""
+    if scenario.trainer.workers is None:
+        return
+    if scenario.flower is not None:
+        raise ConfigError(
+            "trainer.workers: a Flower run's ClientApps do the training, so there is nothing to send to workers; "
+            "allowed: remove trainer.workers (Flower's own engine spreads ClientApps over Ray actors)"
+        )
+    if scenario.timing_only:
+        raise ConfigError("trainer.workers: a timing_only run trains nothing; allowed: remove trainer.workers")
+
+
 def check_data(data: Section) -> None:
     """Raise one ConfigError with everything loading and partitioning ``data`` would fail on, found from the
     registrations alone (asyncfl/learn/datasets, asyncfl/learn/partition): nothing is loaded."""

@@ -6,6 +6,7 @@ reported at once, and nothing is loaded or allocated to find it."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 from collections.abc import Callable
 
@@ -14,6 +15,7 @@ from asyncfl.config.schema import Scenario
 from asyncfl.config.training_work import check_training_work, training_work_warning
 from asyncfl.errors import ConfigError
 from asyncfl.learn.datasets import REGISTRY as DATASETS
+from asyncfl.learn.training import RAY_MISSING
 from asyncfl.sim.population import bytes_per_client, population_bytes
 from asyncfl.sim.selection import KINDS as SELECTION_KINDS
 from asyncfl.sim.servers.sync import asked
@@ -83,7 +85,14 @@ def _gib(nbytes: int) -> str:
     return f"{nbytes / 2**30:,.1f} GiB"
 
 
+def check_ray_installed(scenario: Scenario) -> None:
+    """``trainer.workers`` runs on Ray, an optional dependency (the ``ray`` extra)."""
+    if scenario.trainer.workers is not None and importlib.util.find_spec("ray") is None:
+        raise ConfigError(RAY_MISSING)
+
+
 CHECKS: tuple[Callable[[Scenario], None], ...] = (
+    check_ray_installed,
     check_trace_files,
     check_data_files,
     check_population_memory,

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from asyncfl.errors import ConfigError
 from asyncfl.learn.compression import Compression, NoCompression
 from asyncfl.sections import OPT_IN, Section
 
@@ -160,3 +161,18 @@ class Trainer(Section):
         "batched or sequential for those models, and executor fused is refused for them",
         json_schema_extra=OPT_IN,
     )
+
+    @model_validator(mode="after")
+    def _worker_keys_need_workers(self) -> Trainer:
+        given = [key for key in WORKER_KEYS if getattr(self, key) is not None]
+        if self.workers is None and given:
+            key = given[0]
+            raise ConfigError(f"{key} is read only with workers; allowed: set workers: N, or remove {key}")
+        return self
+
+
+WORKER_KEYS = ("ray_address", "jobs_per_call", "gpus_per_worker")
+RAY_MISSING = (
+    'trainer.workers: Ray is not installed here; install the extra with pip install -e ".[ray]" (from the '
+    "asyncfl checkout) or pip install ray, or remove trainer.workers to train in this process."
+)

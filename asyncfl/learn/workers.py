@@ -37,11 +37,8 @@ import torch
 
 from asyncfl.errors import ConfigError
 from asyncfl.learn.trainer import TrainingJob, TrainingResult
+from asyncfl.learn.training import RAY_MISSING
 
-RAY_MISSING = (
-    'trainer.workers: Ray is not installed here; install the extra with pip install -e ".[ray]" (from the '
-    "asyncfl checkout) or pip install ray, or remove trainer.workers to train in this process."
-)
 BATCHED_JOBS_PER_CALL = 8  # jobs_per_call's default for batched executors (docs/how-to/workers.md)
 
 
