@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -106,7 +107,12 @@ class WorkerPool:
         self.settings, self.device = settings, device
         cpus, gpus = settings.count * settings.threads, settings.count * settings.gpus_per_worker
         self.ray, self.started_ray = start_ray(settings.address, cpus)
-        check_resources(self.ray, cpus, gpus)
+        try:
+            check_resources(self.ray, cpus, gpus)
+        except ConfigError:
+            if self.started_ray:
+                self.ray.shutdown()
+            raise
         actor = self.ray.remote(TrainingWorker).options(
             num_cpus=settings.threads, num_gpus=settings.gpus_per_worker, max_restarts=0
         )
@@ -176,6 +182,7 @@ def start_ray(address: str | None, cpus: int) -> tuple[Any, bool]:
         return ray, False
     local = {"num_cpus": max(cpus, os.cpu_count() or 1)} if address is None else {}
     try:
+        probe(address)
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False, **local)
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise ConfigError(
@@ -184,6 +191,22 @@ def start_ray(address: str | None, cpus: int) -> tuple[Any, bool]:
             "'ray://HOST:PORT', or null to start Ray here."
         ) from None
     return ray, True
+
+
+def probe(address: str | None) -> None:
+    """Fail in seconds on a HOST:PORT nothing listens at: Ray itself retries for minutes before giving up."""
+    if address is None or ":" not in address:  # None, "auto", "local": Ray answers at once
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except ValueError:
+        raise ValueError(f"{port!r} is not a port number") from None
+    except OSError as error:
+        raise ConnectionError(f"nothing answers at {host}:{port} ({error})") from None
+
+
+PROBE_TIMEOUT_S = 5.0
 
 
 def check_resources(ray: Any, cpus: float, gpus: float) -> None:
