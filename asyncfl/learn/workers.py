@@ -114,8 +114,8 @@ class WorkerPool:
                 self.ray.shutdown()
             raise
         actor = self.ray.remote(TrainingWorker).options(
-            num_cpus=settings.threads, num_gpus=settings.gpus_per_worker, max_restarts=0
-        )
+            num_cpus=settings.threads, num_gpus=settings.gpus_per_worker, max_restarts=0, scheduling_strategy="SPREAD"
+        )  # SPREAD: one worker per node first, as a user with a GPU per node expects
         self.workers = [actor.remote(build, settings.threads) for _ in range(settings.count)]
         self.next_worker = 0  # calls go round the workers in turn: which one trains a call changes no result
         self.base_refs: dict[int, Any] = {}  # base version -> object in Ray's store
