@@ -24,7 +24,15 @@ from asyncfl.learn.workers import Call, calls_of
 
 @pytest.mark.parametrize(
     ("count", "most", "sizes"),
-    [(10, 8, [5, 5]), (20, 8, [7, 7, 6]), (8, 8, [8]), (9, 8, [5, 4]), (3, 1, [1, 1, 1]), (0, 8, []), (17, 5, [5, 4, 4, 4])],
+    [
+        (10, 8, [5, 5]),
+        (20, 8, [7, 7, 6]),
+        (8, 8, [8]),
+        (9, 8, [5, 4]),
+        (3, 1, [1, 1, 1]),
+        (0, 8, []),
+        (17, 5, [5, 4, 4, 4]),
+    ],
 )
 def test_a_group_is_cut_into_the_fewest_near_equal_calls(count, most, sizes):
     assert [len(call) for call in calls_of(count, most)] == sizes
@@ -82,14 +90,21 @@ def _jobs(clients, version=0):
     return [TrainingJob(c, version, 0, 1 + c % 3) for c in clients]
 
 
-def test_each_queued_group_is_sent_once_and_results_match_the_calls_trained_alone(trainer):
+def _book_with_sent_group(trainer, jobs_per_call: int, count: int) -> tuple[InProcessPool, JobBook]:
+    """A job book over a stand-in pool, ``count`` jobs from base 0 submitted and dispatched as one group."""
     local, base = trainer
-    pool = InProcessPool(local, jobs_per_call=3)
+    pool = InProcessPool(local, jobs_per_call)
     book = JobBook(pool)
     book.publish(0, base)
-    for job in _jobs(range(7)):
+    for job in _jobs(range(count)):
         book.submit(job)
     book.dispatch()
+    return pool, book
+
+
+def test_each_queued_group_is_sent_once_and_results_match_the_calls_trained_alone(trainer):
+    local, base = trainer
+    pool, book = _book_with_sent_group(trainer, jobs_per_call=3, count=7)
     book.dispatch()  # nothing new: nothing sent
     assert pool.sent == [[(0, 0), (1, 0), (2, 0)], [(3, 0), (4, 0)], [(5, 0), (6, 0)]]
     assert pool.gathered == 0  # sent, not waited for
@@ -102,12 +117,7 @@ def test_each_queued_group_is_sent_once_and_results_match_the_calls_trained_alon
 
 def test_a_checkpoint_holds_results_not_calls_in_flight(trainer):
     local, base = trainer
-    pool = InProcessPool(local, jobs_per_call=2)
-    book = JobBook(pool)
-    book.publish(0, base)
-    for job in _jobs(range(4)):
-        book.submit(job)
-    book.dispatch()
+    pool, book = _book_with_sent_group(trainer, jobs_per_call=2, count=4)
     state = book.state()
     assert pool.gathered == 2 and not book.in_flight
     assert sorted(state["done"]) == [(c, 0) for c in range(4)]
