@@ -57,11 +57,15 @@ def _assert_same_files(a, b):
     assert _metrics_without_wall_clock(a) == _metrics_without_wall_clock(b)
 
 
-def test_one_and_three_workers_write_the_same_files(tmp_path):
-    runs = [_run(tmp_path, f"w{n}", workers=n, jobs_per_call=2) for n in (1, 3)]
-    assert json.loads((runs[0] / "summary.json").read_text())["status"] == "finished"
-    for other in runs[1:]:
-        _assert_same_files(runs[0], other)
+@pytest.fixture(scope="module")
+def one_worker(tmp_path_factory):
+    """The run on one worker, checkpointing at every aggregation (which changes none of its files)."""
+    return _run(tmp_path_factory.mktemp("one"), "w1", workers=1, jobs_per_call=2, checkpoint=True)
+
+
+def test_one_and_three_workers_write_the_same_files(tmp_path, one_worker):
+    assert json.loads((one_worker / "summary.json").read_text())["status"] == "finished"
+    _assert_same_files(one_worker, _run(tmp_path, "w3", workers=3, jobs_per_call=2))
 
 
 def test_with_the_sequential_executor_workers_write_what_training_here_writes(tmp_path):
@@ -81,8 +85,9 @@ class KillsAWorker(asyncfl.Callback):
             ray.kill(self.pools[-1].workers[0])
 
 
-def test_a_lost_worker_fails_the_run_and_it_resumes_from_its_checkpoint_to_the_same_end(tmp_path, monkeypatch):
-    plain = _run(tmp_path, "plain", workers=2, jobs_per_call=2, checkpoint=True)
+def test_a_lost_worker_fails_the_run_and_it_resumes_from_its_checkpoint_to_the_same_end(
+    tmp_path, monkeypatch, one_worker
+):
     pools = []
     start = workers.WorkerPool.__init__
 
@@ -98,4 +103,4 @@ def test_a_lost_worker_fails_the_run_and_it_resumes_from_its_checkpoint_to_the_s
     assert 3 <= summary["rounds"] < 6  # it ends at the first aggregation that needs the lost worker's results
     resume_run(tmp_path / "lost")
     assert json.loads((tmp_path / "lost" / "summary.json").read_text())["status"] == "finished"
-    _assert_same_files(plain, tmp_path / "lost")
+    _assert_same_files(one_worker, tmp_path / "lost")
