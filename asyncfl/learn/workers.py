@@ -16,10 +16,12 @@ the group alone, never from the worker count; any worker computes a call to the 
 takes it changes nothing.  With the sequential executor a job's result depends on nothing but the job, and
 a run with workers writes the same files as one without.
 
-Base parameter vectors are put into Ray's object store once per version and dropped when the job book drops
-the version; deltas come back one per job.  Partial sums (a worker adding its jobs' weighted deltas before
-sending them) would save transfers only for weighted-sum strategies, and measured transfers are small next to
-training (``benchmarks/performance/bench_workers.py`` prints both), so every delta comes back as it is.
+Base parameter vectors are put into Ray's object store once per version (as NumPy arrays, which a worker reads
+without unpickling a copy), kept by each worker until the job book drops the version, and deltas come back one
+per job, as NumPy arrays too: Ray pickles a torch tensor's bytes, which cost a ResNet-18 delta 0.13 s against
+0.06 s as NumPy.  Partial sums (a worker adding its jobs' weighted deltas before sending them) would save
+transfers only for weighted-sum strategies; ``benchmarks/performance/bench_workers.py`` prints a delta's
+transfer beside a job's training, and every delta comes back as it is.
 
 A worker that dies ends the run with :class:`WorkerLost` (the run ends ``failed`` and resumes from its last
 checkpoint like any failed run).  Ray is imported only when a pool starts: it is an optional dependency.
@@ -66,12 +68,19 @@ class TrainingWorker:
     def __init__(self, build: Callable[[], Any], threads: int) -> None:
         torch.set_num_threads(threads)  # Ray reserves the actor this many CPUs (WorkerPool.start)
         self.trainer, self.device = build()
+        self.bases: dict[int, torch.Tensor] = {}  # base version -> parameters on this worker's device
 
-    def train(self, jobs: Sequence[TrainingJob], base_slots: Sequence[int], *bases: torch.Tensor) -> list:
-        """Train ``jobs``, job i from ``bases[base_slots[i]]``; results on the CPU as plain tuples."""
-        on_device = [base.to(self.device) for base in bases]
-        results = self.trainer.run([on_device[slot] for slot in base_slots], list(jobs))
-        return [(r.delta.cpu(), r.train_loss, r.num_steps, r.train_loss_sq) for r in results]
+    def train(self, jobs: Sequence[TrainingJob], live: Sequence[int], versions: Sequence[int], *bases) -> list:
+        """Train ``jobs`` from their base versions; ``versions[i]``'s parameters are ``bases[i]`` (NumPy, read
+        from Ray's store without a copy), kept while the driver's job book keeps the version (``live``).  The
+        deltas go back as NumPy arrays, which Ray hands over without pickling."""
+        for version in [v for v in self.bases if v not in live]:
+            del self.bases[version]
+        for version, base in zip(versions, bases):
+            if version not in self.bases:
+                self.bases[version] = torch.from_numpy(base.copy()).to(self.device)  # Ray's copy is read-only
+        results = self.trainer.run([self.bases[job.base_version] for job in jobs], list(jobs))
+        return [(r.delta.cpu().numpy(), r.train_loss, r.num_steps, r.train_loss_sq) for r in results]
 
 
 @dataclass(frozen=True)
@@ -129,9 +138,8 @@ class WorkerPool:
             part = [jobs[i] for i in positions]
             versions = sorted({job.base_version for job in part})
             refs = [self._base_ref(v, bases[v]) for v in versions]
-            slots = [versions.index(job.base_version) for job in part]
             worker, self.next_worker = self.next_worker, (self.next_worker + 1) % len(self.workers)
-            handle = self.workers[worker].train.remote(part, slots, *refs)
+            handle = self.workers[worker].train.remote(part, sorted(bases), versions, *refs)
             calls.append(Call([(job.client, job.attempt) for job in part], handle, worker))
         return calls
 
@@ -145,7 +153,9 @@ class WorkerPool:
                 f"({type(error).__name__}: {_first_line(error)}); the run resumes from its last checkpoint "
                 "(python -m asyncfl run --resume RUN_DIR)"
             ) from None
-        return [TrainingResult(delta.to(self.device), loss, steps, sq) for delta, loss, steps, sq in rows]
+        return [
+            TrainingResult(torch.tensor(delta, device=self.device), loss, steps, sq) for delta, loss, steps, sq in rows
+        ]
 
     def run(self, bases: Sequence[torch.Tensor], jobs: Sequence[TrainingJob]) -> list[TrainingResult]:
         """Train ``jobs`` now, as one group (the trainer interface; a job book with a pool uses send/results)."""
@@ -162,7 +172,7 @@ class WorkerPool:
 
     def _base_ref(self, version: int, base: torch.Tensor) -> Any:
         if version not in self.base_refs:
-            self.base_refs[version] = self.ray.put(base.detach().cpu())
+            self.base_refs[version] = self.ray.put(base.detach().cpu().numpy())  # NumPy: read without a copy
         return self.base_refs[version]
 
     def _forget_bases(self, live: dict[int, torch.Tensor]) -> None:
@@ -180,10 +190,13 @@ def start_ray(address: str | None, cpus: int) -> tuple[Any, bool]:
         raise ConfigError(RAY_MISSING) from None
     if ray.is_initialized():
         return ray, False
+    # "local": a new instance here even where a cluster runs on this machine (null would join that one)
     local = {"num_cpus": max(cpus, os.cpu_count() or 1)} if address is None else {}
     try:
         probe(address)
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False, **local)
+        ray.init(
+            address=address or "local", include_dashboard=False, log_to_driver=False, configure_logging=False, **local
+        )
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise ConfigError(
             f"trainer.ray_address: {address!r}: no Ray cluster could be joined ({_first_line(error)}); "
