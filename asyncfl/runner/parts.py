@@ -188,7 +188,7 @@ def worker_trainer(s: Scenario) -> tuple[Any, torch.device]:
 
 def worker_settings(spec: Trainer, model: torch.nn.Module, device: torch.device) -> WorkerSettings:
     """``trainer``'s worker keys with their defaults resolved (docs/how-to/workers.md)."""
-    executor = auto_executor(model, device) if spec.executor == "auto" else spec.executor
+    executor = auto_executor(model, device, spec.precision) if spec.executor == "auto" else spec.executor
     jobs_per_call = spec.jobs_per_call or (1 if executor == "sequential" else BATCHED_JOBS_PER_CALL)
     gpus = spec.gpus_per_worker if spec.gpus_per_worker is not None else float(device.type == "cuda")
     return WorkerSettings(spec.workers, spec.ray_address, jobs_per_call, gpus, spec.threads or 1)
