@@ -70,6 +70,9 @@ class TrainingWorker:
         self.trainer, self.device = build()
         self.bases: dict[int, torch.Tensor] = {}  # base version -> parameters on this worker's device
 
+    def ready(self) -> None:
+        """Answered once the worker has built its trainer (Ray runs ``__init__`` first)."""
+
     def train(self, jobs: Sequence[TrainingJob], live: Sequence[int], versions: Sequence[int], *bases) -> list:
         """Train ``jobs`` from their base versions; ``versions[i]``'s parameters are ``bases[i]`` (NumPy, read
         from Ray's store without a copy), kept while the driver's job book keeps the version (``live``).  The
@@ -126,8 +129,23 @@ class WorkerPool:
             num_cpus=settings.threads, num_gpus=settings.gpus_per_worker, max_restarts=0, scheduling_strategy="SPREAD"
         )  # SPREAD: one worker per node first, as a user with a GPU per node expects
         self.workers = [actor.remote(build, settings.threads) for _ in range(settings.count)]
+        self._wait_until_built()
         self.next_worker = 0  # calls go round the workers in turn: which one trains a call changes no result
         self.base_refs: dict[int, Any] = {}  # base version -> object in Ray's store
+
+    def _wait_until_built(self) -> None:
+        """Wait for every worker to build its data set and trainer, so that the run starts with them ready (and a
+        worker that cannot build, say without the data set's files on its node, stops it before it starts)."""
+        for number, worker in enumerate(self.workers, start=1):
+            try:
+                self.ray.get(worker.ready.remote())
+            except self.ray.exceptions.RayError as error:
+                self.close()
+                cause = error.cause if isinstance(getattr(error, "cause", None), BaseException) else error
+                raise WorkerLost(
+                    f"trainer.workers: training worker {number} of {len(self.workers)} could not start "
+                    f"({type(cause).__name__}: {_first_line(cause)})"
+                ) from None
 
     def send(self, bases: dict[int, torch.Tensor], jobs: Sequence[TrainingJob]) -> list[Call]:
         """Send a group of jobs (queued together) as :func:`calls_of` cuts it, the calls to the workers in

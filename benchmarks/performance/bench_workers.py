@@ -10,17 +10,18 @@ file), in its own process, one after the other:
 first aggregation, to the last round): the workers' start (Ray, then each worker building its data set and
 model) is before it.  "process" is the whole command, start to exit.  The speed-up is 1 worker / 2 workers.
 
-Workloads (all offline, on sklearn's digits): ``resnet18`` (ResNet-18 with GroupNorm on 8x8 images, sync FedAvg,
-10 clients a round, 2 local steps of batch 16), ``cnn`` (the FLGo anchor's CNN, ``cnn2d``) and ``mlp`` (the FLGo
-anchor's MLP workload, /work/shared/anchors/flgo/asyncfl_flgo_mlp.yaml, 100 clients a round): from a model
-whose jobs take a second each to one whose jobs take a millisecond, which is where the crossover shows.
+Workloads (all offline, on sklearn's digits): ``resnet18, 10 steps`` and ``resnet18, 5 steps`` (ResNet-18 with
+GroupNorm on 8x8 images, sync FedAvg, 10 of 20 clients a round, 10 or 5 local steps of batch 32: about 4 and 2
+client-epochs), ``cnn`` (the FLGo anchor's CNN, ``cnn2d``) and ``mlp`` (the FLGo anchor's MLP workload,
+/work/shared/anchors/flgo/asyncfl_flgo_mlp.yaml, 100 clients a round): from jobs of seconds to jobs of a
+millisecond, which is where the crossover shows.
 
 ``--check-files`` also runs each workload with 4 workers and with 2 workers on a two-node Ray cluster started on
 this machine (``ray.cluster_utils.Cluster``, one node per worker, the workers spread over them) and compares
 every run file byte for byte with the 1-worker run (metrics.csv without its wall-clock column).  A transfer line
 times one job's delta coming back from a worker (``ray.get`` of a model-sized tensor) beside a job's training.
 
-    python benchmarks/performance/bench_workers.py [--quick] [--check-files] [--models resnet18 cnn mlp]
+    python benchmarks/performance/bench_workers.py [--quick] [--check-files] [--models mlp cnn]
 
 Writes docs/results/workers.md (refuses on a busy machine unless --force; the table says which).
 """
@@ -45,12 +46,10 @@ FLGO = "/work/shared/anchors/flgo/asyncfl_flgo_mlp.yaml"
 SAME_FILES = ("rounds.csv", "updates.csv", "clients.csv", "final_model.npz")
 
 # name -> (scenario file or None for the inline one, --set overrides, client-steps per round)
+RESNET = ["model.name=resnet18", "training.batch_size=32", "server.clients_per_round=10"]
 WORKLOADS: dict[str, tuple[str | None, list[str], int]] = {
-    "resnet18": (
-        None,
-        ["model.name=resnet18", "training.local_steps=2", "training.batch_size=16", "server.clients_per_round=10"],
-        10 * 2,
-    ),
+    "resnet18, 10 steps": (None, [*RESNET, "training.local_steps=10"], 10 * 10),
+    "resnet18, 5 steps": (None, [*RESNET, "training.local_steps=5"], 10 * 5),
     "cnn": (FLGO, ["model.name=cnn2d"], 100 * 5),
     "mlp": (FLGO, [], 100 * 5),
 }
@@ -91,6 +90,10 @@ def timed_run(args: list[str]) -> tuple[float, float]:
     return process, wall[-1] - wall[0]
 
 
+def slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
 def run_command(args: list[str]) -> None:
     done = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if done.returncode != 0:
@@ -113,7 +116,7 @@ def measure(name: str, work: Path, rounds: int, threads: int) -> dict:
     scenario = scenario or str(work / "inline.yaml")
     row = {"workload": name, "client_steps": steps_per_round * rounds}
     for label, workers in (("here", None), ("1 worker", 1), ("2 workers", 2)):
-        out = work / f"{name}-{label.replace(' ', '_')}"
+        out = work / f"{slug(name)}-{slug(label)}"
         row[label] = timed_run(command(scenario, overrides, out, rounds, threads, workers))
         row[f"{label} dir"] = out
     return row
@@ -123,38 +126,48 @@ def check_files(name: str, work: Path, rounds: int, threads: int, address: str) 
     """Whether 4 local workers and 2 workers on the two-node cluster write the 1-worker run's files."""
     scenario, overrides, _ = WORKLOADS[name]
     scenario = scenario or str(work / "inline.yaml")
-    one = work / f"{name}-1_worker"
+    one = work / f"{slug(name)}-{slug('1 worker')}"
     out = {}
     for label, workers, at in (("4 local", 4, None), ("2 on 2 nodes", 2, address)):
-        run = work / f"{name}-{label.replace(' ', '_')}"
+        run = work / f"{slug(name)}-{slug(label)}"
         run_command(command(scenario, overrides, run, rounds, threads, workers, at))
         out[label] = same_files(one, run)
-    out["here"] = same_files(one, work / f"{name}-here")
+    out["here"] = same_files(one, work / f"{slug(name)}-here")
     return out
 
 
-def transfer_line(threads: int) -> str:
-    """One ResNet-18 delta (11.2M float32) back from a Ray actor, beside one of its jobs' training."""
+def transfer_line(rows: list[dict]) -> str:
+    """One ResNet-18 delta (11.2M float32) back from a Ray actor as the workers send it (a NumPy array, copied
+    into a tensor on arrival), beside one job's training in the run's own process."""
+    import numpy as np
     import ray
     import torch
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
 
         @ray.remote(num_cpus=1)
         class Sender:
-            def delta(self, n: int):
-                return torch.zeros(n)
+            def __init__(self) -> None:
+                self.delta = np.zeros(11_173_962, dtype=np.float32)
 
-        sender, n = Sender.remote(), 11_173_962
-        ray.get(sender.delta.remote(10))
+            def send(self):
+                return self.delta
+
+        sender = Sender.remote()
+        ray.get(sender.send.remote())
         began = time.perf_counter()
         for _ in range(5):
-            ray.get(sender.delta.remote(n))
+            torch.tensor(ray.get(sender.send.remote()))
         seconds = (time.perf_counter() - began) / 5
     finally:
         ray.shutdown()
-    return f"one ResNet-18 delta (44.7 MB) back from a worker: {seconds * 1e3:.0f} ms"
+    line = f"One ResNet-18 delta (44.7 MB) back from a worker: {seconds * 1e3:.0f} ms"
+    for row in rows:
+        if row["workload"].startswith("resnet18"):
+            jobs = row["client_steps"] / int(row["workload"].split(", ")[1].split()[0])
+            line += f"; a job of {row['workload']}: {row['here'][1] / jobs:.2f} s of the loop in the run's own process"
+    return line
 
 
 def render(rows: list[dict], files: dict[str, dict], threads: int, transfer: str) -> str:
@@ -179,16 +192,16 @@ def render(rows: list[dict], files: dict[str, dict], threads: int, transfer: str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", choices=sorted(WORKLOADS), default=list(WORKLOADS))
-    parser.add_argument("--rounds", type=int, default=None, help="rounds per run (default: 6; --quick: 1)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds per run (default: 2; --quick: 1)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--quick", action="store_true", help="one round, resnet18 only, no docs table")
+    parser.add_argument("--quick", action="store_true", help="one round, resnet18 with 5 steps only, no docs table")
     parser.add_argument("--check-files", action="store_true", help="also 4 workers and a two-node cluster")
     parser.add_argument("--results", type=Path, default=RESULTS)
     add_force_argument(parser)
     args = parser.parse_args()
-    models = ["resnet18"] if args.quick else args.models
-    rounds = args.rounds or (1 if args.quick else 6)
-    load = None if args.quick else check_load(args.force, str(args.results.relative_to(ROOT)))
+    models = ["resnet18, 5 steps"] if args.quick else args.models
+    rounds = args.rounds or (1 if args.quick else 2)
+    load = None if args.quick else check_load(args.force, str(args.results))
     work = Path(tempfile.mkdtemp(prefix="bench_workers_"))
     (work / "inline.yaml").write_text(INLINE)
     rows = []
@@ -207,7 +220,7 @@ def main() -> None:
                 print(name, files[name], flush=True)
         finally:
             cluster.shutdown()
-    table = render(rows, files, args.threads, transfer_line(args.threads))
+    table = render(rows, files, args.threads, transfer_line(rows))
     print(table)
     if load is not None:
         args.results.write_text(table + load.note(), encoding="utf-8")
