@@ -6,9 +6,11 @@ One Ray instance serves the module (starting Ray takes seconds); a pool joins it
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
+import torch
 
 import asyncfl
 from asyncfl.learn import workers
@@ -104,3 +106,12 @@ def test_a_lost_worker_fails_the_run_and_it_resumes_from_its_checkpoint_to_the_s
     resume_run(tmp_path / "lost")
     assert json.loads((tmp_path / "lost" / "summary.json").read_text())["status"] == "finished"
     _assert_same_files(one_worker, tmp_path / "lost")
+
+
+def test_a_worker_that_cannot_build_stops_the_run_before_it_starts(tmp_path):
+    """The pool waits for its workers' trainers: one that cannot be built (here: a data file missing on its node)
+    is named with its cause before anything runs, and the other workers are stopped."""
+    missing = tmp_path / "not_on_this_node.npz"
+    settings = workers.WorkerSettings(count=2, address=None, jobs_per_call=1, gpus_per_worker=0.0, threads=1)
+    with pytest.raises(workers.WorkerLost, match=r"training worker 1 of 2 could not start \(FileNotFoundError: "):
+        workers.WorkerPool(functools.partial(open, missing), settings, torch.device("cpu"))
