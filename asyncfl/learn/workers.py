@@ -136,15 +136,16 @@ class WorkerPool:
     def _wait_until_built(self) -> None:
         """Wait for every worker to build its data set and trainer, so that the run starts with them ready (and a
         worker that cannot build, say without the data set's files on its node, stops it before it starts)."""
+        count = len(self.workers)
         for number, worker in enumerate(self.workers, start=1):
             try:
                 self.ray.get(worker.ready.remote())
             except self.ray.exceptions.RayError as error:
                 self.close()
-                cause = error.cause if isinstance(getattr(error, "cause", None), BaseException) else error
+                # Ray's message ends with the worker's own exception, "Type: message", under its traceback
+                cause = str(error).strip().splitlines()[-1].strip() if str(error).strip() else type(error).__name__
                 raise WorkerLost(
-                    f"trainer.workers: training worker {number} of {len(self.workers)} could not start "
-                    f"({type(cause).__name__}: {_first_line(cause)})"
+                    f"trainer.workers: training worker {number} of {count} could not start ({cause})"
                 ) from None
 
     def send(self, bases: dict[int, torch.Tensor], jobs: Sequence[TrainingJob]) -> list[Call]:
