@@ -20,23 +20,22 @@ to the last bit) on the same kind of device:
   5 steps) and sequential on the CPU, where torch's own LSTM kernel (oneDNN's) ran faster per client than the
   batched products (0.75x at 256 units from one base, 0.56x from a base per job, 0.89x at 64 units; one
   thread of the shared 2-core CPU; ``benchmarks/performance/bench_lstm.py``, docs/findings/shakespeare.md;
-  measured again at cohorts of 10 and 100 with ``bench_realistic.py``: 0.83x and 0.55x in CPU time);
+  measured again at cohorts of 10 and 100 with ``bench_realistic.py`` on a quiet machine: 0.80x and 0.97x);
   ``trainer.executor: fused`` asks for it anywhere;
 * otherwise batched (``torch.func.vmap``) on CUDA for every model (ResNet-18) -- one kernel launch
   for the whole cohort instead of one per client and layer;
 * otherwise, on the CPU, batched for models up to ``CPU_BATCHED_MAX_PARAMS`` parameters.
   ResNet-18 with GroupNorm (11M parameters) stays sequential on the CPU, measured
   (``benchmarks/performance/bench_realistic.py``, CIFAR-shaped 3x32x32 images, batch 32, one thread of the
-  shared 2-core CPU): ``vmap`` ran at 0.66x to 0.93x the sequential trainer's client-steps per CPU-second,
-  cohorts of 10 and 100 in its default chunks of one client (0.55x to 0.85x in chunks of 2 and 4).  Nothing
+  2-core CPU, quiet): ``vmap`` ran at 0.84x to 0.93x the sequential trainer's client-steps, cohorts of 10 and
+  100, one thread or two, in its default chunks of one client (slower in chunks of 2 and 4).  Nothing
   is left to batch: convolutions are 85% of a sequential step and already run at about 110 GFLOP/s on one
   core (36 GFLOP forward per client-step), while ``vmap`` adds about 20% in the copies and elementwise
   operations of its grouped convolutions and decomposed GroupNorm (torch.profiler); channels-last grouped
   convolutions over a cohort (:mod:`asyncfl.learn.fused_conv`'s layout, backward by autograd) took 1.2x to
   2x the per-client time at cohorts of 4 and 10 (convolution and GroupNorm backward).  LEAF's FEMNIST CNN
-  (``leaf_cnn``, 6.6M parameters) is a convolution chain and runs fused: 1.5x to 2.9x the sequential trainer
-  in CPU time with one thread (cohorts 100 and 10; the two-thread rows, measured on a busy machine, are
-  inconclusive: docs/findings/performance.md).
+  (``leaf_cnn``, 6.6M parameters) is a convolution chain and runs fused: 1.17x to 1.38x the sequential trainer
+  (cohorts of 10 and 100, one thread or two: docs/findings/performance.md).
 
 In bfloat16 (``trainer.precision``) the fused convolution and LSTM kernels are out (float32 only): those models
 take what the rule gives without them (batched on CUDA; on the CPU batched up to ``CPU_BATCHED_MAX_PARAMS``, else
