@@ -9,7 +9,8 @@ For each model and precision:
   ``--steps`` local steps from one base, after a one-job warm-up, best of ``--repeats``; the rate is client
   steps per wall second and per CPU second of this process (a busy machine's time slicing skews wall time);
 * accuracy: the same scenario run end to end (sync FedAvg, ``--clients`` clients, ``--per-round`` a round,
-  ``--rounds`` rounds, ``--steps`` local steps, seed 0, no figures) and its last test accuracy in metrics.csv;
+  ``--rounds`` rounds, ``--steps`` local steps, seed 0, every run file and figure written, as a user runs it),
+  its last test accuracy in metrics.csv and its wall time;
 * delta gap: one job (client 0, ``--steps`` steps) in both precisions from the same base: the largest
   ``|delta_bf16 - delta_f32|`` over the largest ``|delta_f32|``.
 
@@ -25,7 +26,6 @@ autocast's casts can make it slower than float32.
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import tempfile
 import time
@@ -45,7 +45,7 @@ from asyncfl.runner.start import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
-from benchmarks.tools.quiet_machine import add_force_argument, check_load, processor  # noqa: E402
+from benchmarks.tools.quiet_machine import add_force_argument, check_load, device_description  # noqa: E402
 
 MODELS = ["mlp", "cnn2d", "resnet18"]
 PRECISIONS = ["float32", "bfloat16"]
@@ -70,8 +70,9 @@ def speed(trainer, base: torch.Tensor, jobs: list, device: torch.device, repeats
     return steps / wall, steps / cpu
 
 
-def final_accuracy(name: str, precision: str, args, device: torch.device) -> float:
-    """The last test accuracy of the scenario run in ``precision``."""
+def whole_run(name: str, precision: str, args, device: torch.device) -> tuple[float, float]:
+    """(last test accuracy, wall seconds) of the scenario run in ``precision`` as a user runs it: every run file
+    and figure written."""
     scenario = validate_scenario(
         {
             "seed": 0,
@@ -82,13 +83,14 @@ def final_accuracy(name: str, precision: str, args, device: torch.device) -> flo
             "trainer": {"precision": precision},
             "server": {"mode": "sync", "clients_per_round": args.per_round},
             "stop": {"rounds": args.rounds},
-            "output": {"plot": False},
         },
         source="bench_precision",
     )
     with tempfile.TemporaryDirectory() as tmp:
+        began = time.perf_counter()
         run_dir = run_scenario(scenario, Path(tmp) / f"{name}_{precision}", quiet=True)
-        return float(read_csv(run_dir / "metrics.csv")[-1]["test_accuracy"])
+        seconds = time.perf_counter() - began
+        return float(read_csv(run_dir / "metrics.csv")[-1]["test_accuracy"]), seconds
 
 
 def bench(name: str, args, device: torch.device) -> dict:
@@ -105,7 +107,7 @@ def bench(name: str, args, device: torch.device) -> dict:
         row[precision] = {"executor": type(trainer).__name__}
         row[precision]["rate"], row[precision]["cpu_rate"] = speed(trainer, base, jobs, device, args.repeats)
         deltas[precision] = trainer.run(base, jobs[:1])[0].delta
-        row[precision]["accuracy"] = final_accuracy(name, precision, args, device)
+        row[precision]["accuracy"], row[precision]["run_s"] = whole_run(name, precision, args, device)
     reference = deltas["float32"]
     row["gap"] = float((deltas["bfloat16"] - reference).abs().max() / reference.abs().max())
     return row
@@ -125,25 +127,19 @@ def markdown(header: str, rows: list[dict]) -> str:
         header,
         "",
         "| model | float32 steps/s | bfloat16 steps/s | bfloat16 / float32 | in CPU time | float32 accuracy "
-        "| bfloat16 accuracy | largest delta gap (relative) | executors (float32 / bfloat16) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| bfloat16 accuracy | whole run s, figures on (float32 / bfloat16) | largest delta gap (relative) "
+        "| executors (float32 / bfloat16) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         f, b = r["float32"], r["bfloat16"]
         lines.append(
             f"| {r['model']} | {f['rate']:,.1f} | {b['rate']:,.1f} | {b['rate'] / f['rate']:.2f}× | "
-            f"{b['cpu_rate'] / f['cpu_rate']:.2f}× | {f['accuracy']:.4f} | {b['accuracy']:.4f} | {r['gap']:.1e} | "
+            f"{b['cpu_rate'] / f['cpu_rate']:.2f}× | {f['accuracy']:.4f} | {b['accuracy']:.4f} | "
+            f"{f['run_s']:.1f} / {b['run_s']:.1f} | {r['gap']:.1e} | "
             f"{f['executor']} / {b['executor']} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def machine(device: torch.device) -> str:
-    if device.type == "cuda":
-        where = f"{torch.cuda.get_device_name(device)} (cuda)"
-    else:
-        where = f"{processor() or platform.processor() or 'CPU'} (cpu)"
-    return f"{where}, torch {torch.__version__}, Python {platform.python_version()}"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -175,7 +171,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.threads:
         torch.set_num_threads(args.threads)
     header = (
-        f"trainer.precision float32 against bfloat16 on {machine(device)}, {torch.get_num_threads()} torch "
+        f"trainer.precision float32 against bfloat16 on {device_description(device)}, {torch.get_num_threads()} torch "
         f"thread(s); digits; speed: a cohort of {args.cohort} jobs x {args.steps} steps (batch {args.batch}), best "
         f"of {args.repeats}; accuracy: sync FedAvg, {args.clients} clients, {args.per_round} a round, {args.rounds} "
         f"rounds, lr {args.lr}, seed 0:"

@@ -27,7 +27,6 @@ threads; ``--markdown FILE`` also writes the table there (with the machine's loa
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from asyncfl.learn.training import Trainer, Training
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # benchmarks.tools
-from benchmarks.tools.quiet_machine import add_force_argument, check_load, processor  # noqa: E402
+from benchmarks.tools.quiet_machine import add_force_argument, check_load, device_description  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -144,14 +143,6 @@ def bench(work: Workload, cohort: int, args, fed: Federation, device: torch.devi
     }
 
 
-def machine(device: torch.device) -> str:
-    if device.type == "cuda":
-        where = f"{torch.cuda.get_device_name(device)} (cuda, float32)"
-    else:
-        where = f"{processor() or platform.processor() or 'CPU'} (cpu)"
-    return f"{where}, torch {torch.__version__}, Python {platform.python_version()}"
-
-
 def row_text(r: dict) -> str:
     return (
         f"{r['model']:16} {r['cohort']:>4} threads {r['threads']:>2}  sequential {r['sequential']:8.2f}  "
@@ -202,8 +193,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     device = torch.device(args.device)
     workloads = QUICK if args.quick else FULL
     default_threads = torch.get_num_threads()
+    on = device_description(device, ", float32")
     header = (
-        f"Client local steps per second on {machine(device)}, cohorts of {', '.join(map(str, args.cohorts))} jobs "
+        f"Client local steps per second on {on}, cohorts of {', '.join(map(str, args.cohorts))} jobs "
         f"from one base; sequential timed on {args.seq_jobs} jobs; best of {args.repeats}:"
     )
     print(header, flush=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -30,6 +31,18 @@ LOAD_PER_CORE = 0.5  # 1-minute load average per core above which the machine is
 def processor() -> str:
     """The CPU's name, as every run's summary.json records it."""
     return machine_description()["cpu"]
+
+
+def device_description(device, cuda_note: str = "") -> str:
+    """The device a benchmark measured on (the GPU's name, or the CPU's), torch's and Python's versions;
+    ``cuda_note``: added inside the GPU's parentheses (e.g. its float32 mode)."""
+    import torch
+
+    if device.type == "cuda":
+        where = f"{torch.cuda.get_device_name(device)} (cuda{cuda_note})"
+    else:
+        where = f"{processor() or platform.processor() or 'CPU'} (cpu)"
+    return f"{where}, torch {torch.__version__}, Python {platform.python_version()}"
 
 
 def cores() -> int:
