@@ -2,7 +2,7 @@
 ``ServerConfig`` and the legacy ``FedAvg``, a ``NumPyClient``) on the virtual Grid ends every round at the global
 parameters Flower's own engine gives it, within Flower's own run-to-run spread.
 
-tests/flower/reference/legacy_app_flower.py ran the app under Flower 1.42's ``run_simulation`` (Ray, 4 nodes, one
+benchmarks/flower_reference/legacy_app_flower.py ran the app under Flower 1.42's ``run_simulation`` (Ray, 4 nodes, one
 CPU each) four times and recorded the first run's parameters after each of its 3 rounds and the runs' largest
 difference (``spread``: Flower's pool threads finish in any order, and FedAvg sums the results in that order).
 Here the same app runs with the same rounds and sampling (every node trains and evaluates), torch on one thread as

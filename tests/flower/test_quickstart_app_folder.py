@@ -1,10 +1,10 @@
 """Issue 46's "Done when": an app folder from Flower's own examples, run unchanged on the virtual clock, ends at the
 same global model as Flower's own engine gives it.
 
-The folder (tests/flower/apps/quickstart_pytorch) is Flower's examples/quickstart-pytorch (what ``flwr new``'s
+The folder (examples/flower_quickstart_pytorch) is Flower's examples/quickstart-pytorch (what ``flwr new``'s
 PyTorch template makes: a CNN, FedAvg with ``fraction-evaluate`` 0.5, server-side ``evaluate_fn``, the final model
 saved by the ServerApp as ``final_model.pt``), its data loading alone replaced with offline digits (see its
-task.py).  tests/flower/reference/quickstart_pytorch_flower.py ran it under Flower 1.42's engine (Ray) four times
+task.py).  benchmarks/flower_reference/quickstart_pytorch_flower.py ran it under Flower 1.42's engine (Ray) four times
 and recorded the first run's final model and the runs' largest difference (``spread``).  Here the same folder runs
 through ``python -m asyncfl flower APP_DIR SCENARIO.yaml`` on a scenario with nothing the clock could change (every
 node, every round); both the model the app saves and asyncfl's final_model.npz must be within Flower's own spread
@@ -30,8 +30,9 @@ from asyncfl.cli.main import main  # noqa: E402
 from asyncfl.flower.generators import flower_seeds  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-APP_DIR = HERE / "apps" / "quickstart_pytorch"
-SCENARIO = HERE / "apps" / "quickstart_pytorch.yaml"
+ROOT = HERE.parents[1]
+APP_DIR = ROOT / "examples" / "flower_quickstart_pytorch"
+SCENARIO = APP_DIR / "scenarios" / "quickstart_pytorch.yaml"
 REFERENCE = HERE / "reference" / "quickstart_pytorch_flower.npz"
 
 
@@ -45,7 +46,7 @@ def test_the_reference_was_recorded_with_asyncfls_seeds_and_nodes():
     """The reference script seeds Flower's process as asyncfl seeds the apps for scenario seed 0, on 5 nodes."""
     import yaml
 
-    script = (HERE / "reference" / "quickstart_pytorch_flower.py").read_text()
+    script = (ROOT / "benchmarks" / "flower_reference" / "quickstart_pytorch_flower.py").read_text()
     scenario = yaml.safe_load(SCENARIO.read_text())
     assert f"APP_SEED = {flower_seeds(scenario['seed'])[1]}" in script
     assert f"NODES = {scenario['data']['clients']}" in script

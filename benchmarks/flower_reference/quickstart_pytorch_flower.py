@@ -1,11 +1,11 @@
-"""Regenerate the recorded result of Flower's own engine on tests/flower/apps/quickstart_pytorch (Flower's
+"""Regenerate the recorded result of Flower's own engine on examples/flower_quickstart_pytorch (Flower's
 quickstart-pytorch example, its data loading made offline): quickstart_pytorch_flower.npz, which
 tests/flower/test_quickstart_app_folder.py compares asyncfl's run of the same folder with.
 
 Run it with a Python that has ``flwr[simulation]`` (Ray) and scikit-learn, e.g. a venv outside the repository::
 
     python -m venv /tmp/flwrsim && /tmp/flwrsim/bin/pip install torch "flwr[simulation]==1.42.*" scikit-learn
-    /tmp/flwrsim/bin/python tests/flower/reference/quickstart_pytorch_flower.py --runs 4
+    /tmp/flwrsim/bin/python benchmarks/flower_reference/quickstart_pytorch_flower.py --runs 4
 
 Each run is a fresh process that drives the folder as ``flwr run .`` does on a local simulation federation: Flower's
 simulation process calls ``flwr.simulation.run_simulation._run_simulation`` with the folder's components, its fused
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-APP_DIR = HERE.parent / "apps" / "quickstart_pytorch"
-OUT = HERE / "quickstart_pytorch_flower.npz"
+ROOT = Path(__file__).resolve().parents[2]
+APP_DIR = ROOT / "examples" / "flower_quickstart_pytorch"
+OUT = ROOT / "tests" / "flower" / "reference" / "quickstart_pytorch_flower.npz"
 NODES = 5  # the scenario's data.clients (test_quickstart_app_folder.py)
 APP_SEED = 896642209  # asyncfl.flower.generators.flower_seeds(0)[1]: the apps' generator seed of scenario seed 0
 

@@ -6,7 +6,7 @@ with.
 Run it with a Python that has ``flwr[simulation]`` (Ray) and asyncfl's dependencies (the app trains with asyncfl's
 SequentialTrainer, on asyncfl's digits partitions), from the repository's root::
 
-    /tmp/flwrsim/bin/python tests/flower/reference/legacy_app_flower.py --runs 4
+    /tmp/flwrsim/bin/python benchmarks/flower_reference/legacy_app_flower.py --runs 4
 
 Each run is a fresh process calling Flower's ``run_simulation`` (4 nodes on Ray, one CPU each; the app's defaults:
 3 rounds, every node training and evaluating).  The app's ``evaluate_fn`` keeps the global parameters after each
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
-OUT = HERE / "legacy_app_flower.npz"
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ROOT / "tests" / "flower"  # the legacy app's module (the test's own app)
+OUT = APPS / "reference" / "legacy_app_flower.npz"
 NODES = 4  # digits_app.CLIENTS
 
 ONE_RUN = """
@@ -49,7 +49,7 @@ def one_run() -> np.ndarray:
     """Flower's engine on the legacy app in a fresh process; the global parameters after each round."""
     with tempfile.TemporaryDirectory() as work:
         out = Path(work) / "rounds.npy"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE.parent)])}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(APPS)])}
         command = [sys.executable, "-c", ONE_RUN, str(NODES), str(out)]
         done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=900)
         if done.returncode != 0 or not out.is_file():
