@@ -23,7 +23,7 @@ Two kernels compute the per-client gradients of a step:
 
 The minibatch order comes from :func:`asyncfl.learn.trainer.minibatch_positions`, keyed by
 (seed, client, attempt): a client's result never depends on who shares its batch.  Cohorts are
-split into chunks of at most ``chunk_size`` clients to bound memory (default: as many as fit in
+split into the fewest near-equal chunks of at most ``chunk_size`` clients to bound memory (default: as many as fit in
 ``CHUNK_BUDGET_BYTES`` by the estimate in :func:`bytes_per_client`; for the fused kernel on the CPU,
 ``CPU_CACHE_CHUNK_BYTES``, which is faster).
 """
@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from asyncfl.learn.models import parameter_count
-from asyncfl.learn.trainer import TrainingJob, TrainingResult, autocast_to, minibatch_positions
+from asyncfl.learn.trainer import TrainingJob, TrainingResult, autocast_to, calls_of, minibatch_positions
 from asyncfl.learn.training import Training
 
 CHUNK_BUDGET_BYTES = 1 << 30  # default memory bound of one batched call (parameters + activations)
@@ -93,8 +93,8 @@ class BatchedTrainer:
         widths = [min(self.training.batch_size, len(self.train_np[job.client])) for job in jobs]
         with autocast_to(self.autocast, self.federation.features.device):
             for group in width_groups(widths, self.call_overhead_rows()):
-                for start in range(0, len(group), self.chunk_size):
-                    chunk = group[start : start + self.chunk_size]
+                for part in calls_of(len(group), self.chunk_size):  # near-equal: no small remainder call
+                    chunk = [group[i] for i in part]
                     chunk_base = base if isinstance(base, torch.Tensor) else [base[j] for j in chunk]
                     for j, result in zip(chunk, self._run_chunk(chunk_base, [jobs[j] for j in chunk])):
                         out[j] = result
@@ -132,16 +132,18 @@ class BatchedTrainer:
         The indices and weights move to that device once; then the loop over the local steps reads
         nothing back to the host (no ``.item()``, ``.tolist()`` or ``.cpu()``: the step masks come
         from the Python list ``steps``), so a GPU runs the whole job without waiting on the CPU.
-        Parameters stay stacked per tensor ([J, *shape]) during the steps -- gradients of slices of
-        one flat vector would cost a [J, d] scatter per parameter tensor -- and are flattened at the end."""
+        The parameters are one contiguous [J, d] copy of the rows, seen per tensor as [J, *shape] views
+        that the steps update in place, so that the delta at the end is one subtraction (no
+        concatenation: 10 % of the fused MLP's training on the CPU went to joining and subtracting)."""
         fed, cfg, jobs = self.federation, self.training, len(steps)
         device = rows.device
         index, weight = index.to(device), weight.to(device, rows.dtype)
         active_after = steps_t(steps, rows)
+        flat = rows.clone(memory_format=torch.contiguous_format)  # rows may be one base expanded
         w, w0, start = {}, {}, 0
         for name, n, shape in self.layout:
             w0[name] = rows[:, start : start + n].reshape(jobs, *shape)
-            w[name] = w0[name].clone()
+            w[name] = flat[:, start : start + n].view(jobs, *shape)
             start += n
         buf: dict = {}
         losses = torch.zeros(jobs, index.shape[1], device=device, dtype=rows.dtype)
@@ -155,8 +157,10 @@ class BatchedTrainer:
             for name, _, shape in self.layout:
                 mask = None if active is None else active.view(-1, *([1] * len(shape)))
                 grad = grads[name].to(w[name].dtype)  # bfloat16 autocast: the update stays float32 (no-op otherwise)
-                w[name], buf[name] = masked_sgd_step(w[name], grad, buf.get(name), cfg, mask, w0[name])
-        delta = torch.cat([w[name].reshape(jobs, -1) for name, _, _ in self.layout], 1) - rows
+                stepped, buf[name] = masked_sgd_step(w[name], grad, buf.get(name), cfg, mask, w0[name])
+                if stepped is not w[name]:  # a masked step returns a new tensor: back into the flat copy
+                    w[name].copy_(stepped)
+        delta = flat - rows
         return delta, losses, squares
 
     def cohort_batches(self, jobs: Sequence[TrainingJob]) -> tuple[torch.Tensor, torch.Tensor, list[int]]:

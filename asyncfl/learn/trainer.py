@@ -60,6 +60,19 @@ def minibatch_positions(seed: int, client: int, attempt: int, n: int, steps: int
     return order[: steps * b].reshape(steps, b)
 
 
+def calls_of(count: int, jobs_per_call: int) -> list[range]:
+    """Positions of a group of ``count`` jobs cut into the fewest calls of at most ``jobs_per_call`` jobs, of
+    near-equal sizes (the first ones one longer): 10 jobs by 8 -> 5 + 5, 20 by 8 -> 7 + 7 + 6."""
+    calls = math.ceil(count / jobs_per_call) if count else 0
+    size, extra = divmod(count, calls) if calls else (0, 0)
+    out, start = [], 0
+    for i in range(calls):
+        end = start + size + (1 if i < extra else 0)
+        out.append(range(start, end))
+        start = end
+    return out
+
+
 def unflatten(model: nn.Module, flat: torch.Tensor) -> dict[str, torch.Tensor]:
     """Views of a flat parameter vector, named like ``model.named_parameters()``."""
     out, start = {}, 0

@@ -29,7 +29,6 @@ checkpoint like any failed run).  Ray is imported only when a pool starts: it is
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -39,7 +38,7 @@ from typing import Any
 import torch
 
 from asyncfl.errors import ConfigError
-from asyncfl.learn.trainer import TrainingJob, TrainingResult
+from asyncfl.learn.trainer import TrainingJob, TrainingResult, calls_of
 from asyncfl.learn.training import RAY_MISSING
 
 BATCHED_JOBS_PER_CALL = 8  # jobs_per_call's default for batched executors (docs/how-to/workers.md)
@@ -47,19 +46,6 @@ BATCHED_JOBS_PER_CALL = 8  # jobs_per_call's default for batched executors (docs
 
 class WorkerLost(RuntimeError):
     """A training worker died (its process, node or Ray itself): the run ends ``failed``."""
-
-
-def calls_of(count: int, jobs_per_call: int) -> list[range]:
-    """Positions of a group of ``count`` jobs cut into the fewest calls of at most ``jobs_per_call`` jobs, of
-    near-equal sizes (the first ones one longer): 10 jobs by 8 -> 5 + 5, 20 by 8 -> 7 + 7 + 6."""
-    calls = math.ceil(count / jobs_per_call) if count else 0
-    size, extra = divmod(count, calls) if calls else (0, 0)
-    out, start = [], 0
-    for i in range(calls):
-        end = start + size + (1 if i < extra else 0)
-        out.append(range(start, end))
-        start = end
-    return out
 
 
 class TrainingWorker:
