@@ -26,6 +26,12 @@ torch thread each (``OMP_NUM_THREADS=1``, ``torch.set_num_threads(1)``):
   ("training") and ``Simulation.run`` less its end-of-run files ("loop": training plus the clock world,
   aggregation, recording and evaluation);
 * ``asyncfl (command)`` -- ``python -m asyncfl run`` as a user runs it: timing on, events and figures on;
+* ``PyTorch alone, shared weights`` -- :func:`ceiling_child`: the same model trained on every client's samples
+  at once as ONE minibatch per local step (one set of weights for the whole cohort, PyTorch's own modules,
+  channels-last where that is faster): the same arithmetic per round as the cohort's, as centralized training
+  would run it.  A reference, not a bound (asyncfl's grouped-convolution trainer beat it on LeNet-5), with the
+  arithmetic of one client step (torch's ``FlopCounterMode``) and this core's matrix-product rate (a 2048 x 2048
+  float32 product): what a target in "times pfl" asks of the CPU, in GFLOP/s;
 * ``asyncfl, N workers`` -- :func:`asyncfl_with_workers`, the place for ``trainer.workers`` (being built):
   skipped, and said so, while the installed asyncfl refuses the key.
 
@@ -47,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -192,6 +199,76 @@ def child(scenario: str, sets: list[str]) -> None:
     print(json.dumps(record))
 
 
+def ceiling_child(scenario: str, sets: list[str]) -> None:
+    """PyTorch alone, one torch thread: the scenario's model and cohort, every client's samples as one
+    minibatch per local step with shared weights (rounds x local steps SGD steps); prints one JSON line with
+    the best seconds over the contiguous and channels-last layouts."""
+    import torch
+
+    from asyncfl.config import load_scenario
+    from asyncfl.learn.federation import build_federation
+    from asyncfl.runner.parts import initial_model
+
+    torch.set_num_threads(1)
+    s = load_scenario(Path(scenario), sets)
+    fed = build_federation(s.data, s.seed, torch.device("cpu"))
+    cohort = torch.cat(list(fed.client_train))
+    x, y = fed.features[cohort], fed.labels[cohort]
+    steps = s.stop.rounds * s.training.local_steps
+    best_s, layout = math.inf, ""
+    layouts = ["contiguous", "channels-last"] if x.dim() == 4 else ["contiguous"]
+    for name in layouts:
+        model = initial_model(s, fed)
+        inputs = x
+        if name == "channels-last":
+            model, inputs = model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+        optimizer = torch.optim.SGD(model.parameters(), lr=s.training.lr)
+        start = time.perf_counter()
+        for _ in range(steps):
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(inputs), y).backward()
+            optimizer.step()
+        seconds = time.perf_counter() - start
+        if seconds < best_s:
+            best_s, layout = seconds, name
+    print(
+        json.dumps(
+            {
+                "train_s": best_s,
+                "layout": layout,
+                "samples": len(cohort),
+                "steps": steps,
+                "step_flop": step_flop(initial_model(s, fed), x, y),
+                "peak_gflops": matmul_gflops(),
+            }
+        )
+    )
+
+
+def step_flop(model, x, y) -> float:
+    """FLOP of one SGD step (forward and backward) of ``model`` on ``x``, by torch's own counter."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+    return float(counter.get_total_flops())
+
+
+def matmul_gflops(size: int = 2048, repeats: int = 5) -> float:
+    """This core's float32 matrix-product rate: the best of ``repeats`` size x size products, in GFLOP/s."""
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
 def timed(method, spent: dict, key: str):
     """``method`` adding its wall and CPU seconds to ``spent[key]`` and ``spent[key + "_cpu"]`` (and counting
     the trainer's calls)."""
@@ -224,6 +301,12 @@ def run_pfl(pfl_python: str, workload: Path, workers: int, cwd: Path) -> dict:
 
 def run_asyncfl_child(scenario: Path, sets: list[str], cwd: Path) -> dict:
     command = [sys.executable, __file__, "--child", str(scenario), *[x for s in sets for x in ("--set", s)]]
+    wall, stdout = run_process(command, threads=1, cwd=cwd)
+    return {**json.loads(stdout.strip().splitlines()[-1]), "wall_s": wall}
+
+
+def run_ceiling(scenario: Path, sets: list[str], cwd: Path) -> dict:
+    command = [sys.executable, __file__, "--ceiling", str(scenario), *[x for s in sets for x in ("--set", s)]]
     wall, stdout = run_process(command, threads=1, cwd=cwd)
     return {**json.loads(stdout.strip().splitlines()[-1]), "wall_s": wall}
 
@@ -268,6 +351,7 @@ def measure(model: str, args, work: Path) -> dict:
             runs.setdefault(f"pfl {workers}", []).append(run_pfl(args.pfl_python, work / f"{model}.npz", workers, work))
         runs.setdefault("asyncfl in process", []).append(run_asyncfl_child(scenario, sets, work))
         runs.setdefault("asyncfl command", []).append(run_asyncfl_command(scenario, sets, work))
+        runs.setdefault("ceiling", []).append(run_ceiling(scenario, sets, work))
         for workers in (w for w in args.workers if w > 1 and w not in skipped):
             record = asyncfl_with_workers(workers, scenario, sets, work)
             if isinstance(record, str):
@@ -277,7 +361,10 @@ def measure(model: str, args, work: Path) -> dict:
         print(f"  {model} repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]['wall_s']:.1f} s" for k, v in runs.items()))
     # the least CPU time where a loop is timed: on a shared machine it moves less than the wall time
     chosen = {
-        name: best(records, "loop_cpu_s" if "loop_cpu_s" in records[0] else "wall_s") for name, records in runs.items()
+        name: best(
+            records, "loop_cpu_s" if "loop_cpu_s" in records[0] else "train_s" if name == "ceiling" else "wall_s"
+        )
+        for name, records in runs.items()
     }
     return {"best": chosen, "skipped": skipped}
 
@@ -317,6 +404,12 @@ def render(model: str, result: dict, sizes: dict, args) -> str:
     )
     lines.append(f"| asyncfl, `python -m asyncfl run` (events, figures) | – | – | – | – | {command['wall_s']:.2f} | "
                  f"{command['accuracy']:.4f} |")  # fmt: skip
+    ceiling = chosen["ceiling"]
+    lines.append(
+        f"| PyTorch alone, shared weights: the cohort's {ceiling['samples']:,} samples as one minibatch "
+        f"({ceiling['layout']}; a reference, not a simulator) | training {ceiling['train_s']:.2f} | "
+        f"training {rate(steps, ceiling['train_s'])} | – | – | – | – |"
+    )
     for workers in (w for w in args.workers if w > 1):
         if f"asyncfl command {workers}" in chosen:
             r = chosen[f"asyncfl command {workers}"]
@@ -341,6 +434,18 @@ def ratios(model: str, chosen: dict, args) -> str:
         f"asyncfl over pfl (1 process): loop {loop:.1f}× in wall time, {loop_cpu:.1f}× in CPU time (training alone "
         f"{training:.1f}×), whole process {whole:.1f}× with asyncfl writing its events and figures; issue 48's target "
         f"(loop ≥ {TARGET[model]:.0f}×, whole process ahead): {verdict}."
+    )
+    ceiling = chosen["ceiling"]
+    steps = 100 * LOCAL_STEPS * args.rounds
+    per_step = ceiling["step_flop"] / 100  # one client step: the cohort's step over its 100 clients
+    achieved = per_step * steps / inproc["train_s"] / 1e9
+    needed = per_step * steps * TARGET[model] / pfl["train_s"] / 1e9
+    text += (
+        f" PyTorch alone, training the cohort's samples as one minibatch with shared weights, is "
+        f"{pfl['train_s'] / ceiling['train_s']:.1f}× pfl; asyncfl's training is "
+        f"{ceiling['train_s'] / inproc['train_s']:.2f}× that. A client step is {per_step / 1e6:.2f} MFLOP: asyncfl's "
+        f"training runs at {achieved:.1f} GFLOP/s, the target's loop would need more than {needed:.1f} GFLOP/s, "
+        f"and this core multiplies 2048 x 2048 matrices at {ceiling['peak_gflops']:.0f} GFLOP/s."
     )
     if "pfl 2" in chosen:
         text += f" pfl with 2 processes is {pfl['train_s'] / chosen['pfl 2']['train_s']:.2f}× pfl with 1."
@@ -391,11 +496,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 rounds, 1 repeat, 1 worker: a smoke test")
     parser.add_argument("--markdown", type=Path, help="also write the tables to this file (for the docs)")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # asyncfl in process: the scenario
+    parser.add_argument("--ceiling", help=argparse.SUPPRESS)  # PyTorch alone, shared weights: the scenario
     parser.add_argument("--set", action="append", default=[], help=argparse.SUPPRESS)
     add_force_argument(parser)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.set)
+        return
+    if args.ceiling:
+        ceiling_child(args.ceiling, args.set)
         return
     if args.quick:
         args.rounds, args.repeats, args.workers = 2, 1, [1]
