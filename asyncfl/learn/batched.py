@@ -39,6 +39,7 @@ from torch import nn
 from asyncfl.learn.models import parameter_count
 from asyncfl.learn.trainer import TrainingJob, TrainingResult, autocast_to, calls_of, minibatch_positions
 from asyncfl.learn.training import Training
+from asyncfl.seeding import streams
 
 CHUNK_BUDGET_BYTES = 1 << 30  # default memory bound of one batched call (parameters + activations)
 CPU_CACHE_CHUNK_BYTES = 16 << 20  # the fused kernel's default bound on the CPU (FusedTrainer.chunk_budget_bytes)
@@ -171,10 +172,13 @@ class BatchedTrainer:
         job's own count are all padding.
         """
         batch, steps = self.training.batch_size, [job.steps for job in jobs]
-        positions = []
-        for job in jobs:
-            n = len(self.train_np[job.client])
-            positions.append(minibatch_positions(self.seed, job.client, job.attempt, n, job.steps, batch))
+        rngs = streams(self.seed, "minibatch", np.array([(job.client, job.attempt) for job in jobs], dtype=np.int64))
+        positions = [
+            minibatch_positions(
+                self.seed, job.client, job.attempt, len(self.train_np[job.client]), job.steps, batch, rng
+            )
+            for job, rng in zip(jobs, rngs)
+        ]
         width = max(pos.shape[1] for pos in positions)
         index = np.zeros((len(jobs), max(steps), width), dtype=np.int64)
         weight = np.zeros(index.shape, dtype=np.float32)

@@ -48,13 +48,17 @@ class TrainingResult:
     train_loss_sq: float = math.nan  # mean squared per-sample loss over every sample processed
 
 
-def minibatch_positions(seed: int, client: int, attempt: int, n: int, steps: int, batch_size: int) -> np.ndarray:
+def minibatch_positions(
+    seed: int, client: int, attempt: int, n: int, steps: int, batch_size: int, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """Positions into a client's training indices, shape [steps, min(batch_size, n)].
 
-    Consecutive epochs are independent permutations, so every sample is seen once per epoch.
+    Consecutive epochs are independent permutations, so every sample is seen once per epoch.  ``rng``: the
+    job's stream ``stream(seed, "minibatch", client, attempt)`` when the caller built it already (a cohort's
+    at once, :func:`asyncfl.seeding.streams`).
     """
     b = min(batch_size, n)
-    rng = stream(seed, "minibatch", client, attempt)
+    rng = stream(seed, "minibatch", client, attempt) if rng is None else rng
     epochs = -(-steps * b // n)
     order = np.concatenate([rng.permutation(n) for _ in range(epochs)])
     return order[: steps * b].reshape(steps, b)
