@@ -28,6 +28,7 @@ MEASURE_RULE = (
     " or time_to:<target> with <target> one of targets:"
 )
 DIRECTIONS = ("higher", "lower")
+TUNED_ON = "~"  # <variant>~<measure>: a variant's runs tuned on another of its claims' measures (study.tuning)
 DECLARED_FILE = "declared_claims.yaml"  # in a sweep directory: the claims: the sweep was started with
 ALPHA = 0.05  # the level of every verdict
 ONE_FAMILY = "study"  # the family of a claim that names none: one family per study file
@@ -111,7 +112,8 @@ class Claim(Section):
     def declared(self) -> tuple[str, str, str, str]:
         """(family, variant, versus, measure) as the study file declares it (variants without their axis value)."""
         suffix = f".{self.axis_value}" if self.axis_value is not None else ""
-        names = [v[: -len(suffix)] if suffix and v.endswith(suffix) else v for v in (self.variant, self.versus)]
+        runs = [v.split(TUNED_ON)[0] for v in (self.variant, self.versus)]  # a set tuned on the claim's measure
+        names = [v[: -len(suffix)] if suffix and v.endswith(suffix) else v for v in runs]
         return self.family, names[0], names[1], self.measure
 
 

@@ -36,7 +36,7 @@ from asyncfl.output.tables import markdown, write_csv, write_markdown
 from asyncfl.output.writing import write_atomic
 from asyncfl.study.censoring import restricted, run_horizons
 from asyncfl.study.claim_tests import CLAIMS_INTRO, claim_markdown, claim_rows, seed_markdown, seed_rows
-from asyncfl.study.claims import Claim
+from asyncfl.study.claims import TUNED_ON, Claim
 from asyncfl.study.completeness import Completeness, mark_partial_claims
 from asyncfl.study.measures import column_of
 from asyncfl.study.noise_report import floor_rows, kernel_spreads, noise_section
@@ -48,7 +48,7 @@ from asyncfl.study.seed_statistics import (
     paired_values,
     t_interval,
 )
-from asyncfl.study.tuning_results import tuning_section
+from asyncfl.study.tuning_results import claims_on_tuned_sets, tuning_section
 from asyncfl.study.weight_shares import STARVED, study_weight_table
 
 
@@ -271,6 +271,7 @@ def write_report(
     report.md and claims.md open by saying so, every declared variant gets its rows (``missing`` where it
     has no result), seeds count against the declared ones, and each claim says what its variants lack."""
     completeness = completeness or Completeness((), ())
+    declared, claims = claims, claims_on_tuned_sets(claims, out_dir)  # each on the runs tuned on its measure
     records = [r for r in records if not completeness.is_gap(r.label, r.seed)]  # failed, unfinished: no result
     columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))  # last_quarter:<c>
     table = declared_table(measure_table(records, targets, columns), completeness)
@@ -289,7 +290,7 @@ def write_report(
     if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a group of clients?
         written.append(write_csv(out_dir / "weight_shares.csv", shares))
         append_section(report_md, weight_section(shares))
-    append_section(report_md, tuning_section(out_dir, claims))  # tune: what was tuned, on which seeds, the choice
+    append_section(report_md, tuning_section(out_dir, declared))  # tune: what was tuned, on which seeds, the choice
     return written
 
 
@@ -334,6 +335,8 @@ def write_claims(
     intro = completeness.heading() + (f"**Note:** {claims_note}\n\n" if claims_note else "") + CLAIMS_INTRO
     if any(claim.measure.startswith("time_to:") for claim in claims):
         intro += TIME_RESOLUTION
+    if any(TUNED_ON in claim.variant + claim.versus for claim in claims):
+        intro += TUNED_SETS
     claims_md = write_markdown(out_dir / "claims.md", claim_markdown(tested), intro)
     pairs = seed_rows(claims, table, ends)
     seeds_md = write_markdown(out_dir / "claims_seeds.md", seed_markdown(pairs), SEEDS_INTRO)
@@ -374,6 +377,15 @@ def declared_rows(rows: Sequence[Mapping], completeness: Completeness) -> tuple[
 TIME_RESOLUTION = (
     " A time to a target is that of the first evaluation at or above it, so it is known only to the evaluation"
     " interval (`eval.every_rounds`): a difference smaller than that interval cannot be resolved."
+)
+
+
+# a variant claimed on several measures is tuned on each (asyncfl.study.tuning)
+TUNED_SETS = (
+    f" A variant tuned on each measure its claims test has its own runs under its name, made with the point chosen"
+    f" on its first measure, and where another measure chose another point, runs made with that one, named"
+    f" `<variant>{TUNED_ON}<measure>` (':' as '_'): a claim reads, for both its variants, the runs tuned on its own"
+    " measure (report.md's Tuning section lists each choice)."
 )
 
 

@@ -79,7 +79,7 @@ from asyncfl.config import ConfigError, Scenario, validate_scenario
 from asyncfl.config.problems import problems_message
 from asyncfl.config.yaml_files import dotted_parent
 from asyncfl.sections import Section
-from asyncfl.study.claims import TIME_TO, Claim
+from asyncfl.study.claims import TIME_TO, TUNED_ON, Claim
 from asyncfl.study.measures import ACCURACY_MEASURES, allowed_columns, column_of
 
 TUNING_DIR, TUNING_CSV, TUNED_FILE = "tuning", "tuning.csv", "tuned.yaml"
@@ -208,6 +208,11 @@ class TuningPlan:
     skipped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # variant -> grid keys its algorithm lacks
     variant_points: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)  # if not ``points``
     widened: tuple[Widening, ...] = ()
+    also: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # variant -> its claims' further measures
+
+    def measures_of(self, variant: str) -> tuple[str | None, ...]:
+        """The measures ``variant`` is tuned on: its first (None: the plan's criterion), then :attr:`also`."""
+        return (self.measures.get(variant), *self.also.get(variant, ()))
 
     def points_of(self, variant: str) -> tuple[dict[str, Any], ...]:
         """The points ``variant`` is tuned on: the grid without its skipped keys, then any widened points."""
@@ -316,8 +321,11 @@ def parse_tune(
             problems.append(f"tune.variants: {name!r} is not a variant; allowed: {', '.join(variants)}.")
     if "tuning" in variants:
         problems.append(f"compare: a variant named {TUNING_DIR!r} would share the tuning runs' directory.")
+    each = {name: tuple(found[1:]) for name in tuned if len(found := claimed_measures(name, claims)) > 1}
     if spec.criterion is None:  # left out: each variant on what its claims test
-        spec = spec.model_copy(update={"criterion": _claimed_default(tuned, claims, problems)})
+        spec = spec.model_copy(update={"criterion": _claimed_default(tuned, claims)})
+    elif spec.criterion != CLAIMED:  # a measure for all, or a mapping: one measure per variant, as given
+        each = {}
     measures = _measures(spec.criterion, tuned, targets, claims, columns or {}, problems)
     for key, values in spec.grid.items():
         if not key or not all(key.split(".")) or not values:
@@ -368,7 +376,8 @@ def parse_tune(
     merged = {name: variants[name][0] for name in tuned}
     untuned = tuple(name for name in variants if name not in tuned)
     return TuningPlan(spec, target, tuple(points), tuple(ids), tuned, untuned, merged, tuple(runs),
-                      {name: m for name, m in measures.items() if name in tuned}, skipped, own_points)  # fmt: skip
+                      {name: m for name, m in measures.items() if name in tuned}, skipped, own_points,
+                      also={name: m for name, m in each.items() if name in tuned})  # fmt: skip
 
 
 def default_seeds(evaluation: Sequence[int]) -> list[int]:
@@ -388,20 +397,25 @@ def _runs(name: str, pid: str, raw: Mapping[str, Any], point: Mapping[str, Any],
     return [TuningRun(name, pid, s, validate_scenario({**raw, "seed": s})) for s in seeds]
 
 
-def _claimed_default(tuned: Sequence[str], claims: Sequence[Claim], problems: list[str]) -> str | dict[str, str]:
-    """``tune.criterion`` left out: variant -> the one measure its claims test (a variant no claim names:
-    final_accuracy); plain final_accuracy when no claim names a tuned variant; a variant whose claims test
-    several measures is a problem."""
-    named = {name: sorted({c.measure for c in claims if name in (c.variant, c.versus)}) for name in tuned}
+def claimed_measures(variant: str, claims: Sequence[Claim]) -> list[str]:
+    """The measures the claims about ``variant`` (as variant or versus) test, in the order they first appear."""
+    return list(dict.fromkeys(c.measure for c in claims if variant in (c.variant, c.versus)))
+
+
+def set_name(variant: str, measure: str) -> str:
+    """The evaluation runs of ``variant`` tuned on ``measure`` where that choice differs from the one on its first
+    measure: ``fl_fdms~time_to_0.401`` (':' becomes '_'; '~', which no variant name may hold, keeps it apart
+    from the ``.<value>`` a sensitivity axis appends)."""
+    return f"{variant}{TUNED_ON}{re.sub(r'[^A-Za-z0-9_.-]', '-', measure.replace(':', '_'))}"
+
+
+def _claimed_default(tuned: Sequence[str], claims: Sequence[Claim]) -> str | dict[str, str]:
+    """``tune.criterion`` left out: variant -> the first measure its claims test (a variant no claim names:
+    final_accuracy; the others it is tuned on too: :attr:`TuningPlan.also`); plain final_accuracy when no claim
+    names a tuned variant."""
+    named = {name: claimed_measures(name, claims) for name in tuned}
     if not any(named.values()):
         return "final_accuracy"
-    for name, found in named.items():
-        if len(found) > 1:
-            problems.append(
-                f"tune.criterion: left out, each variant is tuned on the measure its claims test, but the claims "
-                f"about {name!r} test {', '.join(found)}; its evaluation runs carry one tuned setting, so name one "
-                f"(tune.criterion: {{{name}: <measure>}}) or split the claims into studies."
-            )
     return {name: found[0] if found else "final_accuracy" for name, found in named.items()}
 
 
@@ -427,9 +441,11 @@ def _measures(
             problems.append(f"{where}: {name!r} is not a tuned variant; allowed: {', '.join(tuned)}.")
             continue
         if measure == CLAIMED:
-            found = sorted({c.measure for c in claims if name in (c.variant, c.versus)})
+            found = claimed_measures(name, claims)
+            if len(found) > 1 and not isinstance(criterion, dict):  # tuned on each (TuningPlan.also)
+                found = found[:1]
             if len(found) != 1:
-                tested = f"test {', '.join(found)}" if found else "test no measure"
+                tested = f"test {', '.join(sorted(found))}" if found else "test no measure"
                 problems.append(
                     f"{where}: claimed: the claims about {name!r} {tested}; name its measure instead "
                     f"(tune.criterion: {{{name}: <measure>}})."
@@ -526,21 +542,27 @@ def tuned_scenario(plan: TuningPlan, variant: str, seed: int, chosen: Mapping[st
     return validate_scenario({**apply_point(plan.merged[variant], chosen[variant]), "seed": seed}, "<tuned>")
 
 
-def widen(plan: TuningPlan, chosen: Mapping[str, dict[str, Any]], round_: int) -> TuningPlan | None:
+def widen(
+    plan: TuningPlan,
+    chosen: Mapping[str, dict[str, Any]],
+    round_: int,
+    also: Mapping[str, Sequence[dict[str, Any]]] | None = None,
+) -> TuningPlan | None:
     """``plan`` with one point beyond the edge for each tuned variant whose chosen numeric value sits at the
     edge of the values it was tuned on (the chosen point with that value moved one step further), or None
     when no choice sits at an edge or every point beyond would be invalid (a step below a positive
-    minimum, say) or was run already."""
+    minimum, say) or was run already.  ``also``: variant -> its points chosen on its further measures
+    (:attr:`TuningPlan.also`), widened alike; a point two choices call for is added once."""
     added: dict[str, list[dict[str, Any]]] = {}
     widened, runs = [], []
     for name in plan.variants:
         points = plan.points_of(name)
-        for key, value in chosen[name].items():
+        for best, key, value in ((b, k, v) for b in (chosen[name], *(also or {}).get(name, ())) for k, v in b.items()):
             values = sorted({p[key] for p in points if _number(p.get(key))})
             if len(values) < 2 or not _number(value) or value not in (values[0], values[-1]):
                 continue
             beyond = next_value(values, top=value == values[-1])
-            point = {**chosen[name], key: beyond}
+            point = {**best, key: beyond}
             if beyond is None or point in points or point in added.get(name, []):
                 continue
             try:

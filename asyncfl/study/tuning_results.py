@@ -35,7 +35,7 @@ from asyncfl.study.censoring import planned_horizon
 from asyncfl.study.claims import TIME_TO, Claim
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 from asyncfl.study.seed_statistics import run_measures
-from asyncfl.study.tuning import DEFAULT_SEEDS, TUNED_FILE, TUNING_CSV, TUNING_DIR, TuningPlan
+from asyncfl.study.tuning import DEFAULT_SEEDS, TUNED_FILE, TUNING_CSV, TUNING_DIR, TuningPlan, set_name
 
 RULES = ("mean", "mean_minus_se", "worst")
 # tune.criterion other than one measure, in the report's words (the measures follow)
@@ -97,43 +97,83 @@ def score(values: Sequence[float], rule: str, lower: bool) -> float:
 def choose(
     plan: TuningPlan, sweep_dir: Path, rule: str | None = None, measures: Mapping[str, str] | None = None
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """The chosen point per variant and the rows of tuning.csv, from the finished tuning runs; ``rule``
-    (default the plan's ``tune.rule``) and ``measures``: variant -> the claim measure to tune it on instead of
-    the plan's criterion (default the plan's, from ``tune.criterion``)."""
+    """The chosen point per variant (on its first measure) and the rows of tuning.csv, from the finished tuning
+    runs; ``rule`` (default the plan's ``tune.rule``) and ``measures``: variant -> the claim measure to tune it on
+    instead of the plan's criterion (default the plan's, from ``tune.criterion``)."""
+    each, rows = choose_each(plan, sweep_dir, rule, measures)
+    return split_choice(each)[0], rows
+
+
+def choose_each(
+    plan: TuningPlan, sweep_dir: Path, rule: str | None = None, measures: Mapping[str, str] | None = None
+) -> tuple[dict[str, dict[str, dict[str, Any]]], list[dict[str, Any]]]:
+    """variant -> each measure it is tuned on (its first, then :attr:`TuningPlan.also`) -> the chosen point, all
+    from the same tuning runs; and the rows of tuning.csv, with a ``measure`` column where a variant is tuned on
+    several (``rule``, ``measures``: as :func:`choose`)."""
     rule = plan.spec.rule if rule is None else rule
     measures = plan.measures if measures is None else measures
+    each: dict[str, dict[str, dict[str, Any]]] = {}
+    rows: list[dict[str, Any]] = []
+    for name in plan.variants:
+        each[name] = {}
+        for measure in (measures.get(name), *plan.also.get(name, ())):
+            point, own = _choose_on(plan, sweep_dir, name, measure, rule)
+            each[name][measure or plan.spec.criterion] = point
+            rows += [{"variant": name, "measure": measure or plan.spec.criterion, **r} if plan.also else
+                     {"variant": name, **r} for r in own]  # fmt: skip
+    return each, rows
+
+
+def _choose_on(
+    plan: TuningPlan, sweep_dir: Path, name: str, measure: str | None, rule: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``name``'s chosen point on ``measure`` (None: the plan's criterion) and its tuning.csv rows (no variant)."""
     widened = {(w.variant, w.point): w.round for w in plan.widened}
     margin = plan.spec.divergence_margin
-    chosen, rows = {}, []
-    for name in plan.variants:
-        measure = measures.get(name)
-        lower = lower_is_better(measure or plan.spec.criterion)
-        points, ids = plan.points_of(name), plan.ids_of(name)
-        dirs = [[sweep_dir / TUNING_DIR / name / pid / f"seed{s}" for s in plan.spec.seeds] for pid in ids]
-        collapse = plan.spec.collapse_accuracy
-        near = near_divergence(points, [any(failed(d, collapse) for d in ds) for ds in dirs], margin) if margin else []
-        scores = []
-        for i, (point, pid) in enumerate(zip(points, ids)):
-            peers = [float(e) for e in map(_undiverged_end, dirs[i]) if e is not None]  # horizons of a miss
-            values = [measure_value(measure, d, peers) if measure else criterion_value(plan, d) for d in dirs[i]]
-            mean, points_score = score(values, "mean", lower), score(values, rule, lower)
-            scores.append(points_score)
-            row = {"variant": name, "point": pid, **{k: point.get(k, "") for k in plan.spec.grid},
-                   **{f"seed{s}": v for s, v in zip(plan.spec.seeds, values)}}  # fmt: skip
-            row = {**row, "mean": mean, **({"score": points_score} if rule != "mean" else {})}
-            if plan.skipped:  # a grid key this variant's algorithm lacks (empty in its column)
-                row["skipped"] = " ".join(plan.skipped.get(name, ()))
-            if plan.widened:  # the widening round that added the point (0: the grid's own)
-                row["widened"] = widened.get((name, pid), 0)
-            if margin:
-                row["near_divergence"] = near[i]
-            rows.append(row)
-        kept = [i for i in range(len(points)) if not (near and near[i])]
-        best = best_point(scores, kept or range(len(points)), lower)  # every point near one: as without margin
-        chosen[name] = dict(points[best])
-        for row, pid in zip(rows[-len(points) :], ids):
-            row["chosen"] = pid == ids[best]
-    return chosen, rows
+    lower = lower_is_better(measure or plan.spec.criterion)
+    points, ids = plan.points_of(name), plan.ids_of(name)
+    dirs = [[sweep_dir / TUNING_DIR / name / pid / f"seed{s}" for s in plan.spec.seeds] for pid in ids]
+    collapse = plan.spec.collapse_accuracy
+    near = near_divergence(points, [any(failed(d, collapse) for d in ds) for ds in dirs], margin) if margin else []
+    scores, rows = [], []
+    for i, (point, pid) in enumerate(zip(points, ids)):
+        peers = [float(e) for e in map(_undiverged_end, dirs[i]) if e is not None]  # horizons of a miss
+        values = [measure_value(measure, d, peers) if measure else criterion_value(plan, d) for d in dirs[i]]
+        mean, points_score = score(values, "mean", lower), score(values, rule, lower)
+        scores.append(points_score)
+        row = {"point": pid, **{k: point.get(k, "") for k in plan.spec.grid},
+               **{f"seed{s}": v for s, v in zip(plan.spec.seeds, values)}}  # fmt: skip
+        row = {**row, "mean": mean, **({"score": points_score} if rule != "mean" else {})}
+        if plan.skipped:  # a grid key this variant's algorithm lacks (empty in its column)
+            row["skipped"] = " ".join(plan.skipped.get(name, ()))
+        if plan.widened:  # the widening round that added the point (0: the grid's own)
+            row["widened"] = widened.get((name, pid), 0)
+        if margin:
+            row["near_divergence"] = near[i]
+        rows.append(row)
+    kept = [i for i in range(len(points)) if not (near and near[i])]
+    best = best_point(scores, kept or range(len(points)), lower)  # every point near one: as without margin
+    for row, pid in zip(rows, ids):
+        row["chosen"] = pid == ids[best]
+    return dict(points[best]), rows
+
+
+def split_choice(
+    each: Mapping[str, Mapping[str, dict[str, Any]]],
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """:func:`choose_each`'s choice as variant -> the point on its first measure, and variant -> the points on its
+    others."""
+    return {n: next(iter(p.values())) for n, p in each.items()}, {n: list(p.values())[1:] for n, p in each.items()}
+
+
+def evaluation_sets(each: Mapping[str, Mapping[str, dict[str, Any]]]) -> dict[tuple[str, str], str]:
+    """(variant, measure) -> the evaluation runs that measure's claims read: the variant's own where the point
+    is the one chosen on its first measure, else those of :func:`~asyncfl.study.tuning.set_name`."""
+    out = {}
+    for name, points in each.items():
+        first = next(iter(points.values()))
+        out.update({(name, m): name if p == first else set_name(name, m) for m, p in points.items()})
+    return out
 
 
 def _undiverged_end(run_dir: Path) -> float | None:
@@ -201,12 +241,14 @@ def write_choice(
     measures: Mapping[str, str] | None = None,
     choice: tuple[dict[str, dict[str, Any]], list[dict[str, Any]]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Write tuning.csv and tuned.yaml; return the chosen values per variant (``rule``, ``measures``: as
-    :func:`choose`; ``choice``: what :func:`choose` returned for these, so that the tuning runs are not read
-    twice)."""
+    """Write tuning.csv and tuned.yaml; return the chosen values per variant, on its first measure (``rule``,
+    ``measures``: as :func:`choose`; ``choice``: what :func:`choose_each` returned for these, so that the tuning
+    runs are not read twice).  A variant tuned on several measures gets ``per_measure`` in tuned.yaml: measure ->
+    its chosen point and the evaluation runs made with it (:func:`evaluation_sets`)."""
     rule = plan.spec.rule if rule is None else rule
     measures = plan.measures if measures is None else measures
-    chosen, rows = choose(plan, sweep_dir, rule, measures) if choice is None else choice
+    each, rows = choose_each(plan, sweep_dir, rule, measures) if choice is None else choice
+    chosen, _ = split_choice(each)
     write_csv(sweep_dir / TUNING_CSV, rows, digits=None)
     criterion = plan.spec.criterion if isinstance(plan.spec.criterion, str) else "per variant"
     record = {
@@ -216,6 +258,10 @@ def write_choice(
     }  # fmt: skip
     if rule != "mean" or measures:  # recorded where they differ from the defaults
         record.update({"rule": rule, "measures": dict(measures or {})})
+    if plan.also:  # a variant tuned on each measure its claims test: the point per measure, the runs it made
+        sets = evaluation_sets(each)
+        record["per_measure"] = {name: {m: {"chosen": p, "runs": sets[name, m]} for m, p in each[name].items()}
+                                 for name in plan.also}  # fmt: skip
     if plan.skipped:
         record["skipped"] = {name: list(keys) for name, keys in plan.skipped.items()}
     if plan.widened:
@@ -242,7 +288,7 @@ def tuning_warnings(record: Mapping[str, Any], claims: Sequence[Claim] = ()) -> 
             f"tuned on {len(seeds)} seed(s), fewer than {ROBUST_SEEDS}: one seed's cliff can decide the choice; "
             "use more tuning seeds, or the rule mean_minus_se or worst."
         )
-    for variant, point in (record.get("chosen") or {}).items():
+    for variant, point in _choices(record):
         for key, value in point.items():
             beyond = [w["value"] for w in record.get("widened") or [] if (w["variant"], w["key"]) == (variant, key)]
             grid = [v for v in [*record["grid"].get(key, []), *beyond] if _number(v)]
@@ -253,12 +299,38 @@ def tuning_warnings(record: Mapping[str, Any], claims: Sequence[Claim] = ()) -> 
     if criterion == "time_to_target" and record.get("target") is not None:
         criterion = f"{TIME_TO}{record['target']:g}"
     tuned_on = record.get("measures") or {}
+    per = record.get("per_measure") or {}
     for variant in record.get("chosen") or {}:
         on = tuned_on.get(variant, criterion)
-        claimed = sorted({c.measure for c in claims if variant in (c.variant, c.versus)} - {on}, key=str)
+        claimed = sorted({c.measure for c in claims if variant in (c.variant, c.versus)} - {on, *per.get(variant, ())},
+                         key=str)  # fmt: skip
         if claimed and not _same_time(on, claimed):
             out.append(f"{variant}: tuned on {on} but claimed on {', '.join(claimed)}.")
     return out
+
+
+def _choices(record: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(who, point) for each choice of tuned.yaml's ``record``: a variant's on its first measure, then
+    ``<variant> on <measure>`` for each other measure it was tuned on (``per_measure``)."""
+    per = record.get("per_measure") or {}
+    out = []
+    for variant, point in (record.get("chosen") or {}).items():
+        others = list((per.get(variant) or {}).items())[1:]
+        out += [(variant, point)] + [(f"{variant} on {m}", entry["chosen"]) for m, entry in others]
+    return out
+
+
+def claims_on_tuned_sets(claims: Sequence[Claim], folder: Path) -> list[Claim]:
+    """``claims`` with each variant (and versus) that was tuned on several measures named by the runs tuned on the
+    claim's own measure (``folder``/tuned.yaml's ``per_measure``): ``fl_fdms~time_to_0.401`` where that measure
+    chose another point than the variant's first; the claims as they are where nothing was tuned so."""
+    path = folder / TUNED_FILE
+    per = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("per_measure") if path.is_file() else None
+    if not per:
+        return list(claims)
+    sets = {(name, m): entry["runs"] for name, measures in per.items() for m, entry in measures.items()}
+    return [c.model_copy(update={k: sets.get((getattr(c, k), c.measure), getattr(c, k)) for k in ("variant", "versus")})
+            for c in claims]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -297,14 +369,14 @@ def near_ties(record: Mapping[str, Any], rows: Sequence[Mapping[str, str]]) -> l
     criterion = record.get("criterion")
     criterion = f"{TIME_TO}{record['target']:g}" if criterion == "time_to_target" else criterion
     tuned_on = record.get("measures") or {}
+    per = record.get("per_measure") or {}
     out = []
-    for variant in record.get("chosen") or {}:
-        own = [r for r in rows if r.get("variant") == variant]
+    for variant, on in ((v, m) for v in record.get("chosen") or {} for m in per.get(v) or [tuned_on.get(v, criterion)]):
+        own = [r for r in rows if r.get("variant") == variant and r.get("measure", on) == on]
         chosen = [r for r in own if r.get("chosen") == "True"]
         if len(seeds) < 2 or len(chosen) != 1:
             continue
         pool = [r for r in own if r is not chosen[0] and r.get("near_divergence") == chosen[0].get("near_divergence")]
-        on = tuned_on.get(variant, criterion)
         lower = lower_is_better(on)
         ranked = sorted((r for r in pool if math.isfinite(_value(r, "score"))), key=lambda r: _value(r, "score"),
                         reverse=not lower)  # fmt: skip
@@ -370,23 +442,24 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = (), points: str = 
     grid = "; ".join(f"`{k}` in {v}" for k, v in record["grid"].items())
     rule = record.get("rule", "mean")
     how = f"best mean {crit}" if rule == "mean" else f"best {crit} by the rule {rule}"
-    measures = record.get("measures") or {}
-    how += "".join(f"; {v} on {m}" for v, m in measures.items())
+    measures, per = record.get("measures") or {}, record.get("per_measure") or {}
+    how += "".join(f"; {v} on {' and '.join(per[v]) if v in per else m}" for v, m in measures.items())
     lines = [
         "## Tuning",
         "",
         f"Tuned per variant on seeds {record['seeds']} (disjoint from the evaluation seeds): {grid}. Criterion: "
         f"{how} over the tuning seeds; ties go to the first grid point. {points}.",
         "",
-        "| variant | chosen |",
-        "|---|---|",
     ]
-    lines += [f"| {v} | " + ", ".join(f"{k} = {x}" for k, x in c.items()) + " |" for v, c in record["chosen"].items()]
+    lines += _chosen_table(record, record["criterion"])
     skipped = record.get("skipped") or {}
     lines += [
-        f"| {v} | not tuned (its own values"
+        f"| {v} | "
+        + ("| " if per else "")
+        + "not tuned (its own values"
         + (f"; its algorithm has no {', '.join(skipped[v])}" if skipped.get(v) else "")
         + ") |"
+        + (f" {v} |" if per else "")
         for v in record.get("untuned", [])
     ]
     skipped_tuned = [(v, keys) for v, keys in skipped.items() if v in record["chosen"]]
@@ -417,3 +490,20 @@ def tuning_section(sweep_dir: Path, claims: Sequence[Claim] = (), points: str = 
     if warnings:
         lines += ["", "Warnings:", ""] + [f"- {w}" for w in warnings]
     return "\n".join(lines) + "\n"
+
+
+def _chosen_table(record: Mapping[str, Any], criterion: str) -> list[str]:
+    """The Tuning section's table of choices: variant | chosen, or where a variant was tuned on several measures
+    (``per_measure``) variant | tuned on | chosen | runs (the evaluation runs made with the point)."""
+
+    def values(point: Mapping[str, Any]) -> str:
+        return ", ".join(f"{k} = {x}" for k, x in point.items())
+
+    per = record.get("per_measure")
+    if not per:
+        return ["| variant | chosen |", "|---|---|"] + [f"| {v} | {values(c)} |" for v, c in record["chosen"].items()]
+    lines = ["| variant | tuned on | chosen | runs |", "|---|---|---|---|"]
+    for v, c in record["chosen"].items():
+        entries = per.get(v) or {(record.get("measures") or {}).get(v, criterion): {"chosen": c, "runs": v}}
+        lines += [f"| {v} | {m} | {values(e['chosen'])} | {e['runs']} |" for m, e in entries.items()]
+    return lines

@@ -7,6 +7,8 @@ Layout (the same whichever executor ran it)::
         declared_claims.yaml              the claims: the sweep started with (report tests these)
         <variant>/seed<N>/                one ordinary run directory per variant x seed
         tuning/<variant>/<point>/seed<K>/ with tune: the tuning runs (run first), tuning.csv, tuned.yaml
+        <variant>~<measure>/seed<N>/      with tune: a variant's runs with the point tuned on another of its
+                                          claims' measures, where it differs (asyncfl.study.tuning)
         comparison.csv, runs.csv, time_to_target.csv/.md, client_accuracy.csv/.md, *.png
         noise_floor/<cap>/<variant>/seed<N>/ with noise_floor: the reruns under CPU kernel sets
         report.csv, report.md             mean ± 95 % CI over seeds, paired differences vs ``baseline:``
@@ -49,8 +51,8 @@ from asyncfl.study.noise_floor import NoiseRun, noise_runs
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord
 from asyncfl.study.spec import RunSpec, Study
-from asyncfl.study.tuning import TUNED_FILE, TuningRun, tuned_scenario, widen
-from asyncfl.study.tuning_results import choose, write_choice
+from asyncfl.study.tuning import TUNED_FILE, TuningPlan, TuningRun, tuned_scenario, widen
+from asyncfl.study.tuning_results import choose_each, evaluation_sets, split_choice, write_choice
 from asyncfl.sweep.jobs import Job, run_locally
 from asyncfl.sweep.ray_executor import check_ray, run_on_ray
 
@@ -97,9 +99,10 @@ def _run_held(
             log("tuning runs failed: no evaluation runs until they finish (--resume)")
             return SweepResult(sweep_dir, len(jobs) - len(failures), skipped, failures)
         plan = study.tuning
-        choice = choose(plan, sweep_dir)  # written once the last widening round is in (below)
+        choice = choose_each(plan, sweep_dir)  # written once the last widening round is in (below)
         for round_ in range(1, plan.spec.widen_max + 1 if plan.spec.widen else 1):
-            wider = widen(plan, choice[0], round_)  # a choice at a grid edge: one point beyond it, then choose again
+            first, others = split_choice(choice[0])
+            wider = widen(plan, first, round_, others)  # a choice at a grid edge: one point beyond it, choose again
             if wider is None:
                 break
             plan, extra = wider, wider.runs[len(plan.runs) :]
@@ -110,7 +113,7 @@ def _run_held(
             if more:
                 log("tuning runs failed: no evaluation runs until they finish (--resume)")
                 return SweepResult(sweep_dir, len(jobs) - len(more), skipped, more)
-            choice = choose(plan, sweep_dir)
+            choice = choose_each(plan, sweep_dir)
         # Only now: a resume stopped between rounds would otherwise leave tuned.yaml at a first round's choice
         # that the evaluation runs, made with the widened one, contradict.
         chosen = write_choice(plan, sweep_dir, choice=choice)
@@ -119,6 +122,7 @@ def _run_held(
             RunSpec(r.variant, r.seed, tuned_scenario(plan, r.variant, r.seed, chosen))
             if r.variant in chosen else r for r in study.runs
         ))  # fmt: skip
+        study = _with_measure_sets(study, plan, choice[0])
         done, before = len(plan.runs) - skipped, skipped
     jobs, skipped = plan_jobs(study, sweep_dir, keep_checkpoints=executor == "local")
     log(f"sweep {sweep_dir}: {len(jobs)} run(s) to do, {skipped} already finished")
@@ -138,6 +142,17 @@ def _run_held(
     write_report(sweep_dir, finished, study.baseline if study.baseline in with_results else None,
                  study.targets, study.claims, completeness=completeness)  # fmt: skip
     return SweepResult(sweep_dir, done + len(jobs) - len(failures), skipped, failures)
+
+
+def _with_measure_sets(study: Study, plan: TuningPlan, each: dict[str, dict[str, dict]]) -> Study:
+    """``study`` with the evaluation runs of each variant tuned on several measures whose point on a later one
+    differs from that on its first (:func:`asyncfl.study.tuning_results.evaluation_sets`): runs of their own."""
+    sets = {
+        name: (variant, each[variant][m]) for (variant, m), name in evaluation_sets(each).items() if name != variant
+    }
+    runs = [RunSpec(name, seed, tuned_scenario(plan, variant, seed, {variant: point}))
+            for name, (variant, point) in sets.items() for seed in study.seeds]  # fmt: skip
+    return replace(study, runs=study.runs + tuple(runs), variants=study.variants + tuple(sets))
 
 
 def _execute(

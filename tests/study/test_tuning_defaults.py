@@ -71,12 +71,14 @@ def test_each_variant_is_tuned_on_its_claims_measure_by_default(tmp_path):
     no_claims = bare(tmp_path, {"training.lr": [0.1, 0.3]})
     assert build_study(no_claims).tuning.spec.criterion == "final_accuracy"  # as before: nothing claimed
     both = {**claim, "measure": "best_accuracy"}
-    raw["claims"] = [claim, both]
+    raw["claims"] = [claim, both]  # claimed on two measures: tuned on each, in the claims' order
+    plan = build_study(raw).tuning
+    assert plan.measures["p"] == "time_to:0.5" and plan.also == {"p": ("best_accuracy",), "q": ("best_accuracy",)}
+    raw["tune"]["criterion"] = {"p": "claimed"}  # a mapping names one measure per variant: still refused
     with pytest.raises(ConfigError) as err:
         build_study(raw)
-    assert "tune.criterion: left out, each variant is tuned on the measure its claims test, but the claims about " \
-        "'p' test best_accuracy, time_to:0.5; its evaluation runs carry one tuned setting, so name one " \
-        "(tune.criterion: {p: <measure>})" in str(err.value)  # fmt: skip
+    assert "tune.criterion.p: claimed: the claims about 'p' test best_accuracy, time_to:0.5; name its measure " \
+        "instead (tune.criterion: {p: <measure>})" in str(err.value)  # fmt: skip
 
 
 def ended(path: Path, status: str, end: float, stop: float | None) -> Path:
