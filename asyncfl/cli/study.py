@@ -13,6 +13,7 @@ from asyncfl.output.folders import make_directory
 from asyncfl.output.run_directory import refuse_used_out
 from asyncfl.study.claims import unreachable_families
 from asyncfl.study.spec import Study, build_study, is_study
+from asyncfl.study.tuning import set_name
 
 
 def add_sweep_options(run: argparse.ArgumentParser) -> None:
@@ -61,12 +62,14 @@ def _write_sweep_report(sweep_dir: Path, baseline: str | None) -> int:
     from asyncfl.study.completeness import study_completeness
     from asyncfl.study.report import write_report
     from asyncfl.study.spec import declared_runs
+    from asyncfl.study.tuning_results import measure_sets
 
     raw = read_yaml(sweep_dir / STUDY_FILE)
     records = sweep_records(sweep_dir)
     if not records:
         raise ConfigError(f"{sweep_dir}: no finished runs to report (no <variant>/seed<N>/metrics.csv).")
-    completeness = study_completeness(sweep_dir, *declared_runs(raw))
+    declared, seeds = declared_runs(raw)  # and the runs a variant tuned on several measures added
+    completeness = study_completeness(sweep_dir, declared + tuple(measure_sets(sweep_dir)), seeds)
     if completeness.partial:  # still a useful report, but not the study: said here and atop report.md
         print(f"warning: {sweep_dir}: {completeness.notice(sweep_dir)}", file=sys.stderr)
     variants = [v for v in dict.fromkeys(r.label for r in records) if not completeness.has_no_results(v)]
@@ -151,6 +154,14 @@ def validate_study(study: Study, source: str) -> int:
                 if v in plan.variants
             )  # fmt: skip
         )
+        if plan.also:  # claimed on several measures: tuned on each (asyncfl.study.tuning)
+            sets = [set_name(v, m) for v, measures in plan.also.items() for m in measures]
+            print(
+                "  tuned on each measure its claims test: "
+                + "; ".join(f"{v} on {', '.join(plan.measures_of(v))}" for v in plan.also)
+                + f"; where a later measure chooses another point, its runs ({len(study.seeds)} seed(s) each): "
+                + ", ".join(sets)
+            )
     warn_study(study)
     return 0
 

@@ -320,6 +320,14 @@ def _choices(record: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def measure_sets(folder: Path) -> list[str]:
+    """The evaluation runs ``folder``'s tuning added for variants tuned on several measures (tuned.yaml's
+    ``per_measure``: ``<variant>~<measure>`` where that measure chose another point), as the sweep declared them."""
+    path = folder / TUNED_FILE
+    per = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("per_measure") if path.is_file() else None
+    return [e["runs"] for name, measures in (per or {}).items() for e in measures.values() if e["runs"] != name]
+
+
 def claims_on_tuned_sets(claims: Sequence[Claim], folder: Path) -> list[Claim]:
     """``claims`` with each variant (and versus) that was tuned on several measures named by the runs tuned on the
     claim's own measure (``folder``/tuned.yaml's ``per_measure``): ``fl_fdms~time_to_0.401`` where that measure

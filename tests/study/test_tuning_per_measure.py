@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from asyncfl.cli.study import report_dir
 from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.sweep.study_sweep import run_sweep
@@ -72,8 +73,10 @@ def test_two_measures_that_choose_different_points_get_two_evaluation_sets(tmp_p
     }}  # fmt: skip
     rows = [(r["variant"], r["measure"], r["point"], r["mean"], r["chosen"]) for r in read_csv(sweep / "tuning.csv")]
     assert rows[:4] == [
-        ("p", "last_quarter_accuracy", "lr0.1", "0.8", "True"), ("p", "last_quarter_accuracy", "lr0.3", "0.57", "False"),
-        ("p", "time_to:0.5", "lr0.1", "30.0", "False"), ("p", "time_to:0.5", "lr0.3", "10.0", "True"),
+        ("p", "last_quarter_accuracy", "lr0.1", "0.8", "True"),
+        ("p", "last_quarter_accuracy", "lr0.3", "0.57", "False"),
+        ("p", "time_to:0.5", "lr0.1", "30.0", "False"),
+        ("p", "time_to:0.5", "lr0.3", "10.0", "True"),
     ]  # fmt: skip
     claims = [(r["variant"], r["versus"], r["measure"]) for r in read_csv(sweep / "claims.csv")]
     assert claims == [("p", "q", "last_quarter_accuracy"), ("p~time_to_0.5", "r", "time_to:0.5")]
@@ -82,6 +85,10 @@ def test_two_measures_that_choose_different_points_get_two_evaluation_sets(tmp_p
     assert "| p | last_quarter_accuracy | training.lr = 0.1 | p |" in report
     assert "p on last_quarter_accuracy and time_to:0.5" in report
     assert "named `<variant>~<measure>`" in (sweep / "claims.md").read_text()
+    shutil.rmtree(sweep / "p~time_to_0.5" / "seed1")  # asyncfl report, from the files: the same sets, one run short
+    assert report_dir(sweep, None) == 0
+    partial = [(r["variant"], r["partial"]) for r in read_csv(sweep / "claims.csv")]
+    assert partial == [("p", ""), ("p~time_to_0.5", "variant p~time_to_0.5: 1 of 2 seeds")]
 
 
 def test_two_measures_that_choose_the_same_point_make_no_extra_runs(tmp_path, monkeypatch):
