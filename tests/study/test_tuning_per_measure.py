@@ -130,3 +130,27 @@ def test_a_criterion_given_keeps_one_measure_per_variant(tmp_path):
     assert mapping.also == {} and mapping.measures == {"p": "time_to:0.5", "q": "final_accuracy", "r": "final_accuracy"}
     claimed = build_study(study(tmp_path, criterion="claimed")).tuning
     assert claimed.measures["p"] == "last_quarter_accuracy" and claimed.also == {"p": ("time_to:0.5",)}
+
+
+def test_a_widening_one_measure_asks_for_is_run_once_and_serves_both(tmp_path, monkeypatch):
+    """Grid lr 0.1 / 0.3 / 0.9: last-quarter accuracy chooses 0.3 (0.8, inside the grid), time to 0.5 chooses 0.9
+    (10 s, the top edge), so widening runs lr 2.7 (0.9 · 3) once per tuning seed for p (and for r, claimed on the
+    time only); 2.7 reaches 0.5 at 20 s and ends at 0.6, so neither choice moves and no second round follows."""
+    curves = {0.1: [0.2, 0.3, 0.4, 0.45], 0.3: SLOW_HIGH, 0.9: FAST_LOW, 2.7: [0.2, 0.6, 0.6, 0.6]}
+    made = counting(monkeypatch, curves)
+    raw = study(tmp_path, widen=True)
+    raw["tune"]["grid"] = {"training.lr": [0.1, 0.3, 0.9]}
+    sweep = sweep_of(raw)
+    assert sorted(p.name for p in (sweep / "tuning" / "p").iterdir()) == ["lr0.1", "lr0.3", "lr0.9", "lr2.7"]
+    assert sorted(made).count((2.7, 100)) == 2 and (2.7, 101) in made  # p and r, each once
+    assert not (sweep / "tuning" / "q" / "lr2.7").exists()
+    record = yaml.safe_load((sweep / "tuned.yaml").read_text())
+    assert [(w["variant"], w["edge"], w["value"], w["round"]) for w in record["widened"]] == [
+        ("p", 0.9, 2.7, 1), ("r", 0.9, 2.7, 1),
+    ]  # fmt: skip
+    per = record["per_measure"]["p"]
+    assert {m: (e["chosen"]["training.lr"], e["runs"]) for m, e in per.items()} == {
+        "last_quarter_accuracy": (0.3, "p"), "time_to:0.5": (0.9, "p~time_to_0.5"),
+    }  # fmt: skip
+    lrs = {k: c["training"]["lr"] for k, c in configs(sweep).items() if k.endswith("seed0") and "/" not in k[:-6]}
+    assert lrs == {"p/seed0": 0.3, "p~time_to_0.5/seed0": 0.9, "q/seed0": 0.3, "r/seed0": 0.9}
