@@ -28,15 +28,19 @@ the first point in grid order (the grid is enumerated with the last key varying 
 evaluation runs (variant x ``seeds:``) apply them on top of the variant's ``set``.  Nothing is read from
 an evaluation run, so the evaluation seeds cannot influence the choice.
 
-``criterion:`` left out: each tuned variant on the one measure its claims test (as ``claimed``), a variant no
-claim names on ``final_accuracy`` (a study without claims tunes as before); a variant whose claims test
-several measures is refused, since its evaluation runs can carry one tuned setting: name one per variant.
-Otherwise it is one measure for every tuned variant: ``final_accuracy``, ``last_quarter_accuracy``,
-``best_accuracy``, ``time_to_target`` (the first target, a miss +inf), or any claim measure
-(``last_quarter:<column>``, ``time_to:<target>``: a miss censored at the run's end, as in the claims);
-``claimed``: each variant on the one measure its claims test; or a mapping variant -> measure (a tuned
-variant it leaves out: ``final_accuracy``; in it or with ``claimed``, ``time_to_target`` means
-``time_to:<the first target>``).
+``criterion:`` left out: each tuned variant on the measures its claims test (as ``claimed``), a variant no
+claim names on ``final_accuracy`` (a study without claims tunes as before).  A variant whose claims test
+several (in the order they first appear: M1, M2, ...) is tuned on each from the same tuning runs
+(:attr:`TuningPlan.also`); its evaluation runs carry the point chosen on M1, and where Mi chooses another
+point the variant's runs with that one are made under :func:`set_name` (``fl_fdms~time_to_0.401``), which the
+claims on Mi read for their variant and versus alike (:func:`asyncfl.study.tuning_results.claims_on_tuned_sets`);
+where Mi chooses the same point, its claims read the M1 runs.  Otherwise it is one measure for every tuned
+variant: ``final_accuracy``, ``last_quarter_accuracy``, ``best_accuracy``, ``time_to_target`` (the first
+target, a miss +inf), or any claim measure (``last_quarter:<column>``, ``time_to:<target>``: a miss censored
+at the run's end, as in the claims); ``claimed``: each variant on the measures its claims test, as left out
+(a variant they do not name is refused); or a mapping variant -> measure (a tuned variant it leaves out:
+``final_accuracy``; ``claimed`` in it is refused for a variant claimed on several measures; in it or with
+``claimed``, ``time_to_target`` means ``time_to:<the first target>``).
 
 ``algorithm.<key>`` grid keys (``algorithm.history`` for FedHist) apply to the variants whose algorithm has
 the key and whose own ``set`` does not fix it (a variant of an h sweep keeps its h); another variant is tuned on
@@ -44,11 +48,12 @@ the rest of the grid (the key is listed as skipped in tuning.csv,
 tuned.yaml and the report), and a variant with no grid key left is not tuned.  A key that no tuned
 variant's algorithm has is refused.
 
-``widen: true`` (the default; ``widen: false`` only warns): where a chosen numeric value sits at its grid's
-edge, one point beyond that edge (the chosen point with that value moved one step further: geometric where the
-grid's values are positive with a near-constant ratio, which a two-value positive grid always has; arithmetic
-otherwise: :func:`next_value`) runs on the tuning seeds, and the choice is made again, up to ``widen_max`` times
-(:func:`widen`); the report lists every widening.
+``widen: true`` (the default; ``widen: false`` only warns): where a chosen numeric value (on any measure the
+variant is tuned on: a point beyond is run once, for all) sits at its grid's edge, one point beyond that edge
+(the chosen point with that value moved one step further: geometric where the grid's values are positive with
+a near-constant ratio, which a two-value positive grid always has; arithmetic otherwise: :func:`next_value`)
+runs on the tuning seeds, and the choice is made again, up to ``widen_max`` times (:func:`widen`); the report
+lists every widening.
 
 ``divergence_margin: m`` (default 1; ``divergence_margin: 0`` turns it off): a point is not chosen when a tuning
 run diverged (summary status
@@ -123,10 +128,10 @@ class Tune(Section):
     criterion: str | dict[str, str] | None = Field(
         None,
         description="what the best grid point maximises (accuracies) or minimises (times); default: each variant "
-        "on the measure its claims test (final_accuracy where none names it): final_accuracy, "
+        "on each measure its claims test (final_accuracy where none names it): final_accuracy, "
         "last_quarter_accuracy, best_accuracy, time_to_target (the first of targets:, a miss +inf), a claim "
         "measure (last_quarter:<column>, time_to:<target>, a miss censored at the run's end), claimed (each "
-        "variant on the measure its claims test), or a mapping variant -> measure",
+        "variant on each measure its claims test), or a mapping variant -> measure",
     )
     rule: Rule = Field(
         "mean", description="how a point's per-seed criterion becomes its score: mean, mean_minus_se, worst"
