@@ -62,7 +62,7 @@ def _write_sweep_report(sweep_dir: Path, baseline: str | None) -> int:
     from asyncfl.study.completeness import study_completeness
     from asyncfl.study.report import write_report
     from asyncfl.study.spec import declared_runs
-    from asyncfl.study.tuning_results import measure_sets
+    from asyncfl.study.tuned_sets import measure_sets
 
     raw = read_yaml(sweep_dir / STUDY_FILE)
     records = sweep_records(sweep_dir)

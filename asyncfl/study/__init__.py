@@ -7,7 +7,8 @@ Modules: :mod:`~asyncfl.study.spec` (expanding a study, with its ``tune:`` block
 by :mod:`asyncfl.figures`), :mod:`~asyncfl.study.claims` and :mod:`~asyncfl.study.claim_tests` (declared
 claims and their verdicts, with a :mod:`~asyncfl.study.sensitivity` axis),
 :mod:`~asyncfl.study.weight_shares` (does a weighting rule starve a group of clients?),
-:mod:`~asyncfl.study.tuning_results` (the tuned setting chosen from the tuning runs) and
+:mod:`~asyncfl.study.tuning_results` (the tuned setting chosen from the tuning runs, and
+:mod:`~asyncfl.study.tuned_sets` the runs of a variant tuned on several measures) and
 :mod:`~asyncfl.study.advice_files` (``advise``'s tables).  Only the light study definition is
 imported here, so ``validate`` stays fast.
 """

@@ -48,7 +48,8 @@ from asyncfl.study.seed_statistics import (
     paired_values,
     t_interval,
 )
-from asyncfl.study.tuning_results import claims_on_tuned_sets, tuning_section
+from asyncfl.study.tuned_sets import claims_on_tuned_sets
+from asyncfl.study.tuning_results import tuning_section
 from asyncfl.study.weight_shares import STARVED, study_weight_table
 
 

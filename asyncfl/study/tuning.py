@@ -33,7 +33,7 @@ claim names on ``final_accuracy`` (a study without claims tunes as before).  A v
 several (in the order they first appear: M1, M2, ...) is tuned on each from the same tuning runs
 (:attr:`TuningPlan.also`); its evaluation runs carry the point chosen on M1, and where Mi chooses another
 point the variant's runs with that one are made under :func:`set_name` (``fl_fdms~time_to_0.401``), which the
-claims on Mi read for their variant and versus alike (:func:`asyncfl.study.tuning_results.claims_on_tuned_sets`);
+claims on Mi read for their variant and versus alike (:func:`asyncfl.study.tuned_sets.claims_on_tuned_sets`);
 where Mi chooses the same point, its claims read the M1 runs.  Otherwise it is one measure for every tuned
 variant: ``final_accuracy``, ``last_quarter_accuracy``, ``best_accuracy``, ``time_to_target`` (the first
 target, a miss +inf), or any claim measure (``last_quarter:<column>``, ``time_to:<target>``: a miss censored

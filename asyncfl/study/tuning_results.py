@@ -35,7 +35,8 @@ from asyncfl.study.censoring import planned_horizon
 from asyncfl.study.claims import TIME_TO, Claim
 from asyncfl.study.measures import ACCURACY_MEASURES, column_label, column_of
 from asyncfl.study.seed_statistics import run_measures
-from asyncfl.study.tuning import DEFAULT_SEEDS, TUNED_FILE, TUNING_CSV, TUNING_DIR, TuningPlan, set_name
+from asyncfl.study.tuned_sets import evaluation_sets, split_choice
+from asyncfl.study.tuning import DEFAULT_SEEDS, TUNED_FILE, TUNING_CSV, TUNING_DIR, TuningPlan
 
 RULES = ("mean", "mean_minus_se", "worst")
 # tune.criterion other than one measure, in the report's words (the measures follow)
@@ -156,24 +157,6 @@ def _choose_on(
     for row, pid in zip(rows, ids):
         row["chosen"] = pid == ids[best]
     return dict(points[best]), rows
-
-
-def split_choice(
-    each: Mapping[str, Mapping[str, dict[str, Any]]],
-) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """:func:`choose_each`'s choice as variant -> the point on its first measure, and variant -> the points on its
-    others."""
-    return {n: next(iter(p.values())) for n, p in each.items()}, {n: list(p.values())[1:] for n, p in each.items()}
-
-
-def evaluation_sets(each: Mapping[str, Mapping[str, dict[str, Any]]]) -> dict[tuple[str, str], str]:
-    """(variant, measure) -> the evaluation runs that measure's claims read: the variant's own where the point
-    is the one chosen on its first measure, else those of :func:`~asyncfl.study.tuning.set_name`."""
-    out = {}
-    for name, points in each.items():
-        first = next(iter(points.values()))
-        out.update({(name, m): name if p == first else set_name(name, m) for m, p in points.items()})
-    return out
 
 
 def _undiverged_end(run_dir: Path) -> float | None:
@@ -318,27 +301,6 @@ def _choices(record: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         others = list((per.get(variant) or {}).items())[1:]
         out += [(variant, point)] + [(f"{variant} on {m}", entry["chosen"]) for m, entry in others]
     return out
-
-
-def measure_sets(folder: Path) -> list[str]:
-    """The evaluation runs ``folder``'s tuning added for variants tuned on several measures (tuned.yaml's
-    ``per_measure``: ``<variant>~<measure>`` where that measure chose another point), as the sweep declared them."""
-    path = folder / TUNED_FILE
-    per = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("per_measure") if path.is_file() else None
-    return [e["runs"] for name, measures in (per or {}).items() for e in measures.values() if e["runs"] != name]
-
-
-def claims_on_tuned_sets(claims: Sequence[Claim], folder: Path) -> list[Claim]:
-    """``claims`` with each variant (and versus) that was tuned on several measures named by the runs tuned on the
-    claim's own measure (``folder``/tuned.yaml's ``per_measure``): ``fl_fdms~time_to_0.401`` where that measure
-    chose another point than the variant's first; the claims as they are where nothing was tuned so."""
-    path = folder / TUNED_FILE
-    per = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("per_measure") if path.is_file() else None
-    if not per:
-        return list(claims)
-    sets = {(name, m): entry["runs"] for name, measures in per.items() for m, entry in measures.items()}
-    return [c.model_copy(update={k: sets.get((getattr(c, k), c.measure), getattr(c, k)) for k in ("variant", "versus")})
-            for c in claims]  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,9 @@ from asyncfl.study.noise_floor import NoiseRun, noise_runs
 from asyncfl.study.report import write_report
 from asyncfl.study.seed_statistics import RunRecord
 from asyncfl.study.spec import RunSpec, Study
+from asyncfl.study.tuned_sets import evaluation_sets, split_choice
 from asyncfl.study.tuning import TUNED_FILE, TuningPlan, TuningRun, tuned_scenario, widen
-from asyncfl.study.tuning_results import choose_each, evaluation_sets, split_choice, write_choice
+from asyncfl.study.tuning_results import choose_each, write_choice
 from asyncfl.sweep.jobs import Job, run_locally
 from asyncfl.sweep.ray_executor import check_ray, run_on_ray
 
@@ -146,7 +147,7 @@ def _run_held(
 
 def _with_measure_sets(study: Study, plan: TuningPlan, each: dict[str, dict[str, dict]]) -> Study:
     """``study`` with the evaluation runs of each variant tuned on several measures whose point on a later one
-    differs from that on its first (:func:`asyncfl.study.tuning_results.evaluation_sets`): runs of their own."""
+    differs from that on its first (:func:`asyncfl.study.tuned_sets.evaluation_sets`): runs of their own."""
     sets = {
         name: (variant, each[variant][m]) for (variant, m), name in evaluation_sets(each).items() if name != variant
     }

@@ -13,6 +13,7 @@ import yaml
 from asyncfl.cli.study import report_dir
 from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
+from asyncfl.study.claims import Claim
 from asyncfl.sweep.study_sweep import run_sweep
 from tests.study.test_tuning import configs, tiny
 from tests.study.test_tuning_keys import fake_training, sweep_of
@@ -154,3 +155,12 @@ def test_a_widening_one_measure_asks_for_is_run_once_and_serves_both(tmp_path, m
     }  # fmt: skip
     lrs = {k: c["training"]["lr"] for k, c in configs(sweep).items() if k.endswith("seed0") and "/" not in k[:-6]}
     assert lrs == {"p/seed0": 0.3, "p~time_to_0.5/seed0": 0.9, "q/seed0": 0.3, "r/seed0": 0.9}
+
+
+def test_a_set_tuned_on_another_measure_keeps_its_claim_on_the_declared_variant():
+    """On a sensitivity axis a claim is one test across the axis values (grouped by ``declared``): the runs
+    ``fedhist.h20~time_to_0.4`` belong to the declared ``fedhist`` like ``fedhist.h10``."""
+    claim = Claim(variant="fedhist.h20~time_to_0.4", versus="fedavg", measure="time_to:0.4", direction="lower",
+                  axis="h", axis_value="h20")  # fmt: skip
+    assert claim.declared == ("study", "fedhist", "fedavg", "time_to:0.4")
+    assert claim.model_copy(update={"variant": "fedhist.h10", "axis_value": "h10"}).declared == claim.declared
