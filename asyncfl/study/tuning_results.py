@@ -243,8 +243,9 @@ def write_choice(
         record.update({"rule": rule, "measures": dict(measures or {})})
     if plan.also:  # a variant tuned on each measure its claims test: the point per measure, the runs it made
         sets = evaluation_sets(each)
-        record["per_measure"] = {name: {m: {"chosen": p, "runs": sets[name, m]} for m, p in each[name].items()}
-                                 for name in plan.also}  # fmt: skip
+        record["per_measure"] = {
+            name: {m: {"chosen": dict(p), "runs": sets[name, m]} for m, p in each[name].items()} for name in plan.also
+        }  # fmt: skip  (copies: no YAML anchors in tuned.yaml)
     if plan.skipped:
         record["skipped"] = {name: list(keys) for name, keys in plan.skipped.items()}
     if plan.widened:
@@ -271,13 +272,13 @@ def tuning_warnings(record: Mapping[str, Any], claims: Sequence[Claim] = ()) -> 
             f"tuned on {len(seeds)} seed(s), fewer than {ROBUST_SEEDS}: one seed's cliff can decide the choice; "
             "use more tuning seeds, or the rule mean_minus_se or worst."
         )
-    for variant, point in _choices(record):
+    for who, variant, point in _choices(record):
         for key, value in point.items():
             beyond = [w["value"] for w in record.get("widened") or [] if (w["variant"], w["key"]) == (variant, key)]
             grid = [v for v in [*record["grid"].get(key, []), *beyond] if _number(v)]
             if len(grid) >= 2 and _number(value) and value in (min(grid), max(grid)):
                 side = "largest" if value == max(grid) else "smallest"
-                out.append(f"{variant}: {key} = {value} is the {side} value of its grid; the best may lie beyond it.")
+                out.append(f"{who}: {key} = {value} is the {side} value of its grid; the best may lie beyond it.")
     criterion = record.get("criterion")
     if criterion == "time_to_target" and record.get("target") is not None:
         criterion = f"{TIME_TO}{record['target']:g}"
@@ -292,14 +293,15 @@ def tuning_warnings(record: Mapping[str, Any], claims: Sequence[Claim] = ()) -> 
     return out
 
 
-def _choices(record: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(who, point) for each choice of tuned.yaml's ``record``: a variant's on its first measure, then
-    ``<variant> on <measure>`` for each other measure it was tuned on (``per_measure``)."""
+def _choices(record: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(who, variant, point) for each choice of tuned.yaml's ``record`` that made evaluation runs: a variant's on
+    its first measure, then ``<variant> on <measure>`` for another measure it was tuned on (``per_measure``) that
+    chose another point."""
     per = record.get("per_measure") or {}
     out = []
     for variant, point in (record.get("chosen") or {}).items():
-        others = list((per.get(variant) or {}).items())[1:]
-        out += [(variant, point)] + [(f"{variant} on {m}", entry["chosen"]) for m, entry in others]
+        others = [(m, e["chosen"]) for m, e in list((per.get(variant) or {}).items())[1:] if e["chosen"] != point]
+        out += [(variant, variant, point)] + [(f"{variant} on {m}", variant, other) for m, other in others]
     return out
 
 

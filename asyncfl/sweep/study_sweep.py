@@ -118,7 +118,10 @@ def _run_held(
         # Only now: a resume stopped between rounds would otherwise leave tuned.yaml at a first round's choice
         # that the evaluation runs, made with the widened one, contradict.
         chosen = write_choice(plan, sweep_dir, choice=choice)
-        log(f"tuned ({TUNED_FILE}): {chosen}")
+        log(f"tuned ({TUNED_FILE}): {chosen}" + "".join(
+            f"; {name} on {m}: {point}" for name, others in split_choice(choice[0])[1].items()
+            for m, point in zip(plan.also.get(name, ()), others)
+        ))  # fmt: skip
         study = replace(study, runs=tuple(
             RunSpec(r.variant, r.seed, tuned_scenario(plan, r.variant, r.seed, chosen))
             if r.variant in chosen else r for r in study.runs

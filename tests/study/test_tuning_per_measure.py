@@ -85,6 +85,8 @@ def test_two_measures_that_choose_different_points_get_two_evaluation_sets(tmp_p
     assert "| p | time_to:0.5 | training.lr = 0.3 | p~time_to_0.5 |" in report
     assert "| p | last_quarter_accuracy | training.lr = 0.1 | p |" in report
     assert "p on last_quarter_accuracy and time_to:0.5" in report
+    assert "- p on time_to:0.5: training.lr = 0.3 is the largest value of its grid" in report  # widen is off here
+    assert "&id" not in (sweep / "tuned.yaml").read_text()  # each point written out, no YAML anchor
     assert "named `<variant>~<measure>`" in (sweep / "claims.md").read_text()
     shutil.rmtree(sweep / "p~time_to_0.5" / "seed1")  # asyncfl report, from the files: the same sets, one run short
     assert report_dir(sweep, None) == 0
@@ -153,6 +155,7 @@ def test_a_widening_one_measure_asks_for_is_run_once_and_serves_both(tmp_path, m
     assert {m: (e["chosen"]["training.lr"], e["runs"]) for m, e in per.items()} == {
         "last_quarter_accuracy": (0.3, "p"), "time_to:0.5": (0.9, "p~time_to_0.5"),
     }  # fmt: skip
+    assert "p on time_to:0.5: training.lr" not in (sweep / "report.md").read_text()  # 0.9 is no edge once 2.7 ran
     lrs = {k: c["training"]["lr"] for k, c in configs(sweep).items() if k.endswith("seed0") and "/" not in k[:-6]}
     assert lrs == {"p/seed0": 0.3, "p~time_to_0.5/seed0": 0.9, "q/seed0": 0.3, "r/seed0": 0.9}
 
