@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from asyncfl.cli.study import report_dir
+from asyncfl.cli.study import report_dir, validate_study
 from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
 from asyncfl.study.claims import Claim
@@ -167,3 +167,10 @@ def test_a_set_tuned_on_another_measure_keeps_its_claim_on_the_declared_variant(
                   axis="h", axis_value="h20")  # fmt: skip
     assert claim.declared == ("study", "fedhist", "fedavg", "time_to:0.4")
     assert claim.model_copy(update={"variant": "fedhist.h10", "axis_value": "h10"}).declared == claim.declared
+
+
+def test_validate_names_the_variants_tuned_on_several_measures_and_their_runs(tmp_path, capsys):
+    assert validate_study(build_study(study(tmp_path)), "s.yaml") == 0
+    out = capsys.readouterr().out
+    assert "  tuned on each measure its claims test: p on last_quarter_accuracy, time_to:0.5; where a later " \
+        "measure chooses another point, its runs (2 seed(s) each): p~time_to_0.5\n" in out  # fmt: skip
