@@ -75,7 +75,7 @@ from asyncfl.output.lock import holder, writing  # noqa: E402
 from asyncfl.output.tables import markdown, write_csv  # noqa: E402
 from asyncfl.output.writing import write_atomic  # noqa: E402
 from asyncfl.study.censoring import planned_horizon, run_horizons  # noqa: E402
-from asyncfl.study.claim_tests import claim_markdown, claim_rows  # noqa: E402
+from asyncfl.study.claim_tests import claim_markdown, claim_rows, holm  # noqa: E402
 from asyncfl.study.claims import ALPHA, DECLARED_FILE, Claim  # noqa: E402
 from asyncfl.study.compare import STUDY_FILE, is_finished, sweep_records  # noqa: E402
 from asyncfl.study.completeness import Completeness  # noqa: E402
@@ -475,6 +475,35 @@ def paper_effect_cell(row: dict, unit: str) -> str:
 INTERVAL = f"difference [{1 - 2 * ALPHA:.0%} sign-flip interval]"  # claim_markdown's column
 
 
+def paper_families(entries: list[tuple[str, Claim, dict, dict, dict]]) -> list[str]:
+    """Per entry (a claim row of one paper's studies), Holm over its declared family across ALL the paper's
+    studies: a figure or table whose claims are split over several study files (FedHist's Fig. 5 at N/K = 10
+    and 25, its Table I at N/K = 10 and 100) is one family, as a reviewer counts it.  A member is a claim, or
+    a claim tested at every axis value (its rows: the largest p in its direction, the smallest times their
+    number on the other side, as each study counts it).  The cell: "p (other side): verdict (family, tests,
+    studies)", or "as declared" where the family lies within one study."""
+    members: dict[str, dict[tuple, list[int]]] = {}
+    for i, (study, claim, row, _, _) in enumerate(entries):
+        key = (study, *claim.declared) if claim.axis and claim.across_axis == "every" else (study, i)
+        members.setdefault(row["family"], {}).setdefault(key, []).append(i)
+    cells = [""] * len(entries)
+    for family, units in members.items():
+        studies = {key[0] for key in units}
+        if len(studies) < 2:
+            for unit in units.values():
+                for i in unit:
+                    cells[i] = "as declared"
+            continue
+        groups = list(units.values())
+        claimed = holm([max(entries[i][2]["p_sign_flip"] for i in g) for g in groups])
+        other = holm([min(1.0, len(g) * min(entries[i][2]["p_other_side"] for i in g)) for g in groups])
+        for g, p, q in zip(groups, claimed, other):
+            word = "supported" if p < ALPHA else "contradicted" if q < ALPHA else "inconclusive"
+            for i in g:
+                cells[i] = f"{p:.4f} ({q:.4f}): {word} ({family}, {len(groups)} tests, {len(studies)} studies)"
+    return cells
+
+
 def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
     """One paper's claims, a row per claim (and sensitivity-axis value): each variant's mean, the paired
     difference and its 90 % sign-flip interval, the Holm p in the claim's direction and on the other side
@@ -483,8 +512,9 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
     the verdict across it ("depends on <axis> (...)" where it differs), the paper's figures and effect, the
     verdict at half the horizon, and a link to the study's per-seed pairs (claims_seeds.md)."""
     axis = any("verdict_across_axis" in row for _, _, row, _, _ in entries)
+    across_studies = paper_families(entries)
     cells = []
-    for study, claim, row, half_row, _table in entries:
+    for (study, claim, row, half_row, _table), across in zip(entries, across_studies):
         (shown,) = claim_markdown([row])
         unit = "s" if row["unit"] == "virtual s" else "pts"
         pairs = str(row["pairs"])
@@ -503,6 +533,7 @@ def claim_table(entries: list[tuple[str, Claim, dict, dict, dict]]) -> str:
         })  # fmt: skip
         if axis:
             cells[-1]["verdict across the axis"] = row.get("verdict_across_axis", "—")
+        cells[-1]["Holm over the family in all the paper's studies"] = across
         cells[-1].update({
             "paper (source)": f"{claim.paper_numbers or '—'} ({claim.source or 'ours'})",
             "paper's effect": paper_effect_cell(row, unit),

@@ -19,6 +19,7 @@ from asyncfl.config import ConfigError
 from asyncfl.output.lock import writing
 from asyncfl.output.reading import read_csv
 from asyncfl.study import build_study
+from asyncfl.study.claims import Claim
 from asyncfl.study.compare import write_comparison
 from asyncfl.study.report import (
     direction,
@@ -578,3 +579,27 @@ def test_an_archived_study_yaml_matches_its_study_file_through_resolved_trace_pa
     assert not rp.same_study({**elsewhere, "population": {"device_trace": "/x/scenarios/trace.csv"}}, current, folder)
     assert not rp.same_study({**elsewhere, "seeds": [0, 2]}, current, folder)
     assert not rp.same_study({**elsewhere, "extra": 1}, current, folder)
+
+
+def test_a_family_split_over_a_papers_studies_is_corrected_as_one():
+    """FedHist's Fig. 5 is declared as family fedhist_fig5 in two study files (N/K = 10 and 25): the papers'
+    table corrects it once over both.  Hand-computed: study a's claim at every axis value counts as one test
+    with p = max(0.01, 0.02) = 0.02 (other side min(1, 2 x 0.98) = 1); study b's claim p = 0.03 (other 0.97);
+    Holm over the two: 0.02 x 2 = 0.04, then max(0.04, 0.03 x 1) = 0.04; other side 1 and max(1, 0.97) = 1.
+    A family within one study is left as declared."""
+    rp = _reproduce_papers()
+
+    def entry(study, family, p, other, value=None):
+        claim = Claim(family=family, variant=f"x.{value}" if value else "x", versus=f"y.{value}" if value else "y",
+                      measure="last_quarter_accuracy", direction="higher", axis="model" if value else None,
+                      axis_value=value)  # fmt: skip
+        return study, claim, {"family": family, "p_sign_flip": p, "p_other_side": other}, {}, {}
+
+    entries = [entry("a", "fig5", 0.01, 0.99, "v1"), entry("a", "fig5", 0.02, 0.98, "v2"),
+               entry("b", "fig5", 0.03, 0.97), entry("b", "solo", 0.5, 0.5)]  # fmt: skip
+    cells = rp.paper_families(entries)
+    both = "0.0400 (1.0000): supported (fig5, 2 tests, 2 studies)"
+    assert cells == [both, both, both, "as declared"]
+    entries[2] = entry("b", "fig5", 0.999, 0.001)  # b's other side rejects: 0.001 x 2 = 0.002; a's still 0.04
+    cells = rp.paper_families(entries)
+    assert cells[0] == both and cells[2] == "0.9990 (0.0020): contradicted (fig5, 2 tests, 2 studies)"
