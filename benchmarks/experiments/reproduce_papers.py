@@ -601,7 +601,7 @@ def tuning_table(studies: list[str]) -> str:
         ties = near_ties(record, tuning_rows(RESULTS / name))
         rows.append({
             "study": name, "tuned on seeds": ", ".join(map(str, record["seeds"])),
-            "evaluated on seeds": ", ".join(map(str, raw.get("seeds") or [])), "grid": grid,
+            "evaluated on seeds": ", ".join(map(str, published_seeds(name, raw))), "grid": grid,
             "criterion": record["criterion"] + (f" ({rule})" if rule != "mean" else ""), "chosen": chosen,
             "near ties (advantage ± SE)": "; ".join(
                 f"{t.variant}: {short(t.chosen)} over {short(t.runner_up)} ({t.advantage:+.3g} ± {t.se:.2g})"
@@ -609,6 +609,19 @@ def tuning_table(studies: list[str]) -> str:
             ) or "none",
         })  # fmt: skip
     return markdown(rows)
+
+
+def published_seeds(name: str, raw: dict) -> list[int]:
+    """The evaluation seeds of the study as published (the study.yaml in its runs.tar.xz), which the tuning
+    table's choices (its published tuned.yaml) belong to: the study file may declare others for a rerun that
+    has not ended; ``raw``'s (the study file's) where nothing is published."""
+    archive = RESULTS / name / ARCHIVE
+    if archive.is_file():
+        with tarfile.open(archive) as tar:
+            member = next((m for m in tar.getmembers() if m.name == STUDY_FILE), None)
+            if member is not None:
+                return list(yaml.safe_load(tar.extractfile(member).read()).get("seeds") or [])
+    return list(raw.get("seeds") or [])
 
 
 def run_seconds(records: list[RunRecord], sweep_dir: Path) -> tuple[int, float, float, set[str]]:

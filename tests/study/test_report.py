@@ -603,3 +603,21 @@ def test_a_family_split_over_a_papers_studies_is_corrected_as_one():
     entries[2] = entry("b", "fig5", 0.999, 0.001)  # b's other side rejects: 0.001 x 2 = 0.002; a's still 0.04
     cells = rp.paper_families(entries)
     assert cells[0] == both and cells[2] == "0.9990 (0.0020): contradicted (fig5, 2 tests, 2 studies)"
+
+
+def test_the_tuning_table_names_the_seeds_its_published_choices_were_evaluated_on(tmp_path):
+    """While a rerun on new seeds has not ended, the papers' tuning table shows the published choices, so the
+    seeds beside them are the published study's (its runs.tar.xz), not the study file's new ones."""
+    import io
+    import tarfile
+
+    rp = _reproduce_papers()
+    rp.RESULTS = tmp_path
+    (tmp_path / "s").mkdir()
+    with tarfile.open(tmp_path / "s" / rp.ARCHIVE, "w:xz") as tar:
+        data = b"name: s\nseeds: [0, 1, 2]\n"
+        info = tarfile.TarInfo(rp.STUDY_FILE)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    assert rp.published_seeds("s", {"seeds": [200, 201]}) == [0, 1, 2]
+    assert rp.published_seeds("unpublished", {"seeds": [200, 201]}) == [200, 201]
