@@ -44,9 +44,9 @@ IMAGE, CLASSES, LR = (3, 32, 32), 10, 0.01
 
 
 def widened(model: nn.Module, clients: int) -> nn.Module:
-    """A copy of ``model`` ``clients`` times as wide: grouped convolutions, GroupNorm with ``clients`` times
-    the groups, the classifier as a grouped 1x1 convolution (its own weights: the timing does not need the
-    copies' values)."""
+    """A copy of ``model`` ``clients`` times as wide, every client starting from ``model``'s weights (a cohort
+    from one base): grouped convolutions, GroupNorm with ``clients`` times the groups, the classifier as a
+    grouped 1x1 convolution."""
     wide = copy.deepcopy(model)
     for module in list(wide.modules()):
         for name, child in list(module.named_children()):
@@ -59,6 +59,9 @@ def widened(model: nn.Module, clients: int) -> nn.Module:
                 new = nn.Conv1d(clients * child.in_features, clients * child.out_features, 1, groups=clients)
             else:
                 continue
+            with torch.no_grad():  # client j's block of every tensor: the base's (groups split dimension 0)
+                for own, wider in zip(child.parameters(), new.parameters()):
+                    wider.copy_(own.reshape(-1, *wider.shape[1:]).repeat(clients, *[1] * (wider.dim() - 1)))
             setattr(module, name, new)
     return wide
 
