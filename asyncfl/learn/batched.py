@@ -102,16 +102,10 @@ class BatchedTrainer:
         return out
 
     def plain_sgd(self) -> bool:
-        """Whether :meth:`descend` can take a step: a kernel that fuses the update into its backward pass, a
-        plain SGD rule (no momentum, weight decay or proximal term) and full precision."""
+        """Whether a step may fold its update into the backward pass (``descend``, which only
+        :class:`FusedTrainer` has): that kernel, a plain SGD rule (no momentum, weight decay or proximal term)
+        and full precision.  Here: no."""
         return False
-
-    def descend(
-        self, w: dict, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One plain SGD step of every row, in place on ``w``: (weighted losses [J], weighted squared
-        losses [J]), as :meth:`gradients`.  Only where :meth:`plain_sgd`."""
-        raise NotImplementedError
 
     def call_overhead_rows(self) -> int | None:
         """What one more call per local step costs, in padded sample rows (see :func:`width_groups`);
@@ -239,16 +233,7 @@ class FusedTrainer(BatchedTrainer):
     def gradients(
         self, w: dict, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor]:
-        a = x.reshape(x.shape[0], x.shape[1], -1)  # Flatten: every supported chain works on [J, B, features]
-        saved = []  # (layer, its input)
-        for layer in self.layers:
-            if layer[0] == "linear":
-                saved.append((layer, a))
-                a = linear_forward(w, layer, a)
-            elif layer[0] == "relu":
-                a = torch.relu(a)
-                saved.append((layer, a))
-        grad_out, loss, square = cross_entropy_backward(a, y, weight)
+        grad_out, loss, square, saved = self._forward(w, x, y, weight)
         grads = {}
         for i in range(len(saved) - 1, -1, -1):
             layer, kept = saved[i]
@@ -257,6 +242,20 @@ class FusedTrainer(BatchedTrainer):
                 continue
             grad_out = linear_backward(w, layer, kept, grad_out, grads, need_input=i > 0)
         return grads, loss, square
+
+    def _forward(self, w: dict, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> tuple:
+        """The chain's forward pass and the loss's gradient: (gradient of the weighted loss sum with respect to
+        the logits, weighted losses [J], weighted squared losses [J], [(layer, its input or ReLU output)])."""
+        a = x.reshape(x.shape[0], x.shape[1], -1)  # Flatten: every supported chain works on [J, B, features]
+        saved = []
+        for layer in self.layers:
+            if layer[0] == "linear":
+                saved.append((layer, a))
+                a = linear_forward(w, layer, a)
+            elif layer[0] == "relu":
+                a = torch.relu(a)
+                saved.append((layer, a))
+        return (*cross_entropy_backward(a, y, weight), saved)
 
     def plain_sgd(self) -> bool:
         cfg = self.training
@@ -272,16 +271,7 @@ class FusedTrainer(BatchedTrainer):
         taken from the old W.  The weights' last bits may differ from :meth:`gradients` then
         ``masked_sgd_step`` (one rounding fewer); the biases' update is the same."""
         lr = self.training.lr
-        a = x.reshape(x.shape[0], x.shape[1], -1)
-        saved = []
-        for layer in self.layers:
-            if layer[0] == "linear":
-                saved.append((layer, a))
-                a = linear_forward(w, layer, a)
-            elif layer[0] == "relu":
-                a = torch.relu(a)
-                saved.append((layer, a))
-        grad_out, loss, square = cross_entropy_backward(a, y, weight)
+        grad_out, loss, square, saved = self._forward(w, x, y, weight)
         for i in range(len(saved) - 1, -1, -1):
             layer, kept = saved[i]
             if layer[0] == "relu":
