@@ -39,3 +39,19 @@ def test_family_members_draw_what_stream_draws(seed, purpose):
 def test_negative_seed_is_refused_as_before():
     with pytest.raises(ValueError):
         StreamFamily(-1, "jitter")(3)
+
+
+def test_streams_built_at_once_are_the_streams_built_one_by_one():
+    """seeding.streams (a batched trainer's cohort of minibatch streams) hands out the very Generators that
+    stream() builds, ids at the 32-bit edge and a seed above 2**32 included; out of that range it falls back."""
+    import numpy as np
+
+    from asyncfl.seeding import stream, streams
+
+    ids = np.array([[0, 0], [5, 3], [99, 1000], [2**32 - 1, 7], [1, 0], [0, 1]])
+    for seed in (0, 7, 2**40):
+        built = streams(seed, "minibatch", ids)
+        for row, rng in zip(ids, built):
+            assert np.array_equal(rng.permutation(50), stream(seed, "minibatch", *map(int, row)).permutation(50))
+    wide = np.array([[2**32, 1]])
+    assert np.array_equal(streams(3, "minibatch", wide)[0].random(4), stream(3, "minibatch", 2**32, 1).random(4))
