@@ -1,12 +1,14 @@
-"""Times to a target as survival data: where a run that never reached the target is censored, and how a
-pair of (possibly censored) times is scored.
+"""Times and rounds to a target as survival data: where a run that never reached the target is censored, and
+how a pair of (possibly censored) times is scored.
 
 - The horizon: a run that misses the target (diverged included) is censored at the horizon it was given,
   not where it stopped.  A run that did not diverge ran to its stop (``stop.virtual_time_s`` or
   ``stop.rounds``): its own end is its horizon.  A run that diverged stopped early: its horizon is its
   ``stop.virtual_time_s`` when config.yaml declares one, else the median end of the same variant's runs
   that did not diverge (its own end when every one of them diverged).  The half-horizon check of the paper
-  tables cuts a diverged run with the same rule (:func:`planned_horizon`).
+  tables cuts a diverged run with the same rule (:func:`planned_horizon`).  Rounds to a target follow the
+  same rule in rounds: a run's end is its last round (summary.json's ``rounds``) and a diverged run's
+  declared horizon its ``stop.rounds``.
 - The restricted time: a reached time as it is, a miss as its horizon, so the mean over all seeds is the
   restricted mean time to target (RMST, restricted at the horizon) and the difference of two variants'
   RMSTs is the mean of their paired differences.
@@ -35,40 +37,45 @@ from asyncfl.output.reading import read_summary
 from asyncfl.output.run_directory import ENDED
 from asyncfl.study.seed_statistics import RunRecord
 
+# axis -> the key of a run's end in summary.json and of its declared stop in config.yaml's stop: (the same name)
+HORIZON_KEYS = {"time": "virtual_time_s", "round": "rounds"}
 
-def declared_stop(run_dir: Path) -> float | None:
-    """The run's ``stop.virtual_time_s`` from its config.yaml (None when absent or unreadable)."""
+
+def declared_stop(run_dir: Path, key: str = HORIZON_KEYS["time"]) -> float | None:
+    """The run's ``stop.<key>`` (``virtual_time_s`` or ``rounds``) from its config.yaml (None when absent or
+    unreadable)."""
     try:
         raw = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
-        limit = (raw.get("stop") or {}).get("virtual_time_s")
+        limit = (raw.get("stop") or {}).get(key)
     except (OSError, yaml.YAMLError, AttributeError):
         return None
     return float(limit) if isinstance(limit, (int, float)) and limit > 0 else None
 
 
-def planned_horizon(run_dir: Path, peers: Sequence[float]) -> float | None:
-    """Where a run that diverged would have stopped: its ``stop.virtual_time_s``, else the median horizon of
-    ``peers`` (the same variant's runs that did not diverge); None for a run that did not diverge, or when
-    neither is known."""
+def planned_horizon(run_dir: Path, peers: Sequence[float], key: str = HORIZON_KEYS["time"]) -> float | None:
+    """Where a run that diverged would have stopped: its ``stop.<key>`` (``virtual_time_s``, or ``rounds`` for
+    a horizon in rounds), else the median horizon of ``peers`` (the same variant's runs that did not diverge);
+    None for a run that did not diverge, or when neither is known."""
     if read_summary(run_dir, required=False).get("status") != "diverged":
         return None
-    limit = declared_stop(run_dir)
+    limit = declared_stop(run_dir, key)
     if limit is not None:
         return limit
     return float(np.median(peers)) if len(peers) else None
 
 
-def _end(run_dir: Path) -> tuple[str | None, float | None]:
+def _end(run_dir: Path, key: str) -> tuple[str | None, float | None]:
     summary = read_summary(run_dir, required=False)
-    end = summary.get("virtual_time_s")
+    end = summary.get(key)
     return summary.get("status"), float(end) if isinstance(end, (int, float)) else None
 
 
-def run_horizons(records: Sequence[RunRecord]) -> dict[str, dict[int, float]]:
+def run_horizons(records: Sequence[RunRecord], axis: str = "time") -> dict[str, dict[int, float]]:
     """variant -> seed -> the horizon at which each ended run's miss of a target is censored (see the module
-    docstring; a run without a seed is keyed by its position among the variant's runs, as
-    :func:`asyncfl.study.report.measure_table` keys it)."""
-    ends = {id(r): _end(r.path) for r in records}
+    docstring): in virtual seconds (``axis`` "time") or in rounds ("round"); a run without a seed is keyed by
+    its position among the variant's runs, as :func:`asyncfl.study.report.measure_table` keys it."""
+    key = HORIZON_KEYS[axis]
+    ends = {id(r): _end(r.path, key) for r in records}
     peers: dict[str, list[float]] = {}
     for r in records:
         status, end = ends[id(r)]
@@ -80,7 +87,7 @@ def run_horizons(records: Sequence[RunRecord]) -> dict[str, dict[int, float]]:
             status, end = ends[id(r)]
             if status not in ENDED or end is None:
                 continue
-            horizon = planned_horizon(r.path, peers.get(label, [])) or end
+            horizon = planned_horizon(r.path, peers.get(label, []), key) or end
             out.setdefault(label, {})[i if r.seed is None else int(r.seed)] = horizon
     return out
 
@@ -109,5 +116,6 @@ def signed_ranks(signs: Sequence[int], differences: Sequence[float]) -> list[flo
 
 
 def restricted(value: float | None, horizon: float | None) -> float | None:
-    """A time to target restricted at the horizon: the time where the run reached it, else the horizon."""
+    """A time (or rounds) to target restricted at the horizon: the time where the run reached it, else the
+    horizon."""
     return value if value is not None and math.isfinite(value) else horizon

@@ -3,6 +3,7 @@
 ``comparison.csv``       per variant, axis (time | round) and abscissa: seeds, accuracy mean/std/min/max
 ``runs.csv``             one row per run (variant, seed, status, final/best accuracy, virtual time ...)
 ``time_to_target.csv``   per variant and target accuracy: seeds that reached it, time and rounds to it
+                         (restricted means: a miss counts as its run's horizon)
 ``time_to_target.md``    the same as a Markdown table
 ``client_accuracy.csv``  FedAR Table 3 statistics per variant (averaged over seeds), and ``.md``
 ``accuracy_vs_time.png`` / ``accuracy_vs_round.png``  mean over seeds with a shaded band
@@ -19,7 +20,9 @@ from asyncfl.figures.compare import plot_comparison
 from asyncfl.output.reading import has_table, read_summary
 from asyncfl.output.run_directory import ENDED
 from asyncfl.output.tables import pm, write_csv, write_markdown
+from asyncfl.study.censoring import run_horizons
 from asyncfl.study.seed_statistics import (
+    AXES,
     RunRecord,
     bias_rows,
     comparison_rows,
@@ -42,10 +45,10 @@ def write_comparison(
     targets = list(targets) or default_targets(records)
     rows = comparison_rows(records)
     written = [write_csv(out_dir / "comparison.csv", rows), write_csv(out_dir / "runs.csv", run_rows(records))]
-    ttt = time_to_target_rows(records, targets)
+    ttt = time_to_target_rows(records, targets, {axis: run_horizons(records, axis) for axis in AXES})
     if ttt:
         written.append(write_csv(out_dir / "time_to_target.csv", ttt))
-        intro = "Time to target accuracy in virtual seconds; mean ± std over the seeds that reached it."
+        intro = TTT_INTRO
         written.append(write_markdown(out_dir / "time_to_target.md", [_ttt_markdown(r) for r in ttt], intro))
     bias = bias_rows(records)
     if len(bias):
@@ -58,6 +61,14 @@ def write_comparison(
         if path is not None:
             written.append(path)
     return written
+
+
+TTT_INTRO = (
+    "Time to target accuracy in virtual seconds; mean ± std over every seed, a seed that never reached the target"
+    " counting as its horizon (its end and last round; for a run that diverged, the horizon it was given: its"
+    " stop.virtual_time_s / stop.rounds, else the median of its variant's runs that did not diverge), so the means"
+    " are restricted means as in report.md; 'reached' says on how many seeds it got there."
+)
 
 
 def _ttt_markdown(r: dict) -> dict[str, str]:

@@ -5,17 +5,17 @@ For every variant and measure (final accuracy, accuracy averaged over the last q
 accuracy, time and rounds to each target) the report gives the mean over seeds with a Student-t 95 %
 interval (mean ± t_{0.975, n-1} · s / √n, s the sample standard deviation).  With a ``baseline:`` the
 difference variant − baseline is formed seed by seed over the seeds both have, and its mean gets the same
-t interval.  A time to a target a run never reached is restricted at its horizon
-(:mod:`asyncfl.study.censoring`), so the mean is the restricted mean time to target over every seed and the
-columns subtract to the difference, as in the claims.  Pairing removes what the seeds share (data
-split, device profiles, availability draws), so a paired interval is usually much narrower than the
-two unpaired ones.  "higher" / "lower" means the paired interval excludes 0; "no difference" that it
-does not — which says the seeds cannot separate the two, not that they are equal; "mixed" that the
-interval excludes 0 but a seed left out of it (one of the two never reached the target) points the
-other way.  For a time to target with no seed where both reached it, the verdict says what happened
-instead: "only this variant reached it", "only the baseline reached it" or "neither reached it";
-"too few seeds" is left for fewer than two pairs otherwise (an interval needs two).  A spread that
-cannot be computed (one seed) is printed ``n/a``.
+t interval.  A time (or rounds) to a target a run never reached is restricted at its horizon
+(:mod:`asyncfl.study.censoring`: in rounds, its last round or a diverged run's planned one), so the mean is
+the restricted mean time (rounds) to target over every seed and the columns subtract to the difference, as in
+the claims.  Pairing removes what the seeds share (data split, device profiles, availability draws), so a
+paired interval is usually much narrower than the two unpaired ones.  "higher" / "lower" means the paired
+interval excludes 0; "no difference" that it does not — which says the seeds cannot separate the two, not
+that they are equal; "mixed" that the interval excludes 0 but a seed left out of it (one of the two never
+reached the target) points the other way.  For a time (rounds) to target with no seed where both reached it,
+the verdict says what happened instead: "only this variant reached it", "only the baseline reached it" or
+"neither reached it"; "too few seeds" is left for fewer than two pairs otherwise (an interval needs two).  A
+spread that cannot be computed (one seed) is printed ``n/a``.
 
 Writes ``report.csv`` (numbers) and ``report.md`` (the table) into the sweep directory.
 """
@@ -46,6 +46,7 @@ from asyncfl.study.seed_statistics import (
     RunRecord,
     measures_by_run,
     paired_values,
+    seed_keys,
     t_interval,
 )
 from asyncfl.study.tuned_sets import claims_on_tuned_sets
@@ -109,9 +110,14 @@ def _is_target(measure: str) -> bool:
     return measure.startswith(("time to ", "rounds to "))
 
 
-def _is_time(measure: str) -> bool:
-    """A time to a target: restricted at the horizon where missed (a rounds count is left as it was)."""
-    return measure.startswith("time to ")
+def _censoring(
+    measure: str, horizons: Mapping[str, Mapping[int, float]] | None, rounds: Mapping[str, Mapping[int, float]] | None
+) -> Mapping[str, Mapping[int, float]] | None:
+    """The horizons a miss of ``measure`` is restricted at: ``horizons`` (virtual s) for a time to a target,
+    ``rounds`` for rounds to it, None for any other measure (or when not given)."""
+    if measure.startswith("time to "):
+        return horizons
+    return rounds if measure.startswith("rounds to ") else None
 
 
 def vs_baseline(measure: str, values: Mapping[int, float], baseline: Mapping[int, float], diff: Interval) -> str:
@@ -130,8 +136,7 @@ def measure_table(
     a seed is keyed by its position among the variant's runs."""
     table = {}
     for label, runs in measures_by_run(records, targets, columns).groupby("variant", sort=False):
-        seeds = [i if pd.isna(s) else int(s) for i, s in enumerate(runs["seed"])]
-        table[label] = {m: dict(zip(seeds, runs[m])) for m in runs.columns[2:]}
+        table[label] = {m: dict(zip(seed_keys(runs["seed"]), runs[m])) for m in runs.columns[2:]}
     return table
 
 
@@ -162,18 +167,23 @@ def run_datasets(records: Sequence[RunRecord]) -> dict[str, str]:
 
 
 def restricted_times(
-    table: Mapping[str, Mapping[str, Mapping[int, float]]], horizons: Mapping[str, Mapping[int, float]]
+    table: Mapping[str, Mapping[str, Mapping[int, float]]],
+    horizons: Mapping[str, Mapping[int, float]] | None,
+    rounds: Mapping[str, Mapping[int, float]] | None = None,
 ) -> dict[str, dict[str, dict[int, float]]]:
     """``table`` with every time to a target a run never reached restricted at the run's horizon
     (:func:`asyncfl.study.censoring.run_horizons`), as the claims count it: each variant's mean is then its
-    restricted mean time to target (RMST) and the paired difference the difference of the two RMSTs."""
+    restricted mean time to target (RMST) and the paired difference the difference of the two RMSTs.  With
+    ``rounds`` (each run's horizon in rounds) the rounds to a target alike."""
     out: dict[str, dict[str, dict[int, float]]] = {}
     for variant, measures in table.items():
-        ends = horizons.get(variant, {})
-        out[variant] = {
-            m: {s: restricted(v, ends.get(s)) if _is_time(m) else v for s, v in by_seed.items()}
-            for m, by_seed in measures.items()
-        }  # fmt: skip
+        out[variant] = {}
+        for m, by_seed in measures.items():
+            ends = _censoring(m, horizons, rounds)
+            if ends is None:
+                out[variant][m] = dict(by_seed)
+            else:
+                out[variant][m] = {s: restricted(v, ends.get(variant, {}).get(s)) for s, v in by_seed.items()}
     return out
 
 
@@ -182,14 +192,16 @@ def report_rows(
     baseline: str | None,
     confidence: float = CONFIDENCE,
     horizons: Mapping[str, Mapping[int, float]] | None = None,
+    rounds: Mapping[str, Mapping[int, float]] | None = None,
 ) -> list[dict]:
     """report.csv: per variant and measure, the mean and CI over seeds and (with a baseline) the paired
     difference against the baseline with its CI.  With ``horizons`` (each run's, keyed as ``table``) a time to
     a target is restricted at the horizon where it was missed (:func:`restricted_times`) and ``reached``
-    counts the seeds that got there; without, the times of the seeds that reached it."""
+    counts the seeds that got there; without, the times of the seeds that reached it.  ``rounds`` (each run's
+    horizon in rounds) does the same for the rounds to a target."""
     if baseline is not None and baseline not in table:
         raise ConfigError(f"baseline: {baseline!r} is not a variant of this study ({', '.join(table)}).")
-    kept = restricted_times(table, horizons) if horizons is not None else table
+    kept = restricted_times(table, horizons, rounds)
     rows = []
     for variant, measures in table.items():
         for measure, observed in measures.items():
@@ -199,14 +211,15 @@ def report_rows(
                 "variant": variant, "measure": measure, "seeds": len(by_seed), "n": own.n,
                 "mean": own.mean, "ci_half_width": own.half_width,
             }  # fmt: skip
-            if horizons is not None and _is_time(measure):
+            censored = _censoring(measure, horizons, rounds) is not None
+            if censored:
                 row["reached"] = sum(_finite(v) for v in observed.values())
             if baseline is not None:
                 other = kept[baseline].get(measure, {})
                 diff = paired_difference(by_seed, other, confidence)
                 base = table[baseline].get(measure, {})  # the words of who reached it: from the unrestricted times
                 said = vs_baseline(measure, observed, base, paired_difference(observed, base, confidence))
-                if said not in (ONLY_VARIANT, ONLY_BASELINE, NEITHER) and kept is not table and _is_time(measure):
+                if said not in (ONLY_VARIANT, ONLY_BASELINE, NEITHER) and censored:
                     said = direction(diff)  # the misses are inside the restricted times already
                 verdict = "baseline" if variant == baseline else said
                 row.update({
@@ -276,7 +289,8 @@ def write_report(
     records = [r for r in records if not completeness.is_gap(r.label, r.seed)]  # failed, unfinished: no result
     columns = list(dict.fromkeys(c for c in (column_of(claim.measure) for claim in claims) if c))  # last_quarter:<c>
     table = declared_table(measure_table(records, targets, columns), completeness)
-    rows, missing = declared_rows(report_rows(table, baseline, horizons=run_horizons(records)), completeness)
+    horizons, rounds = run_horizons(records), run_horizons(records, "round")
+    rows, missing = declared_rows(report_rows(table, baseline, horizons=horizons, rounds=rounds), completeness)
     written = [write_csv(out_dir / "report.csv", rows)]
     intro = completeness.heading() + report_intro(baseline, bool(claims), bool(targets))
     report_md = write_markdown(out_dir / "report.md", markdown_rows(rows, missing), intro)
@@ -285,7 +299,7 @@ def write_report(
         written += write_claims(out_dir, claims, claims_note, table, records, completeness)
         append_section(report_md, "## Declared claims\n\n" + (out_dir / "claims.md").read_text("utf-8"))
         spreads = kernel_spreads(out_dir, targets, columns)  # noise_floor: reruns under other CPU kernel sets
-        append_section(report_md, noise_section(out_dir, floor_rows(claims, table, run_horizons(records), spreads)))
+        append_section(report_md, noise_section(out_dir, floor_rows(claims, table, horizons, spreads)))
         written.append(out_dir / "noise_floor.csv")
     shares = study_weight_table(records)
     if len(shares):  # runs with algorithm.record_weights: does a weighting rule starve a group of clients?
@@ -311,7 +325,8 @@ def report_intro(baseline: str | None, has_claims: bool, has_targets: bool = Fal
         else (
             " A time to a target a run never reached counts as its horizon (its end; for a run that diverged, the"
             " horizon it was given), so its mean is the restricted mean time to target (RMST) over every seed, as in"
-            " the claims, and 'reached' says on how many seeds it got there."
+            " the claims, and 'reached' says on how many seeds it got there; rounds to a target alike, a miss"
+            " counting as the run's last round (for a run that diverged, its stop.rounds or its peers' median)."
         )
     )
     if has_claims:  # the two can disagree near 0.05: a t-interval per measure against a Holm-corrected permutation test

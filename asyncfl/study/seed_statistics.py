@@ -222,19 +222,41 @@ def measures_by_run(
     return pd.DataFrame(rows)
 
 
-def time_to_target_rows(records: Sequence[RunRecord], targets: Sequence[float]) -> list[dict]:
+def seed_keys(seeds: pd.Series) -> list[int]:
+    """A variant's runs keyed by seed, a run without one by its position among them (as the horizons are)."""
+    return [i if pd.isna(s) else int(s) for i, s in enumerate(seeds)]
+
+
+def _at_horizon(values: pd.Series, keys: Sequence[int], horizons: Mapping[int, float] | None) -> pd.Series:
+    """``values`` with each miss (NaN) as its run's horizon (``horizons``: key -> horizon; a run without one
+    stays NaN); unchanged without horizons."""
+    if horizons is None:
+        return values
+    return values.fillna(pd.Series([horizons.get(k, math.nan) for k in keys], index=values.index, dtype=np.float64))
+
+
+def time_to_target_rows(
+    records: Sequence[RunRecord],
+    targets: Sequence[float],
+    horizons: Mapping[str, Mapping[str, Mapping[int, float]]] | None = None,
+) -> list[dict]:
     """time_to_target.csv: per variant and target, how many seeds reached it, and how fast.
 
-    Mean and std of the time (rounds) to target are over the seeds that reached it; a std over one
-    seed is empty."""
+    With ``horizons`` (axis "time" / "round" -> variant -> seed -> the run's horizon in virtual s / rounds,
+    :func:`asyncfl.study.censoring.run_horizons`) a seed that never reached the target counts at its horizon,
+    so the means and stds of the time (rounds) to target are over every seed: restricted means, as in
+    report.csv.  Without, they are over the seeds that reached it.  A std over one seed is empty."""
+    time_at, round_at = ((horizons or {}).get(axis) for axis in AXES)
     rows = []
     for label, runs in measures_by_run(records, targets).groupby("variant", sort=False):
         final, best = mean_std(runs["final accuracy"]), mean_std(runs["best accuracy"])
+        keys = seed_keys(runs["seed"])
         for target in targets:
-            t, r = mean_std(runs[f"time to {target:g} (virtual s)"]), mean_std(runs[f"rounds to {target:g}"])
+            times, rounds = runs[f"time to {target:g} (virtual s)"], runs[f"rounds to {target:g}"]
+            t = mean_std(_at_horizon(times, keys, None if time_at is None else time_at.get(label, {})))
+            r = mean_std(_at_horizon(rounds, keys, None if round_at is None else round_at.get(label, {})))
             rows.append({
-                "variant": label, "target": target, "seeds": len(runs),
-                "reached": int(runs[f"time to {target:g} (virtual s)"].notna().sum()),
+                "variant": label, "target": target, "seeds": len(runs), "reached": int(times.notna().sum()),
                 "time_to_target_mean_s": t[0], "time_to_target_std_s": t[1],
                 "rounds_to_target_mean": r[0], "rounds_to_target_std": r[1],
                 "final_accuracy_mean": final[0], "final_accuracy_std": final[1],
