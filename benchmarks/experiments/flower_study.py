@@ -112,9 +112,9 @@ def summary_text(sweep: Path) -> str:
     finals = ", ".join(f"{final[name] * 100:.1f} %" for name in names)
     sentences = [
         setting,
-        f"Time to {target * 100:g} % accuracy (mean over the seeds that reached it; lr as tuned on seeds "
-        f"{', '.join(str(seed) for seed in study['tune']['seeds'])}): {times}; final accuracy, in that order, "
-        f"{finals}.",
+        f"Time to {target * 100:g} % accuracy (restricted mean over every seed, a miss at its run's horizon; lr as"
+        f" tuned on seeds {', '.join(str(seed) for seed in study['tune']['seeds'])}): {times}; final accuracy, in"
+        f" that order, {finals}.",
     ]
     return "\n\n".join(sentences) + "\n"
 
