@@ -290,7 +290,8 @@ def linear_forward(w: dict, layer: tuple, a: torch.Tensor) -> torch.Tensor:
     """A stacked Linear layer ("linear", weight name, bias name or None) on ``a`` [J, B, in]."""
     _, weight_name, bias_name = layer
     wt = w[weight_name].transpose(1, 2)
-    return torch.baddbmm(w[bias_name].unsqueeze(1), a, wt) if bias_name else torch.bmm(a, wt)
+    h = torch.bmm(a, wt)  # then the bias: baddbmm with a broadcast bias took 1.1-1.2x as long on the CPU
+    return h.add_(w[bias_name].unsqueeze(1)) if bias_name else h
 
 
 def linear_backward(
