@@ -104,6 +104,11 @@ UNAVAILABLE = "Error: Node Unavailable - the client went offline or ran out of b
 # for its own reasons does not
 WAITING_LIMIT = 5
 WAITING_S = 4.0
+# a get_node_ids call at least SLEPT_S real seconds after the one before it, with no push between, is a waiting
+# loop's retry (Flower's sample_nodes sleeps a real second between its tries): the clock moves to when a node is next
+# listed.  Calls in quick succession are an app asking twice for its own reasons (Flower's FedAvg counts the nodes,
+# then samples them, every round): the same answer at the same virtual time, as on a SuperLink
+SLEPT_S = 0.5
 
 
 @dataclass
@@ -181,6 +186,7 @@ class VirtualGrid(LegacyRounds, Grid):
         self.waiting = 0  # get_node_ids calls since the last push that could never be answered better
         self.waiting_since = 0.0  # the real time of the first of them
         self.asked = False  # get_node_ids was called since the last push
+        self.asked_at = -math.inf  # the real time of the last get_node_ids call (see SLEPT_S)
         # bytes of each content pushed in the batch at hand: Flower's strategies push one RecordDict to every node,
         # and no ClientApp changes it (each gets a copy: FlowerNodes.call), so it is counted once
         self.content_bytes: dict[int, int] = {}
@@ -214,8 +220,9 @@ class VirtualGrid(LegacyRounds, Grid):
 
     def get_node_ids(self) -> Iterable[int]:
         """The nodes Flower's link state lists now: online, or offline for less than ``offline_grace_s``
-        (:class:`~asyncfl.flower.link_state.NodeView`).  Asked again with no push between while a node is not listed,
-        the clock first moves to the next time one is (a ServerApp's waiting loop, in virtual time)."""
+        (:class:`~asyncfl.flower.link_state.NodeView`).  Asked again with no push between, after the app slept
+        (``SLEPT_S`` real seconds) while a node is not listed, the clock first moves to the next time one is (a
+        ServerApp's waiting loop, in virtual time); asked again at once, the same nodes at the same time."""
         if threading.get_ident() != self.owner:
             # Flower's legacy DefaultWorkflow also asks from a thread of its own every 5 real seconds
             # (flwr/server/compat/app_utils.py, _update_client_manager): its answer changes nothing, and it is not
@@ -227,7 +234,9 @@ class VirtualGrid(LegacyRounds, Grid):
         if self.stopped:  # after the stop: every node, so a strategy's sampling never waits and the app returns
             return list(self.nodes.node_ids)
         listed = self.view.listed(self.env.now, self.trained)
-        if self.asked and len(listed) < len(self.nodes):
+        retry = self.asked and time.monotonic() - self.asked_at >= SLEPT_S
+        self.asked_at = time.monotonic()
+        if retry and len(listed) < len(self.nodes):
             back = self.view.next_listed(self.env.now, self.trained)
             if math.isfinite(back):
                 self._advance(back)
